@@ -1,0 +1,125 @@
+import { z } from 'zod'
+
+/**
+ * The one configuration object of a process, read once from the environment and command-line
+ * flags (flags win). Every knob of the product is here and documented in README.md.
+ */
+/** Deployable roles. `features` also runs the raw projection pipeline (orders and customers → ClickHouse). */
+export const ROLES = ['api', 'features', 'audience-sync', 'connectors'] as const
+export type Role = (typeof ROLES)[number]
+
+const csv = z
+  .string()
+  .transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean))
+
+const bool = z.union([z.boolean(), z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1')])
+
+export const ConfigSchema = z
+  .object({
+    nodeEnv: z.enum(['development', 'production', 'test']).default('development'),
+    /** embedded: one process, on-disk event log and chdb. distributed: Kafka, a schema registry, a ClickHouse server. */
+    runtime: z.enum(['embedded', 'distributed']).default('embedded'),
+    roles: csv.pipe(z.array(z.enum(ROLES)).min(1)).default([...ROLES]),
+    dataDir: z.string().default('./data'),
+    logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    apiPort: z.coerce.number().int().min(0).max(65535).default(8080),
+    apiHost: z.string().default('127.0.0.1'),
+    /** Health and metrics port of roles that run without the API. */
+    metricsPort: z.coerce.number().int().min(0).max(65535).default(9464),
+    partitions: z.coerce.number().int().min(1).max(256).default(4),
+    kafkaBrokers: csv.pipe(z.array(z.string().min(1))).optional(),
+    kafkaClientId: z.string().default('cdp'),
+    schemaRegistryUrl: z.url().optional(),
+    schemaRegistryUsername: z.string().optional(),
+    schemaRegistryPassword: z.string().optional(),
+    clickhouseUrl: z.url().optional(),
+    clickhouseUsername: z.string().default('default'),
+    clickhousePassword: z.string().default(''),
+    clickhouseDatabase: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/).default('cdp'),
+    /** Largest batch a consumer hands to its sink, and the longest it waits to fill one. */
+    batchSize: z.coerce.number().int().min(1).max(100_000).default(5000),
+    batchMaxWaitMs: z.coerce.number().int().min(1).max(60_000).default(200),
+    demo: bool.default(false),
+  })
+  .superRefine((c, ctx) => {
+    if (c.runtime === 'distributed') {
+      if (!c.kafkaBrokers?.length) ctx.addIssue({ code: 'custom', path: ['kafkaBrokers'], message: 'KAFKA_BROKERS is required when CDP_RUNTIME=distributed' })
+      if (!c.schemaRegistryUrl) ctx.addIssue({ code: 'custom', path: ['schemaRegistryUrl'], message: 'SCHEMA_REGISTRY_URL is required when CDP_RUNTIME=distributed' })
+    }
+  })
+
+export type Config = z.infer<typeof ConfigSchema>
+
+/** Environment variable behind each config key. */
+export const ENV_NAMES: Record<keyof z.input<typeof ConfigSchema>, string> = {
+  nodeEnv: 'NODE_ENV',
+  runtime: 'CDP_RUNTIME',
+  roles: 'CDP_ROLES',
+  dataDir: 'CDP_DATA_DIR',
+  logLevel: 'LOG_LEVEL',
+  apiPort: 'CDP_API_PORT',
+  apiHost: 'CDP_API_HOST',
+  metricsPort: 'CDP_METRICS_PORT',
+  partitions: 'CDP_PARTITIONS',
+  kafkaBrokers: 'KAFKA_BROKERS',
+  kafkaClientId: 'KAFKA_CLIENT_ID',
+  schemaRegistryUrl: 'SCHEMA_REGISTRY_URL',
+  schemaRegistryUsername: 'SCHEMA_REGISTRY_USERNAME',
+  schemaRegistryPassword: 'SCHEMA_REGISTRY_PASSWORD',
+  clickhouseUrl: 'CLICKHOUSE_URL',
+  clickhouseUsername: 'CLICKHOUSE_USERNAME',
+  clickhousePassword: 'CLICKHOUSE_PASSWORD',
+  clickhouseDatabase: 'CLICKHOUSE_DATABASE',
+  batchSize: 'CDP_BATCH_SIZE',
+  batchMaxWaitMs: 'CDP_BATCH_MAX_WAIT_MS',
+  demo: 'CDP_DEMO',
+}
+
+/** Config keys whose values are secrets: never logged, never returned. */
+export const SECRET_KEYS = ['schemaRegistryPassword', 'clickhousePassword'] as const
+
+export class ConfigError extends Error {
+  constructor(public readonly issues: { path: string; message: string }[]) {
+    super(`invalid configuration: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`)
+  }
+}
+
+/** Reads the config once: environment first, then flags (camelCase keys) on top. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, flags: Record<string, unknown> = {}): Config {
+  const raw: Record<string, unknown> = {}
+  for (const [key, name] of Object.entries(ENV_NAMES)) {
+    const v = env[name]
+    if (v !== undefined && v !== '') raw[key] = v
+  }
+  for (const [k, v] of Object.entries(flags)) if (v !== undefined) raw[k] = v
+  const parsed = ConfigSchema.safeParse(raw)
+  if (!parsed.success) {
+    throw new ConfigError(
+      parsed.error.issues.map((i) => {
+        const key = String(i.path[0] ?? '')
+        const envName = ENV_NAMES[key as keyof typeof ENV_NAMES]
+        return { path: envName ? `${key} (${envName})` : key, message: i.message }
+      }),
+    )
+  }
+  return parsed.data
+}
+
+/** The config as it may be shown: secrets masked. */
+export function redactConfig(c: Config): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...c }
+  for (const k of SECRET_KEYS) if (out[k]) out[k] = '***'
+  if (typeof out.clickhouseUrl === 'string') out.clickhouseUrl = maskUrlPassword(out.clickhouseUrl)
+  if (typeof out.schemaRegistryUrl === 'string') out.schemaRegistryUrl = maskUrlPassword(out.schemaRegistryUrl)
+  return out
+}
+
+export function maskUrlPassword(u: string): string {
+  try {
+    const url = new URL(u)
+    if (url.password) url.password = '***'
+    return url.toString()
+  } catch {
+    return u
+  }
+}

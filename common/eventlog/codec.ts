@@ -1,0 +1,72 @@
+import fs from 'node:fs'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { ALL_TOPICS, subjectFor, type TopicSpec } from '../topics.ts'
+import { UndecodableRecordError, type SchemaRegistryPort } from './schema-registry.ts'
+
+export const SCHEMA_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../schemas/avro')
+
+export function readSchema(file: string): string {
+  return fs.readFileSync(path.join(SCHEMA_DIR, file), 'utf8')
+}
+
+function fullName(schema: string): string {
+  const s = JSON.parse(schema) as { name: string; namespace?: string }
+  return s.namespace ? `${s.namespace}.${s.name}` : s.name
+}
+
+/** A record whose Avro type is not the one its topic carries. */
+export class SchemaMismatchError extends Error {
+  readonly retriable = false
+}
+
+/**
+ * Encodes and decodes the values of our topics. The topic schemas are registered under
+ * `<topic>-value` when the codec is created (start-up), so an incompatible change fails start-up.
+ */
+export class EventCodec {
+  private constructor(
+    readonly registry: SchemaRegistryPort,
+    private readonly ids: Map<string, number>,
+    private readonly expected: Map<string, string>,
+  ) {}
+
+  static async create(registry: SchemaRegistryPort, topics: TopicSpec[] = ALL_TOPICS): Promise<EventCodec> {
+    const ids = new Map<string, number>()
+    const expected = new Map<string, string>()
+    for (const t of topics) {
+      const schema = readSchema(t.schema)
+      ids.set(t.name, await registry.register(subjectFor(t.name), schema))
+      expected.set(t.name, fullName(schema))
+    }
+    return new EventCodec(registry, ids, expected)
+  }
+
+  schemaId(topic: string): number {
+    const id = this.ids.get(topic)
+    if (id === undefined) throw new Error(`no schema registered for topic ${topic}`)
+    return id
+  }
+
+  encode(topic: string, value: unknown): Promise<Buffer> {
+    return this.registry.encode(this.schemaId(topic), value)
+  }
+
+  /** Decodes a value of `topic`; throws UndecodableRecordError or SchemaMismatchError for poison records. */
+  async decode<T>(topic: string, value: Buffer | null): Promise<T> {
+    if (value === null) throw new UndecodableRecordError('record has no value (tombstone)')
+    const { schemaId, value: decoded } = await this.registry.decode(value)
+    const expected = this.expected.get(topic)
+    const got = (decoded as { constructor?: { getType?: () => unknown } } | null) && typeNameOf(decoded)
+    if (expected && got && got !== expected) {
+      throw new SchemaMismatchError(`schema ${schemaId} writes ${got}, but ${topic} carries ${expected}`)
+    }
+    return decoded as T
+  }
+}
+
+/** avsc decodes records into instances of a generated class named after the record. */
+function typeNameOf(v: unknown): string | null {
+  const ctor = (v as { constructor?: { type?: { name?: string } } }).constructor
+  return ctor?.type?.name ?? null
+}

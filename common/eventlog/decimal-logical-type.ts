@@ -1,0 +1,81 @@
+import avsc from 'avsc'
+
+/**
+ * Avro `decimal` logical type over `bytes` for avsc: the value is a two's-complement big-endian
+ * unscaled integer (Avro spec), exposed to our code as a decimal string with `scale` digits
+ * ("1234.50"). Strings keep money exact; floats would drift in sums.
+ */
+export class DecimalType extends avsc.types.LogicalType {
+  private readonly scale: number
+  private readonly precision: number
+
+  constructor(attrs: Record<string, unknown>, opts?: unknown) {
+    super(attrs as never, opts as never)
+    this.scale = Number(attrs.scale ?? 0)
+    this.precision = Number(attrs.precision ?? 38)
+  }
+
+  protected override _fromValue(buf: Buffer): string {
+    return formatUnscaled(bytesToBigInt(buf), this.scale)
+  }
+
+  protected override _toValue(val: unknown): Buffer {
+    const unscaled = parseToUnscaled(val, this.scale)
+    const digits = (unscaled < 0n ? -unscaled : unscaled).toString().length
+    if (digits > this.precision) throw new Error(`decimal ${String(val)} exceeds precision ${this.precision}`)
+    return bigIntToBytes(unscaled)
+  }
+
+  protected override _resolve(type: avsc.Type): ((x: unknown) => unknown) | undefined {
+    const t = type as avsc.Type & { scale?: number }
+    if (type instanceof DecimalType && type.scale === this.scale) return (x) => x
+    if (type.typeName === 'bytes' && t.scale === undefined) return (x) => x
+    return undefined
+  }
+
+  protected override _export(schema: avsc.Schema): void {
+    const attrs = schema as unknown as Record<string, unknown>
+    attrs.precision = this.precision
+    attrs.scale = this.scale
+  }
+}
+
+export const AVRO_LOGICAL_TYPES = { decimal: DecimalType } as unknown as Record<string, new (...args: never[]) => avsc.types.LogicalType>
+
+export function bytesToBigInt(buf: Buffer): bigint {
+  if (buf.length === 0) return 0n
+  let n = 0n
+  for (const b of buf) n = (n << 8n) | BigInt(b)
+  if ((buf[0]! & 0x80) !== 0) n -= 1n << BigInt(buf.length * 8)
+  return n
+}
+
+export function bigIntToBytes(n: bigint): Buffer {
+  // Minimal two's-complement length.
+  let len = 1
+  while (n < -(1n << BigInt(len * 8 - 1)) || n >= 1n << BigInt(len * 8 - 1)) len++
+  const out = Buffer.alloc(len)
+  let v = n < 0n ? (1n << BigInt(len * 8)) + n : n
+  for (let i = len - 1; i >= 0; i--) {
+    out[i] = Number(v & 0xffn)
+    v >>= 8n
+  }
+  return out
+}
+
+function formatUnscaled(n: bigint, scale: number): string {
+  const neg = n < 0n
+  const s = (neg ? -n : n).toString().padStart(scale + 1, '0')
+  const body = scale > 0 ? `${s.slice(0, s.length - scale)}.${s.slice(s.length - scale)}` : s
+  return neg ? `-${body}` : body
+}
+
+function parseToUnscaled(val: unknown, scale: number): bigint {
+  const s = typeof val === 'number' ? val.toFixed(scale) : String(val).trim()
+  const m = /^(-?)(\d+)(?:\.(\d+))?$/.exec(s)
+  if (!m) throw new Error(`not a decimal: ${String(val)}`)
+  const frac = (m[3] ?? '').padEnd(scale, '0')
+  if (frac.length > scale && /[1-9]/.test(frac.slice(scale))) throw new Error(`decimal ${s} has more than ${scale} decimals`)
+  const n = BigInt(m[2]! + frac.slice(0, scale))
+  return m[1] ? -n : n
+}

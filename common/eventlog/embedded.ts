@@ -1,0 +1,400 @@
+import fs from 'node:fs'
+import fsp from 'node:fs/promises'
+import path from 'node:path'
+import zlib from 'node:zlib'
+import { EventEmitter } from 'node:events'
+import type { Batch, ConsumeOptions, ConsumerHandle, EventLog, LogRecord, OutRecord, PartitionOffset, TopicConfig } from './port.ts'
+import { partitionFor } from './partitioner.ts'
+
+/**
+ * The embedded event log: one append-only file per topic partition under `dir`, with
+ * Kafka's semantics for what we use (see port.ts). One process owns a directory (lock file).
+ *
+ * Frame: u32 bodyLength | u32 crc32(body) | body
+ * body:  i64 timestampMs | i32 keyLen (-1 = null) | key | i32 valueLen (-1 = null) | value | u16 headerCount | (u16 len, name, u32 len, value)*
+ * A torn tail (crash in the middle of an append) fails its length or CRC check and is cut off on open.
+ * Compaction of compacted topics is not performed: readers of such a topic keep the last value
+ * per key, which is all compaction guarantees; it only costs disk.
+ */
+const FRAME_HEADER = 8
+const READ_CHUNK = 4 * 1024 * 1024
+
+class PartitionLog {
+  /** File position of each record, by offset. */
+  private positions: Float64Array = new Float64Array(1024)
+  count = 0
+  private size = 0
+  private appending: Promise<void> = Promise.resolve()
+
+  private constructor(
+    readonly file: string,
+    private readonly fd: fsp.FileHandle,
+  ) {}
+
+  static async open(file: string): Promise<PartitionLog> {
+    fs.mkdirSync(path.dirname(file), { recursive: true })
+    const fd = await fsp.open(file, fs.existsSync(file) ? 'r+' : 'w+')
+    const p = new PartitionLog(file, fd)
+    await p.recover()
+    return p
+  }
+
+  private async recover(): Promise<void> {
+    const { size } = await this.fd.stat()
+    let pos = 0
+    const head = Buffer.alloc(FRAME_HEADER)
+    while (pos + FRAME_HEADER <= size) {
+      await this.fd.read(head, 0, FRAME_HEADER, pos)
+      const len = head.readUInt32BE(0)
+      if (pos + FRAME_HEADER + len > size) break
+      const body = Buffer.alloc(len)
+      await this.fd.read(body, 0, len, pos + FRAME_HEADER)
+      if (zlib.crc32(body) !== head.readUInt32BE(4)) break
+      this.index(pos)
+      pos += FRAME_HEADER + len
+    }
+    if (pos < size) await this.fd.truncate(pos)
+    this.size = pos
+  }
+
+  private index(pos: number): void {
+    if (this.count === this.positions.length) {
+      const grown = new Float64Array(this.positions.length * 2)
+      grown.set(this.positions)
+      this.positions = grown
+    }
+    this.positions[this.count++] = pos
+  }
+
+  /** Appends and fsyncs; resolves with the first offset. Appends are serialised per partition. */
+  append(frames: Buffer[]): Promise<number> {
+    const run = this.appending.then(async () => {
+      const first = this.count
+      const buf = Buffer.concat(frames)
+      await this.fd.write(buf, 0, buf.length, this.size)
+      await this.fd.datasync()
+      let pos = this.size
+      for (const f of frames) {
+        this.index(pos)
+        pos += f.length
+      }
+      this.size = pos
+      return first
+    })
+    this.appending = run.then(() => undefined, () => undefined)
+    return run
+  }
+
+  /** Reads up to `max` records from `offset`. */
+  async read(topic: string, partition: number, offset: number, max: number): Promise<LogRecord[]> {
+    const end = Math.min(this.count, offset + max)
+    if (offset >= end) return []
+    const out: LogRecord[] = []
+    let o = offset
+    while (o < end) {
+      const start = this.positions[o]!
+      // Read a chunk covering as many whole records as fit.
+      let last = o
+      while (last + 1 < end && this.positionOf(last + 2) - start <= READ_CHUNK) last++
+      const stop = this.positionOf(last + 1)
+      const buf = Buffer.alloc(stop - start)
+      await this.fd.read(buf, 0, buf.length, start)
+      let p = 0
+      for (let i = o; i <= last; i++) {
+        const len = buf.readUInt32BE(p)
+        out.push(decodeBody(topic, partition, i, buf.subarray(p + FRAME_HEADER, p + FRAME_HEADER + len)))
+        p += FRAME_HEADER + len
+      }
+      o = last + 1
+    }
+    return out
+  }
+
+  private positionOf(offset: number): number {
+    return offset < this.count ? this.positions[offset]! : this.size
+  }
+
+  async close(): Promise<void> {
+    await this.appending
+    await this.fd.close()
+  }
+}
+
+function encodeFrame(r: OutRecord, timestamp: number): Buffer {
+  const key = r.key === null ? null : typeof r.key === 'string' ? Buffer.from(r.key) : r.key
+  const headers = Object.entries(r.headers ?? {}).map(([k, v]) => [Buffer.from(k), Buffer.from(v)] as const)
+  const len = 8 + 4 + (key?.length ?? 0) + 4 + (r.value?.length ?? 0) + 2 + headers.reduce((s, [k, v]) => s + 6 + k.length + v.length, 0)
+  const buf = Buffer.allocUnsafe(FRAME_HEADER + len)
+  let p = FRAME_HEADER
+  buf.writeBigInt64BE(BigInt(timestamp), p); p += 8
+  p = writeBytes(buf, p, key)
+  p = writeBytes(buf, p, r.value)
+  buf.writeUInt16BE(headers.length, p); p += 2
+  for (const [k, v] of headers) {
+    buf.writeUInt16BE(k.length, p); p += 2
+    k.copy(buf, p); p += k.length
+    buf.writeUInt32BE(v.length, p); p += 4
+    v.copy(buf, p); p += v.length
+  }
+  buf.writeUInt32BE(len, 0)
+  buf.writeUInt32BE(zlib.crc32(buf.subarray(FRAME_HEADER)), 4)
+  return buf
+}
+
+function writeBytes(buf: Buffer, p: number, b: Buffer | null): number {
+  if (b === null) {
+    buf.writeInt32BE(-1, p)
+    return p + 4
+  }
+  buf.writeInt32BE(b.length, p)
+  b.copy(buf, p + 4)
+  return p + 4 + b.length
+}
+
+function decodeBody(topic: string, partition: number, offset: number, body: Buffer): LogRecord {
+  let p = 0
+  const timestamp = Number(body.readBigInt64BE(p)); p += 8
+  const readBytes = (): Buffer | null => {
+    const n = body.readInt32BE(p)
+    p += 4
+    if (n < 0) return null
+    const b = body.subarray(p, p + n)
+    p += n
+    return b
+  }
+  const key = readBytes()
+  const value = readBytes()
+  const hc = body.readUInt16BE(p); p += 2
+  const headers: Record<string, string> = {}
+  for (let i = 0; i < hc; i++) {
+    const kl = body.readUInt16BE(p); p += 2
+    const k = body.toString('utf8', p, p + kl); p += kl
+    const vl = body.readUInt32BE(p); p += 4
+    headers[k] = body.toString('utf8', p, p + vl); p += vl
+  }
+  return { topic, partition, offset: String(offset), key, value, headers, timestamp }
+}
+
+interface TopicMeta {
+  partitions: number
+  compacted: boolean
+}
+
+export class LogLockedError extends Error {
+  constructor(public readonly dir: string, public readonly holder: { pid: number; apiUrl?: string }) {
+    super(`the embedded event log at ${dir} is in use by process ${holder.pid}${holder.apiUrl ? ` (its API is at ${holder.apiUrl})` : ''}`)
+  }
+}
+
+export class EmbeddedEventLog implements EventLog {
+  readonly kind = 'embedded' as const
+  private readonly partitions = new Map<string, PartitionLog[]>()
+  private readonly meta: Record<string, TopicMeta>
+  private readonly appended = new EventEmitter()
+  private readonly consumers = new Set<string>()
+  private rr = 0
+  private closed = false
+
+  private constructor(private readonly dir: string) {
+    this.appended.setMaxListeners(0)
+    const metaFile = path.join(dir, 'topics.json')
+    this.meta = fs.existsSync(metaFile) ? JSON.parse(fs.readFileSync(metaFile, 'utf8')) : {}
+  }
+
+  /** Opens (creating) the log under `dir` and takes its lock. */
+  static async open(dir: string, opts: { apiUrl?: string } = {}): Promise<EmbeddedEventLog> {
+    fs.mkdirSync(dir, { recursive: true })
+    takeLock(dir, opts.apiUrl)
+    const log = new EmbeddedEventLog(dir)
+    for (const [name, m] of Object.entries(log.meta)) await log.openTopic(name, m.partitions)
+    return log
+  }
+
+  /** Who holds the lock of `dir`, if a live process does. */
+  static lockHolder(dir: string): { pid: number; apiUrl?: string } | null {
+    return readLiveLock(dir)
+  }
+
+  private async openTopic(name: string, n: number): Promise<void> {
+    const parts: PartitionLog[] = []
+    for (let p = 0; p < n; p++) parts.push(await PartitionLog.open(path.join(this.dir, 'topics', name, `${p}.log`)))
+    this.partitions.set(name, parts)
+  }
+
+  async createTopics(topics: TopicConfig[]): Promise<void> {
+    let changed = false
+    for (const t of topics) {
+      if (this.meta[t.name]) continue
+      this.meta[t.name] = { partitions: t.partitions, compacted: t.compacted }
+      await this.openTopic(t.name, t.partitions)
+      changed = true
+    }
+    if (changed) writeJsonAtomic(path.join(this.dir, 'topics.json'), this.meta)
+  }
+
+  private parts(topic: string): PartitionLog[] {
+    const p = this.partitions.get(topic)
+    if (!p) throw new Error(`unknown topic ${topic}: create it first`)
+    return p
+  }
+
+  async send(topic: string, records: OutRecord[]): Promise<void> {
+    if (this.closed) throw new Error('event log is closed')
+    const parts = this.parts(topic)
+    const byPartition = new Map<number, Buffer[]>()
+    const now = Date.now()
+    for (const r of records) {
+      const p = partitionFor(r.key, parts.length, () => this.rr++)
+      let list = byPartition.get(p)
+      if (!list) byPartition.set(p, (list = []))
+      list.push(encodeFrame(r, now))
+    }
+    await Promise.all([...byPartition].map(([p, frames]) => parts[p]!.append(frames)))
+    this.appended.emit(topic)
+  }
+
+  async endOffsets(topic: string): Promise<PartitionOffset[]> {
+    return this.parts(topic).map((p, i) => ({ partition: i, offset: String(p.count) }))
+  }
+
+  private offsetsFile(groupId: string): string {
+    return path.join(this.dir, 'groups', `${encodeURIComponent(groupId)}.json`)
+  }
+
+  private readGroup(groupId: string): Record<string, Record<string, string>> {
+    const f = this.offsetsFile(groupId)
+    return fs.existsSync(f) ? JSON.parse(fs.readFileSync(f, 'utf8')) : {}
+  }
+
+  async committedOffsets(groupId: string, topic: string): Promise<PartitionOffset[]> {
+    const g = this.readGroup(groupId)[topic] ?? {}
+    return this.parts(topic).map((_, i) => ({ partition: i, offset: g[String(i)] ?? '-1' }))
+  }
+
+  async resetGroup(groupId: string, topics: string[]): Promise<void> {
+    if (this.consumers.has(groupId)) throw new Error(`group ${groupId} is running; stop it before resetting its offsets`)
+    const g = this.readGroup(groupId)
+    for (const t of topics) delete g[t]
+    writeJsonAtomic(this.offsetsFile(groupId), g)
+  }
+
+  async consume(opts: ConsumeOptions): Promise<ConsumerHandle> {
+    if (this.consumers.has(opts.groupId)) throw new Error(`group ${opts.groupId} already has a member in this process`)
+    this.consumers.add(opts.groupId)
+    const maxBatch = opts.maxBatch ?? 5000
+    const group = this.readGroup(opts.groupId)
+    let running = true
+    let wake: (() => void) | null = null
+    const onAppend = () => wake?.()
+    for (const t of opts.topics) this.appended.on(t, onAppend)
+
+    const positions: { topic: string; partition: number; next: number }[] = []
+    for (const topic of opts.topics) {
+      const parts = this.parts(topic)
+      parts.forEach((p, i) => {
+        const committed = group[topic]?.[String(i)]
+        const next = committed !== undefined ? Number(committed) : opts.fromBeginning === false ? p.count : 0
+        positions.push({ topic, partition: i, next })
+      })
+    }
+
+    const commit = (topic: string, partition: number, next: number) => {
+      const t = (group[topic] ??= {})
+      t[String(partition)] = String(next)
+      writeJsonAtomic(this.offsetsFile(opts.groupId), group)
+    }
+
+    const loop = (async () => {
+      let failures = 0
+      while (running) {
+        let worked = false
+        for (const pos of positions) {
+          if (!running) break
+          const part = this.parts(pos.topic)[pos.partition]!
+          if (pos.next >= part.count) continue
+          const records = await part.read(pos.topic, pos.partition, pos.next, maxBatch)
+          const batch: Batch = {
+            topic: pos.topic,
+            partition: pos.partition,
+            records,
+            highWatermark: String(part.count),
+            heartbeat: async () => {},
+          }
+          try {
+            await opts.onBatch(batch)
+            pos.next += records.length
+            commit(pos.topic, pos.partition, pos.next)
+            failures = 0
+            worked = true
+          } catch (err) {
+            opts.onError?.(err, { topic: pos.topic, partition: pos.partition })
+            // Redeliver the same batch after a growing pause, as a Kafka consumer restart would.
+            failures++
+            await sleep(Math.min(5000, 100 * 2 ** Math.min(failures, 6)))
+          }
+        }
+        if (!worked && running) {
+          await new Promise<void>((resolve) => {
+            wake = resolve
+            setTimeout(resolve, 250).unref()
+          })
+          wake = null
+        }
+      }
+    })()
+
+    return {
+      stop: async () => {
+        running = false
+        wake?.()
+        await loop
+        for (const t of opts.topics) this.appended.off(t, onAppend)
+        this.consumers.delete(opts.groupId)
+      },
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    for (const parts of this.partitions.values()) for (const p of parts) await p.close()
+    releaseLock(this.dir)
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms))
+}
+
+function writeJsonAtomic(file: string, value: unknown): void {
+  fs.mkdirSync(path.dirname(file), { recursive: true })
+  const tmp = `${file}.${process.pid}.tmp`
+  const fd = fs.openSync(tmp, 'w')
+  fs.writeSync(fd, JSON.stringify(value))
+  fs.fdatasyncSync(fd)
+  fs.closeSync(fd)
+  fs.renameSync(tmp, file)
+}
+
+const lockFile = (dir: string) => path.join(dir, 'LOCK')
+
+function readLiveLock(dir: string): { pid: number; apiUrl?: string } | null {
+  try {
+    const holder = JSON.parse(fs.readFileSync(lockFile(dir), 'utf8')) as { pid: number; apiUrl?: string }
+    process.kill(holder.pid, 0)
+    return holder
+  } catch {
+    return null
+  }
+}
+
+function takeLock(dir: string, apiUrl?: string): void {
+  const holder = readLiveLock(dir)
+  if (holder && holder.pid !== process.pid) throw new LogLockedError(dir, holder)
+  fs.writeFileSync(lockFile(dir), JSON.stringify({ pid: process.pid, apiUrl }))
+}
+
+function releaseLock(dir: string): void {
+  const holder = readLiveLock(dir)
+  if (holder?.pid === process.pid) fs.rmSync(lockFile(dir), { force: true })
+}

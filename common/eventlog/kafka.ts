@@ -1,0 +1,170 @@
+import { Kafka, logLevel, type Admin, type Consumer, type Producer, type ICustomPartitioner, CompressionTypes } from 'kafkajs'
+import type { ConsumeOptions, ConsumerHandle, EventLog, OutRecord, PartitionOffset, TopicConfig } from './port.ts'
+import { partitionFor } from './partitioner.ts'
+import type { Logger } from '../logger.ts'
+
+/** The same murmur2 partitioner as the embedded log (and Java clients). */
+const murmur2Partitioner: ICustomPartitioner = () => ({ message, partitionMetadata }) =>
+  partitionFor((message.key as Buffer | string | null) ?? null, partitionMetadata.length, () => Math.floor(Math.random() * 1e9))
+
+/** Routes kafkajs's own log lines into pino, at the level kafkajs gave them. */
+function kafkaLogCreator(logger?: Logger) {
+  return () =>
+    ({ level, log }: { level: number; log: { message: string } & Record<string, unknown> }) => {
+      if (!logger) return
+      const { message, ...extra } = log
+      const child = { ...extra, component: 'kafkajs' }
+      if (level === logLevel.ERROR) logger.error(child, message)
+      else if (level === logLevel.WARN) logger.warn(child, message)
+      else logger.debug(child, message)
+    }
+}
+
+export class KafkaEventLog implements EventLog {
+  readonly kind = 'kafka' as const
+  private readonly kafka: Kafka
+  private producer: Producer | null = null
+  private producing: Promise<Producer> | null = null
+  private admin: Admin | null = null
+  private readonly consumers = new Set<Consumer>()
+
+  constructor(opts: { brokers: string[]; clientId: string; logger?: Logger }) {
+    this.kafka = new Kafka({
+      brokers: opts.brokers,
+      clientId: opts.clientId,
+      logLevel: logLevel.WARN,
+      logCreator: kafkaLogCreator(opts.logger?.child({ component: 'kafka' })),
+      retry: { retries: 8, initialRetryTime: 200 },
+    })
+  }
+
+  private async getAdmin(): Promise<Admin> {
+    if (!this.admin) {
+      const a = this.kafka.admin()
+      await a.connect()
+      this.admin = a
+    }
+    return this.admin
+  }
+
+  private getProducer(): Promise<Producer> {
+    this.producing ??= (async () => {
+      const p = this.kafka.producer({ createPartitioner: murmur2Partitioner, allowAutoTopicCreation: false, idempotent: false })
+      await p.connect()
+      this.producer = p
+      return p
+    })()
+    return this.producing
+  }
+
+  async createTopics(topics: TopicConfig[]): Promise<void> {
+    const admin = await this.getAdmin()
+    const existing = new Set(await admin.listTopics())
+    const missing = topics.filter((t) => !existing.has(t.name))
+    if (missing.length === 0) return
+    await admin.createTopics({
+      waitForLeaders: true,
+      topics: missing.map((t) => ({
+        topic: t.name,
+        numPartitions: t.partitions,
+        configEntries: t.compacted ? [{ name: 'cleanup.policy', value: 'compact' }] : [],
+      })),
+    })
+  }
+
+  async send(topic: string, records: OutRecord[]): Promise<void> {
+    if (records.length === 0) return
+    const producer = await this.getProducer()
+    await producer.send({
+      topic,
+      acks: -1,
+      compression: CompressionTypes.None,
+      messages: records.map((r) => ({ key: r.key, value: r.value, headers: r.headers })),
+    })
+  }
+
+  async consume(opts: ConsumeOptions): Promise<ConsumerHandle> {
+    const consumer = this.kafka.consumer({
+      groupId: opts.groupId,
+      allowAutoTopicCreation: false,
+      maxBytesPerPartition: 16 * 1024 * 1024,
+      maxBytes: 64 * 1024 * 1024,
+      maxWaitTimeInMs: 200,
+      sessionTimeout: 30_000,
+      heartbeatInterval: 3_000,
+    })
+    this.consumers.add(consumer)
+    await consumer.connect()
+    await consumer.subscribe({ topics: opts.topics, fromBeginning: opts.fromBeginning ?? true })
+    const maxBatch = opts.maxBatch ?? 5000
+    await consumer.run({
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      partitionsConsumedConcurrently: 4,
+      eachBatch: async ({ batch, heartbeat, resolveOffset, isRunning, isStale }) => {
+        const messages = batch.messages
+        for (let i = 0; i < messages.length; i += maxBatch) {
+          if (!isRunning() || isStale()) return
+          const slice = messages.slice(i, i + maxBatch)
+          const records = slice.map((m) => ({
+            topic: batch.topic,
+            partition: batch.partition,
+            offset: m.offset,
+            key: m.key ?? null,
+            value: m.value ?? null,
+            headers: Object.fromEntries(Object.entries(m.headers ?? {}).map(([k, v]) => [k, v === undefined ? '' : String(v)])),
+            timestamp: Number(m.timestamp),
+          }))
+          try {
+            await opts.onBatch({ topic: batch.topic, partition: batch.partition, records, highWatermark: batch.highWatermark, heartbeat })
+          } catch (err) {
+            opts.onError?.(err, { topic: batch.topic, partition: batch.partition })
+            throw err // kafkajs restarts the consumer from the last committed offset
+          }
+          const last = slice[slice.length - 1]!.offset
+          // Commit only after the handler (sink write + dead letters) succeeded.
+          await consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: String(BigInt(last) + 1n) }])
+          resolveOffset(last)
+          await heartbeat()
+        }
+      },
+    })
+    return {
+      stop: async () => {
+        await consumer.stop()
+        await consumer.disconnect()
+        this.consumers.delete(consumer)
+      },
+    }
+  }
+
+  async endOffsets(topic: string): Promise<PartitionOffset[]> {
+    const admin = await this.getAdmin()
+    const offs = await admin.fetchTopicOffsets(topic)
+    return offs.map((o) => ({ partition: o.partition, offset: o.high })).sort((a, b) => a.partition - b.partition)
+  }
+
+  async committedOffsets(groupId: string, topic: string): Promise<PartitionOffset[]> {
+    const admin = await this.getAdmin()
+    const [res] = await admin.fetchOffsets({ groupId, topics: [topic] })
+    return (res?.partitions ?? []).map((p) => ({ partition: p.partition, offset: p.offset })).sort((a, b) => a.partition - b.partition)
+  }
+
+  async resetGroup(groupId: string, topics: string[]): Promise<void> {
+    const admin = await this.getAdmin()
+    for (const topic of topics) {
+      const offs = await admin.fetchTopicOffsets(topic)
+      await admin.setOffsets({ groupId, topic, partitions: offs.map((o) => ({ partition: o.partition, offset: o.low })) })
+    }
+  }
+
+  async close(): Promise<void> {
+    for (const c of this.consumers) await c.disconnect().catch(() => {})
+    this.consumers.clear()
+    if (this.producer) await this.producer.disconnect()
+    if (this.admin) await this.admin.disconnect()
+    this.producer = null
+    this.producing = null
+    this.admin = null
+  }
+}

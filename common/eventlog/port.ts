@@ -1,0 +1,92 @@
+/**
+ * The event log port. Two adapters implement it with the same semantics, checked by one
+ * conformance suite (test/eventlog-conformance.test.ts): Kafka (kafkajs) and the embedded,
+ * on-disk log of the single-process runtime.
+ *
+ * Semantics both guarantee:
+ * - `send` resolves only once every record is durable (Kafka acks=all; embedded fsync).
+ * - Records with the same key go to the same partition (Kafka's murmur2 partitioner), in order.
+ * - A consumer group resumes after its last committed offset; offsets are committed only after
+ *   `onBatch` resolves, so a batch whose handler threw (or whose process died) is delivered again.
+ * - `fromBeginning` applies to a group with no committed offset.
+ */
+export interface LogRecord {
+  topic: string
+  partition: number
+  /** Decimal string, as Kafka clients represent 64-bit offsets. */
+  offset: string
+  key: Buffer | null
+  value: Buffer | null
+  headers: Record<string, string>
+  timestamp: number
+}
+
+export interface OutRecord {
+  key: string | Buffer | null
+  value: Buffer | null
+  headers?: Record<string, string>
+}
+
+export interface Batch {
+  topic: string
+  partition: number
+  records: LogRecord[]
+  /** Offset the next record written to this partition will get (Kafka's high watermark). */
+  highWatermark: string
+  /** Keeps the group membership alive during long work on a batch. */
+  heartbeat(): Promise<void>
+}
+
+export interface ConsumeOptions {
+  groupId: string
+  topics: string[]
+  fromBeginning?: boolean
+  /** Largest number of records handed to one onBatch call. */
+  maxBatch?: number
+  /** Records of each partition, in order. Resolve to commit; throw to have the batch redelivered. */
+  onBatch(batch: Batch): Promise<void>
+  /** Called when onBatch throws, before the redelivery; defaults to nothing. */
+  onError?(err: unknown, batch: { topic: string; partition: number }): void
+}
+
+export interface ConsumerHandle {
+  /** Stops fetching, lets the batch in hand finish and commit, then leaves the group. */
+  stop(): Promise<void>
+}
+
+export interface TopicConfig {
+  name: string
+  partitions: number
+  compacted: boolean
+}
+
+export interface PartitionOffset {
+  partition: number
+  offset: string
+}
+
+export interface EventLog {
+  readonly kind: 'kafka' | 'embedded'
+  createTopics(topics: TopicConfig[]): Promise<void>
+  send(topic: string, records: OutRecord[]): Promise<void>
+  consume(opts: ConsumeOptions): Promise<ConsumerHandle>
+  /** Offset the next record of each partition will get. */
+  endOffsets(topic: string): Promise<PartitionOffset[]>
+  /** Committed offsets of a group on a topic ('-1' where nothing is committed). */
+  committedOffsets(groupId: string, topic: string): Promise<PartitionOffset[]>
+  /** Forgets a group's offsets on the topics, so it next starts from the beginning (group must be stopped). */
+  resetGroup(groupId: string, topics: string[]): Promise<void>
+  close(): Promise<void>
+}
+
+/** Records still to be consumed by a group: end offset minus committed offset, summed over partitions. */
+export async function groupLag(log: EventLog, groupId: string, topic: string): Promise<number> {
+  const [ends, committed] = await Promise.all([log.endOffsets(topic), log.committedOffsets(groupId, topic)])
+  let lag = 0
+  for (const e of ends) {
+    const c = committed.find((x) => x.partition === e.partition)
+    const from = c && c.offset !== '-1' ? Number(c.offset) : 0
+    lag += Math.max(0, Number(e.offset) - from)
+  }
+  return lag
+}

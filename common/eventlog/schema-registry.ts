@@ -1,0 +1,174 @@
+import fs from 'node:fs'
+import path from 'node:path'
+import avsc from 'avsc'
+import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry'
+import { AVRO_LOGICAL_TYPES } from './decimal-logical-type.ts'
+
+/**
+ * Where Avro schemas live and get their ids. Both implementations frame values in the Confluent
+ * wire format (magic byte 0, 4-byte big-endian schema id, Avro binary), so a record written by
+ * the embedded runtime is byte-for-byte what the Kafka runtime writes.
+ */
+export interface SchemaRegistryPort {
+  /** Registers `schema` under `subject` with BACKWARD compatibility; returns its id. Throws IncompatibleSchemaError. */
+  register(subject: string, schema: string): Promise<number>
+  encode(id: number, value: unknown): Promise<Buffer>
+  decode(buf: Buffer): Promise<{ schemaId: number; value: unknown }>
+}
+
+export class IncompatibleSchemaError extends Error {
+  readonly retriable = false
+  constructor(public readonly subject: string, detail: string) {
+    super(`schema for ${subject} is not BACKWARD compatible with the registered one: ${detail}`)
+  }
+}
+
+export class UndecodableRecordError extends Error {
+  readonly retriable = false
+}
+
+const AVRO_OPTS = { logicalTypes: AVRO_LOGICAL_TYPES, wrapUnions: false as const }
+
+export function avroType(schema: string | object): avsc.Type {
+  return avsc.Type.forSchema((typeof schema === 'string' ? JSON.parse(schema) : schema) as avsc.Schema, { ...AVRO_OPTS } as never)
+}
+
+export function frame(id: number, payload: Buffer): Buffer {
+  const out = Buffer.allocUnsafe(5 + payload.length)
+  out[0] = 0
+  out.writeUInt32BE(id, 1)
+  payload.copy(out, 5)
+  return out
+}
+
+export function unframe(buf: Buffer): { schemaId: number; payload: Buffer } {
+  if (!Buffer.isBuffer(buf) || buf.length < 5 || buf[0] !== 0) {
+    throw new UndecodableRecordError('value is not in the Confluent wire format (magic byte 0 + schema id)')
+  }
+  return { schemaId: buf.readUInt32BE(1), payload: buf.subarray(5) }
+}
+
+/** Shared encode/decode over avsc types cached by id. */
+abstract class AvroCodecBase implements SchemaRegistryPort {
+  protected readonly types = new Map<number, avsc.Type>()
+  abstract register(subject: string, schema: string): Promise<number>
+  protected abstract fetchSchema(id: number): Promise<string>
+
+  protected async typeFor(id: number): Promise<avsc.Type> {
+    let t = this.types.get(id)
+    if (!t) {
+      t = avroType(await this.fetchSchema(id))
+      this.types.set(id, t)
+    }
+    return t
+  }
+
+  async encode(id: number, value: unknown): Promise<Buffer> {
+    const t = this.types.get(id) ?? (await this.typeFor(id))
+    return frame(id, t.toBuffer(value))
+  }
+
+  async decode(buf: Buffer): Promise<{ schemaId: number; value: unknown }> {
+    const { schemaId, payload } = unframe(buf)
+    let t: avsc.Type
+    try {
+      t = this.types.get(schemaId) ?? (await this.typeFor(schemaId))
+    } catch (e) {
+      throw new UndecodableRecordError(`unknown schema id ${schemaId}: ${(e as Error).message}`)
+    }
+    try {
+      return { schemaId, value: t.fromBuffer(payload) }
+    } catch (e) {
+      throw new UndecodableRecordError(`Avro payload does not match schema ${schemaId}: ${(e as Error).message}`)
+    }
+  }
+}
+
+/** A Confluent-compatible registry over HTTP (Confluent, Apicurio's ccompat API, Karapace, Redpanda). */
+export class ConfluentSchemaRegistry extends AvroCodecBase {
+  private readonly client: SchemaRegistry
+
+  constructor(opts: { url: string; username?: string; password?: string }) {
+    super()
+    const auth = opts.username ? { username: opts.username, password: opts.password ?? '' } : undefined
+    this.client = new SchemaRegistry({ host: opts.url, auth }, { [SchemaType.AVRO]: AVRO_OPTS } as never)
+  }
+
+  async register(subject: string, schema: string): Promise<number> {
+    try {
+      const { id } = await this.client.register({ type: SchemaType.AVRO, schema }, { subject })
+      this.types.set(id, avroType(schema))
+      return id
+    } catch (e) {
+      const msg = (e as Error).message ?? String(e)
+      const status = (e as { status?: number }).status
+      if (status === 409 || /incompatib/i.test(msg)) throw new IncompatibleSchemaError(subject, msg)
+      throw e
+    }
+  }
+
+  protected async fetchSchema(id: number): Promise<string> {
+    const t = (await this.client.getSchema(id)) as unknown as avsc.Type
+    return JSON.stringify(t.schema({ exportAttrs: true }))
+  }
+}
+
+interface RegistryFile {
+  nextId: number
+  schemas: Record<string, string>
+  subjects: Record<string, number[]>
+}
+
+/**
+ * The embedded runtime's registry: subjects, versions and ids in one JSON file beside the log.
+ * Ids are assigned like Confluent's (same canonical schema, same id) and BACKWARD compatibility is
+ * checked with avsc's resolver: the new schema must be able to read data written with the latest one.
+ */
+export class EmbeddedSchemaRegistry extends AvroCodecBase {
+  private state: RegistryFile
+  private readonly file: string
+
+  constructor(dir: string) {
+    super()
+    fs.mkdirSync(dir, { recursive: true })
+    this.file = path.join(dir, 'schemas.json')
+    this.state = fs.existsSync(this.file)
+      ? (JSON.parse(fs.readFileSync(this.file, 'utf8')) as RegistryFile)
+      : { nextId: 1, schemas: {}, subjects: {} }
+  }
+
+  async register(subject: string, schema: string): Promise<number> {
+    const canonical = JSON.stringify(avroType(schema).schema({ exportAttrs: true }))
+    const versions = this.state.subjects[subject] ?? []
+    const existing = Object.entries(this.state.schemas).find(([, s]) => s === canonical)
+    if (existing && versions.includes(Number(existing[0]))) return Number(existing[0])
+    const latestId = versions[versions.length - 1]
+    if (latestId !== undefined) {
+      const reader = avroType(canonical)
+      const writer = avroType(this.state.schemas[String(latestId)]!)
+      try {
+        reader.createResolver(writer)
+      } catch (e) {
+        throw new IncompatibleSchemaError(subject, (e as Error).message)
+      }
+    }
+    const id = existing ? Number(existing[0]) : this.state.nextId++
+    this.state.schemas[String(id)] = canonical
+    this.state.subjects[subject] = [...versions, id]
+    this.persist()
+    this.types.set(id, avroType(canonical))
+    return id
+  }
+
+  protected async fetchSchema(id: number): Promise<string> {
+    const s = this.state.schemas[String(id)]
+    if (!s) throw new Error(`no schema with id ${id}`)
+    return s
+  }
+
+  private persist(): void {
+    const tmp = `${this.file}.tmp`
+    fs.writeFileSync(tmp, JSON.stringify(this.state, null, 2))
+    fs.renameSync(tmp, this.file)
+  }
+}

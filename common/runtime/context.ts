@@ -1,0 +1,76 @@
+import path from 'node:path'
+import type { Config } from '../config.ts'
+import type { Logger } from '../logger.ts'
+import type { EventLog } from '../eventlog/port.ts'
+import { EmbeddedEventLog } from '../eventlog/embedded.ts'
+import { KafkaEventLog } from '../eventlog/kafka.ts'
+import { ConfluentSchemaRegistry, EmbeddedSchemaRegistry, type SchemaRegistryPort } from '../eventlog/schema-registry.ts'
+import { EventCodec } from '../eventlog/codec.ts'
+import { ALL_TOPICS } from '../topics.ts'
+import { migrate, openStore, type Store } from '../store/clickhouse.ts'
+import { maskUrlPassword } from '../config.ts'
+
+/** The adapters a process works with, chosen once from the config. */
+export interface Runtime {
+  config: Config
+  logger: Logger
+  log: EventLog
+  codec: EventCodec
+  store: Store
+  close(): Promise<void>
+}
+
+export function embeddedLogDir(config: Config): string {
+  return path.resolve(config.dataDir, 'log')
+}
+
+export async function openEventLog(config: Config, logger: Logger, opts: { apiUrl?: string } = {}): Promise<{ log: EventLog; registry: SchemaRegistryPort }> {
+  if (config.runtime === 'distributed') {
+    return {
+      log: new KafkaEventLog({ brokers: config.kafkaBrokers!, clientId: config.kafkaClientId, logger }),
+      registry: new ConfluentSchemaRegistry({ url: config.schemaRegistryUrl!, username: config.schemaRegistryUsername, password: config.schemaRegistryPassword }),
+    }
+  }
+  const dir = embeddedLogDir(config)
+  return { log: await EmbeddedEventLog.open(dir, opts), registry: new EmbeddedSchemaRegistry(dir) }
+}
+
+/**
+ * Opens the event log (topics created, schemas registered) and the store (migrated).
+ * The composition roots (cli/start.ts, the tests, the benchmark) all come through here.
+ */
+export async function openRuntime(config: Config, logger: Logger, opts: { apiUrl?: string; store?: Store } = {}): Promise<Runtime> {
+  const { log, registry } = await openEventLog(config, logger, opts)
+  try {
+    await log.createTopics(ALL_TOPICS.map((t) => ({ name: t.name, partitions: config.partitions, compacted: t.compacted })))
+    const codec = await EventCodec.create(registry)
+    const store =
+      opts.store ??
+      (await openStore({
+        url: config.clickhouseUrl,
+        username: config.clickhouseUsername,
+        password: config.clickhousePassword,
+        database: config.clickhouseDatabase,
+        chdbPath: path.resolve(config.dataDir, 'clickhouse'),
+      }))
+    await migrate(store, logger)
+    logger.info(
+      { runtime: config.runtime, log: log.kind, store: config.clickhouseUrl ? maskUrlPassword(config.clickhouseUrl) : 'chdb' },
+      'runtime opened',
+    )
+    return {
+      config,
+      logger,
+      log,
+      codec,
+      store,
+      close: async () => {
+        await log.close()
+        if (!opts.store) await store.close()
+      },
+    }
+  } catch (err) {
+    await log.close().catch(() => {})
+    throw err
+  }
+}

@@ -1,0 +1,66 @@
+import client from 'prom-client'
+
+/** One Prometheus registry per process; every role registers its metrics here. */
+export const registry = new client.Registry()
+client.collectDefaultMetrics({ register: registry, prefix: 'cdp_process_' })
+
+export const recordsProcessed = new client.Counter({
+  name: 'cdp_records_processed_total',
+  help: 'Records a pipeline consumed and handled (written, dropped or dead-lettered).',
+  labelNames: ['pipeline', 'topic'] as const,
+  registers: [registry],
+})
+
+export const deadLetters = new client.Counter({
+  name: 'cdp_dead_letters_total',
+  help: 'Records sent to the dead-letter topic, by reason code.',
+  labelNames: ['pipeline', 'topic', 'code'] as const,
+  registers: [registry],
+})
+
+export const consumerLag = new client.Gauge({
+  name: 'cdp_consumer_lag',
+  help: 'Records between the last handled offset and the end of the partition.',
+  labelNames: ['pipeline', 'topic', 'partition'] as const,
+  registers: [registry],
+})
+
+export const recordsPerSecond = new client.Gauge({
+  name: 'cdp_records_per_second',
+  help: 'Records handled per second over the last 10 seconds.',
+  labelNames: ['pipeline'] as const,
+  registers: [registry],
+})
+
+export const batchDuration = new client.Histogram({
+  name: 'cdp_batch_duration_seconds',
+  help: 'Time to handle one batch, sink write included.',
+  labelNames: ['pipeline'] as const,
+  buckets: [0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+  registers: [registry],
+})
+
+export const eventsIngested = new client.Counter({
+  name: 'cdp_events_ingested_total',
+  help: 'Events accepted into the log by the ingest endpoint and importer.',
+  labelNames: ['kind', 'source'] as const,
+  registers: [registry],
+})
+
+/** Sliding 10 s window of handled-record counts, feeding cdp_records_per_second. */
+export class RateMeter {
+  private readonly samples: { t: number; n: number }[] = []
+  constructor(private readonly windowMs = 10_000, private readonly now: () => number = Date.now) {}
+  add(n: number): number {
+    const t = this.now()
+    this.samples.push({ t, n })
+    while (this.samples.length && this.samples[0]!.t < t - this.windowMs) this.samples.shift()
+    return this.rate()
+  }
+  rate(): number {
+    if (this.samples.length === 0) return 0
+    const total = this.samples.reduce((s, x) => s + x.n, 0)
+    const span = Math.max(1000, this.now() - this.samples[0]!.t)
+    return (total * 1000) / span
+  }
+}

@@ -1,0 +1,154 @@
+import { randomUUID } from 'node:crypto'
+import type { EventLog, LogRecord, ConsumerHandle } from '../eventlog/port.ts'
+import type { EventCodec } from '../eventlog/codec.ts'
+import { TOPICS } from '../topics.ts'
+import type { DeadLetter } from '../events.ts'
+import type { Logger } from '../logger.ts'
+import { batchDuration, consumerLag, deadLetters, RateMeter, recordsPerSecond, recordsProcessed } from './metrics.ts'
+
+/**
+ * What a pipeline step makes of one record: keep it for the sink, send it to the dead-letter
+ * topic with a reason, or drop it on purpose. Steps return results instead of throwing, so one
+ * bad record never stops the partition behind it.
+ */
+export type StepResult<T> =
+  | { kind: 'ok'; value: T }
+  | { kind: 'dlq'; code: string; reason: string; step: string; tenantId?: number | null }
+  | { kind: 'drop'; reason: string }
+
+export const ok = <T>(value: T): StepResult<T> => ({ kind: 'ok', value })
+export const dlq = (step: string, code: string, reason: string, tenantId?: number | null): StepResult<never> => ({ kind: 'dlq', step, code, reason, tenantId })
+export const drop = (reason: string): StepResult<never> => ({ kind: 'drop', reason })
+
+export interface PipelineDefinition<T> {
+  /** Consumer group id and metrics label. */
+  name: string
+  topics: string[]
+  /** Decode and validate one record. May be async (schema lookups). */
+  process(record: LogRecord, codec: EventCodec): Promise<StepResult<T>>
+  /** Writes the kept values of a batch. Must be idempotent: a batch can be delivered again. */
+  sink(items: { record: LogRecord; value: T }[]): Promise<void>
+}
+
+export interface PipelineDeps {
+  log: EventLog
+  codec: EventCodec
+  logger: Logger
+  maxBatch?: number
+  fromBeginning?: boolean
+}
+
+export interface RunningPipeline {
+  name: string
+  stop(): Promise<void>
+  /** True once the consumer joined and handled (or waited for) its first fetch. */
+  isRunning(): boolean
+}
+
+export const DLQ_HEADERS = { reason: 'x-dlq-reason', step: 'x-dlq-step', time: 'x-dlq-time', code: 'x-dlq-code', pipeline: 'x-dlq-pipeline' } as const
+
+/**
+ * Runs a pipeline: batches in, step per record, one sink write per batch, dead letters produced
+ * and acknowledged, and only then is the offset committed (by the log adapter, when the batch
+ * handler resolves). A sink failure throws, so the whole batch is delivered again.
+ */
+export async function runPipeline<T>(def: PipelineDefinition<T>, deps: PipelineDeps): Promise<RunningPipeline> {
+  const logger = deps.logger.child({ pipeline: def.name })
+  const meter = new RateMeter()
+  let running = false
+  const handle: ConsumerHandle = await deps.log.consume({
+    groupId: def.name,
+    topics: def.topics,
+    fromBeginning: deps.fromBeginning ?? true,
+    maxBatch: deps.maxBatch,
+    onError: (err, where) => logger.error({ err, ...where }, 'batch failed; it will be delivered again'),
+    onBatch: async (batch) => {
+      running = true
+      const end = batchDuration.startTimer({ pipeline: def.name })
+      const kept: { record: LogRecord; value: T }[] = []
+      const dead: { record: LogRecord; result: Extract<StepResult<T>, { kind: 'dlq' }> }[] = []
+      let lastBeat = Date.now()
+      for (const record of batch.records) {
+        const result = await safeProcess(def, record, deps.codec)
+        if (result.kind === 'ok') kept.push({ record, value: result.value })
+        else if (result.kind === 'dlq') dead.push({ record, result })
+        else logger.debug({ offset: record.offset, reason: result.reason }, 'record dropped')
+        if (Date.now() - lastBeat > 1000) {
+          await batch.heartbeat()
+          lastBeat = Date.now()
+        }
+      }
+      if (kept.length) await def.sink(kept)
+      if (dead.length) await sendDeadLetters(deps, def.name, dead)
+      await batch.heartbeat()
+      const n = batch.records.length
+      recordsProcessed.inc({ pipeline: def.name, topic: batch.topic }, n)
+      recordsPerSecond.set({ pipeline: def.name }, meter.add(n))
+      const lastOffset = Number(batch.records[n - 1]?.offset ?? -1)
+      consumerLag.set({ pipeline: def.name, topic: batch.topic, partition: String(batch.partition) }, Math.max(0, Number(batch.highWatermark) - lastOffset - 1))
+      end()
+    },
+  })
+  running = true
+  return {
+    name: def.name,
+    isRunning: () => running,
+    stop: async () => {
+      await handle.stop()
+      running = false
+      logger.info('pipeline stopped')
+    },
+  }
+}
+
+async function safeProcess<T>(def: PipelineDefinition<T>, record: LogRecord, codec: EventCodec): Promise<StepResult<T>> {
+  try {
+    return await def.process(record, codec)
+  } catch (err) {
+    // A step that throws on a record is a bug or a poison record; either way the record goes aside.
+    return dlq('process', 'step_error', (err as Error).message ?? String(err))
+  }
+}
+
+async function sendDeadLetters<T>(deps: PipelineDeps, pipeline: string, dead: { record: LogRecord; result: Extract<StepResult<T>, { kind: 'dlq' }> }[]): Promise<void> {
+  const now = Date.now()
+  const out = await Promise.all(
+    dead.map(async ({ record, result }) => {
+      const envelope: DeadLetter = {
+        event_id: randomUUID(),
+        tenant_id: result.tenantId ?? tenantFromKey(record.key),
+        occurred_at: now,
+        source: pipeline,
+        original_topic: record.topic,
+        original_partition: record.partition,
+        original_offset: record.offset,
+        original_key: record.key,
+        original_value: record.value,
+        reason: result.reason,
+        step: result.step,
+        error_code: result.code,
+      }
+      deadLetters.inc({ pipeline, topic: record.topic, code: result.code })
+      deps.logger.warn({ pipeline, topic: record.topic, partition: record.partition, offset: record.offset, code: result.code, reason: result.reason }, 'record dead-lettered')
+      return {
+        key: record.key,
+        value: await deps.codec.encode(TOPICS.deadLetter.name, envelope),
+        headers: {
+          ...record.headers,
+          [DLQ_HEADERS.reason]: result.reason,
+          [DLQ_HEADERS.step]: result.step,
+          [DLQ_HEADERS.code]: result.code,
+          [DLQ_HEADERS.time]: new Date(now).toISOString(),
+          [DLQ_HEADERS.pipeline]: pipeline,
+        },
+      }
+    }),
+  )
+  await deps.log.send(TOPICS.deadLetter.name, out)
+}
+
+function tenantFromKey(key: Buffer | null): number | null {
+  if (!key) return null
+  const t = Number(key.toString().split(':')[0])
+  return Number.isSafeInteger(t) && t > 0 ? t : null
+}

@@ -1,0 +1,79 @@
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { randomUUID } from 'node:crypto'
+import { inject } from 'vitest'
+import { createLogger } from '../common/logger.ts'
+import { KafkaEventLog } from '../common/eventlog/kafka.ts'
+import { EmbeddedEventLog } from '../common/eventlog/embedded.ts'
+import { ConfluentSchemaRegistry, EmbeddedSchemaRegistry } from '../common/eventlog/schema-registry.ts'
+import type { EventLog } from '../common/eventlog/port.ts'
+import { loadConfig, type Config } from '../common/config.ts'
+
+export const silentLogger = createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' })
+
+export function tmpDir(prefix = 'cdp-test-'): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), prefix))
+}
+
+export function uniqueName(prefix: string): string {
+  return `${prefix}-${randomUUID().slice(0, 8)}`
+}
+
+export function kafkaBrokers(): string[] {
+  return inject('kafkaBrokers').split(',')
+}
+
+export function registryUrl(): string {
+  return inject('schemaRegistryUrl')
+}
+
+export function newKafkaLog(): KafkaEventLog {
+  return new KafkaEventLog({ brokers: kafkaBrokers(), clientId: uniqueName('test'), logger: silentLogger })
+}
+
+export function newConfluentRegistry(): ConfluentSchemaRegistry {
+  return new ConfluentSchemaRegistry({ url: registryUrl() })
+}
+
+export async function newEmbeddedLog(dir = tmpDir()): Promise<EmbeddedEventLog> {
+  return EmbeddedEventLog.open(dir)
+}
+
+export function newEmbeddedRegistry(dir = tmpDir()): EmbeddedSchemaRegistry {
+  return new EmbeddedSchemaRegistry(dir)
+}
+
+/** Config for a runtime under test: distributed = the suite's real Kafka and registry. */
+export function testConfig(runtime: 'embedded' | 'distributed', overrides: Partial<Record<string, unknown>> = {}): Config {
+  const ch = inject('clickhouseUrl')
+  return loadConfig(
+    {},
+    {
+      runtime,
+      dataDir: tmpDir(),
+      logLevel: 'silent',
+      partitions: 4,
+      ...(runtime === 'distributed' ? { kafkaBrokers: inject('kafkaBrokers'), schemaRegistryUrl: registryUrl() } : {}),
+      ...(ch ? { clickhouseUrl: ch } : {}),
+      ...overrides,
+    },
+  )
+}
+
+export async function waitFor<T>(fn: () => Promise<T | undefined | false>, opts: { timeoutMs?: number; intervalMs?: number; what?: string } = {}): Promise<T> {
+  const deadline = Date.now() + (opts.timeoutMs ?? 30_000)
+  let last: unknown
+  while (Date.now() < deadline) {
+    try {
+      const v = await fn()
+      if (v !== undefined && v !== false) return v as T
+    } catch (e) {
+      last = e
+    }
+    await new Promise((r) => setTimeout(r, opts.intervalMs ?? 100))
+  }
+  throw new Error(`timed out waiting for ${opts.what ?? 'condition'}${last ? `: ${(last as Error).message}` : ''}`)
+}
+
+export type { EventLog }
