@@ -62,6 +62,8 @@ async function dockerAnswers(): Promise<boolean> {
 
 async function startLocal(cleanups: (() => Promise<void>)[]): Promise<{ brokers: string; registry: string }> {
   const dir = path.join(ROOT, '.cache', 'infra', `run-${process.pid}`)
+  // Runs last (cleanups run in reverse): the stop scripts need the pid files inside.
+  cleanups.push(async () => fs.rmSync(dir, { recursive: true, force: true }))
   const script = (name: string) => path.join(ROOT, 'test', 'infra', name)
   const start = async (name: string, sub: string, key: string) => {
     try {
@@ -78,7 +80,6 @@ async function startLocal(cleanups: (() => Promise<void>)[]): Promise<{ brokers:
     }
   }
   const [brokers, registry] = await Promise.all([start('kafka.sh', 'kafka', 'KAFKA_BROKERS'), start('registry.sh', 'registry', 'SCHEMA_REGISTRY_URL')])
-  cleanups.push(async () => fs.rmSync(dir, { recursive: true, force: true }))
   return { brokers, registry }
 }
 

@@ -1,0 +1,44 @@
+# One image for every role of the customer data platform: api, features, audience-sync, connectors.
+# The role is picked at run time with CDP_ROLES (default: every role in one process).
+#
+#   docker build -t cdp .
+#   docker run --rm -p 8080:8080 cdp start --demo     # embedded runtime: event log and chdb under /app/data
+#   docker compose up --build                         # distributed runtime, one container per role
+#
+# No build step: bin/cdp.mjs runs the TypeScript sources through tsx, which is a runtime dependency.
+# Debian slim, not Alpine: chdb (the embedded ClickHouse) ships a glibc build of its native library.
+FROM node:20-bookworm-slim
+
+ENV NODE_ENV=production \
+    CDP_API_HOST=0.0.0.0 \
+    CDP_DATA_DIR=/app/data
+
+WORKDIR /app
+
+# Dependencies first, so that a source change does not reinstall them.
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+
+COPY tsconfig.json ./
+COPY bin ./bin
+COPY cli ./cli
+COPY common ./common
+COPY pipelines ./pipelines
+COPY services ./services
+COPY schemas ./schemas
+
+# The sources stay root-owned (read-only to the process); only the data directory of the embedded
+# runtime is writable. Mount a volume on /app/data to keep it.
+RUN mkdir -p /app/data && chown node:node /app/data
+USER node
+
+# 8080: the API (role api); 9464: /health, /ready and /metrics of the roles without the API.
+EXPOSE 8080 9464
+
+# No curl in slim images: node's fetch. Probes the port the process serves, as start.ts picks it:
+# the API port when the api role runs here, else the metrics port.
+HEALTHCHECK --interval=15s --timeout=5s --start-period=60s --retries=3 \
+  CMD ["node", "-e", "const e=process.env,r=(e.CDP_ROLES||'api').split(',').map((s)=>s.trim()),p=r.includes('api')?e.CDP_API_PORT||8080:e.CDP_METRICS_PORT||9464;fetch('http://127.0.0.1:'+p+'/health',{signal:AbortSignal.timeout(4000)}).then((x)=>process.exit(x.ok?0:1),()=>process.exit(1))"]
+
+ENTRYPOINT ["node", "bin/cdp.mjs"]
+CMD ["start"]

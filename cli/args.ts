@@ -1,0 +1,31 @@
+import { parseArgs, type ParseArgsConfig } from 'node:util'
+
+export class UsageError extends Error {}
+
+type Options = NonNullable<ParseArgsConfig['options']>
+
+/** Flags shared by every command that opens the runtime; they override the environment. */
+export const RUNTIME_FLAGS = {
+  runtime: { type: 'string' },
+  'data-dir': { type: 'string' },
+  'log-level': { type: 'string' },
+  partitions: { type: 'string' },
+} as const satisfies Options
+
+export function parse<O extends Options>(argv: string[], options: O) {
+  try {
+    return parseArgs({ args: argv, options: { ...options, help: { type: 'boolean', short: 'h' } }, allowPositionals: true, strict: true })
+  } catch (e) {
+    throw new UsageError((e as Error).message)
+  }
+}
+
+/** Maps kebab-case flags onto config keys (camelCase), skipping the ones that are not config. */
+export function configFlags(values: Record<string, unknown>, keys: string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {}
+  for (const k of keys) {
+    if (values[k] === undefined) continue
+    out[k.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase())] = values[k]
+  }
+  return out
+}

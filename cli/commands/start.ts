@@ -1,0 +1,99 @@
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { loadConfig, redactConfig, type Config } from '../../common/config.ts'
+import { createLogger, type Logger } from '../../common/logger.ts'
+import { openRuntime, type Runtime } from '../../common/runtime/context.ts'
+import { runPipeline, type RunningPipeline } from '../../common/runtime/pipeline.ts'
+import { projectionPipeline } from '../../pipelines/projection/pipeline.ts'
+import { createApp, createHealthApp } from '../../services/api/app.ts'
+import type { ReadinessCheck } from '../../services/api/health.ts'
+import { streamDemoTenant } from '../../pipelines/ingest/demo.ts'
+import { RUNTIME_FLAGS, configFlags, parse } from '../args.ts'
+
+const FLAGS = {
+  ...RUNTIME_FLAGS,
+  demo: { type: 'boolean' },
+  roles: { type: 'string' },
+  'api-port': { type: 'string' },
+  'api-host': { type: 'string' },
+} as const
+
+const HELP = `usage: cdp start [--demo] [--roles api,features,...] [--api-port N] [--runtime embedded|distributed] [--data-dir DIR]
+
+Starts the roles of this process (default: all, in one process on the embedded runtime:
+event log and ClickHouse (chdb) under ./data, API on http://127.0.0.1:8080).
+--demo also generates a demo tenant (tenant 1) and streams its customers and orders.
+SIGTERM or Ctrl-C drains: the batch in hand is written and committed before exit.
+`
+
+export interface Started {
+  runtime: Runtime
+  pipelines: RunningPipeline[]
+  server: http.Server
+  url: string
+  stop(): Promise<void>
+}
+
+/** The composition root of a process: opens the runtime, starts its roles and the HTTP server. */
+export async function startRoles(config: Config, logger: Logger): Promise<Started> {
+  const roles = new Set(config.roles)
+  const apiUrl = roles.has('api') ? `http://${config.apiHost}:${config.apiPort}` : undefined
+  const runtime = await openRuntime(config, logger, { apiUrl })
+  const pipelines: RunningPipeline[] = []
+  const deps = { log: runtime.log, codec: runtime.codec, logger, maxBatch: config.batchSize }
+  if (roles.has('features')) pipelines.push(await runPipeline(projectionPipeline(runtime.store), deps))
+  for (const r of ['audience-sync', 'connectors'] as const) if (roles.has(r)) logger.warn({ role: r }, 'role has nothing to run yet in this version')
+
+  const readiness: ReadinessCheck[] = [
+    { name: 'store', check: async () => (await runtime.store.ping()).success },
+    { name: 'pipelines', check: () => pipelines.every((p) => p.isRunning()) },
+  ]
+  const info = { runtime: config.runtime, roles: config.roles }
+  const app = roles.has('api') ? createApp({ logger, log: runtime.log, codec: runtime.codec, readiness, info }) : createHealthApp(readiness, info)
+  const port = roles.has('api') ? config.apiPort : config.metricsPort
+  const server = http.createServer(app)
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(port, config.apiHost, resolve)
+  })
+  const addr = server.address() as AddressInfo
+  const url = `http://${addr.address}:${addr.port}`
+  logger.info({ url, roles: config.roles }, roles.has('api') ? 'API listening' : 'health and metrics listening')
+
+  let stopping: Promise<void> | null = null
+  const stop = () =>
+    (stopping ??= (async () => {
+      logger.info('draining: finishing batches in hand')
+      await new Promise<void>((r) => server.close(() => r()))
+      server.closeAllConnections()
+      for (const p of pipelines) await p.stop()
+      await runtime.close()
+      logger.info('stopped')
+    })())
+  return { runtime, pipelines, server, url, stop }
+}
+
+export async function run(argv: string[]): Promise<number> {
+  const { values } = parse(argv, FLAGS)
+  if (values.help) {
+    process.stdout.write(HELP)
+    return 0
+  }
+  const config = loadConfig(process.env, configFlags(values, Object.keys(FLAGS)))
+  const logger = createLogger({ level: config.logLevel })
+  logger.info({ config: redactConfig(config) }, 'starting')
+  const started = await startRoles(config, logger)
+  const demo = config.demo ? streamDemoTenant(started.runtime, logger) : null
+  await new Promise<void>((resolve) => {
+    const onSignal = (sig: string) => {
+      logger.info({ signal: sig }, 'shutting down')
+      demo?.cancel()
+      resolve()
+    }
+    process.once('SIGTERM', () => onSignal('SIGTERM'))
+    process.once('SIGINT', () => onSignal('SIGINT'))
+  })
+  await demo?.done.catch(() => {})
+  await started.stop()
+  return 0
+}

@@ -1,0 +1,54 @@
+import { ConfigError } from '../common/config.ts'
+import { UsageError } from './args.ts'
+
+/** `cdp <command>`: each command lives in its own module, loaded on demand so `cdp --help` stays instant. */
+const COMMANDS: Record<string, { summary: string; load: () => Promise<{ run(argv: string[]): Promise<number | void> }> }> = {
+  start: { summary: 'start the pipeline (embedded by default; --demo streams a demo tenant)', load: () => import('./commands/start.ts') },
+  import: { summary: 'import orders and customers from a .csv or .jsonl file', load: () => import('./commands/import.ts') },
+  generate: { summary: 'generate a realistic synthetic tenant (JSONL to a file or stdout, or --publish)', load: () => import('./commands/generate.ts') },
+  replay: { summary: 'drop the ClickHouse projections and rebuild them from the event log', load: () => import('./commands/replay.ts') },
+  migrate: { summary: 'create topics, register schemas and apply ClickHouse migrations', load: () => import('./commands/migrate.ts') },
+  config: { summary: 'print the effective configuration (secrets masked)', load: () => import('./commands/config.ts') },
+  bench: { summary: 'benchmarks: `cdp bench ingest`', load: () => import('../bench/ingest.ts') },
+}
+
+function usage(): string {
+  const width = Math.max(...Object.keys(COMMANDS).map((k) => k.length))
+  return [
+    'usage: cdp <command> [options]',
+    '',
+    ...Object.entries(COMMANDS).map(([k, c]) => `  ${k.padEnd(width)}  ${c.summary}`),
+    '',
+    'Run `cdp <command> --help` for the options of a command. Configuration: README.md.',
+  ].join('\n')
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv
+  if (!name || name === '--help' || name === '-h' || name === 'help') {
+    process.stdout.write(`${usage()}\n`)
+    return name ? 0 : 2
+  }
+  const cmd = COMMANDS[name]
+  if (!cmd) {
+    process.stderr.write(`cdp: unknown command '${name}'\n\n${usage()}\n`)
+    return 2
+  }
+  const mod = await cmd.load()
+  return (await mod.run(rest)) ?? 0
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code
+  },
+  (err: unknown) => {
+    if (err instanceof UsageError || err instanceof ConfigError) {
+      process.stderr.write(`cdp: ${err.message}\n`)
+      process.exitCode = 2
+    } else {
+      process.stderr.write(`cdp: ${(err as Error)?.stack ?? String(err)}\n`)
+      process.exitCode = 1
+    }
+  },
+)

@@ -1,0 +1,109 @@
+/**
+ * Exact decimal money helpers. Amounts travel as decimal strings ("1234.50", see events.ts) and
+ * arithmetic happens on bigint cents, so no value ever passes through a binary float.
+ */
+
+export type DecimalErrorCode = 'invalid_decimal' | 'not_finite' | 'too_many_decimals' | 'too_many_digits'
+
+/** Thrown by the parsers below; `code` is machine-readable (it becomes a FieldError code). */
+export class DecimalError extends Error {
+  constructor(
+    readonly code: DecimalErrorCode,
+    message: string,
+  ) {
+    super(message)
+    this.name = 'DecimalError'
+  }
+}
+
+// Plain decimal notation only: no thousands separators (in es-AR "1.234,56" means 1234.56, so
+// guessing would silently turn amounts a thousand times smaller), no exponent in strings.
+const PLAIN = /^([+-]?)(\d*)(?:\.(\d*))?$/
+// JS prints some numbers in exponent form (1e-7, 1e+21); only numbers go through this one.
+const EXPONENT = /^([+-]?)(\d+)(?:\.(\d+))?e([+-]?\d+)$/i
+
+/**
+ * Parses `v` into an integer count of 10^-scale units. Digits beyond `scale` must be zeros (we
+ * reject rather than round: a rounded amount is a silently wrong amount).
+ */
+function parseScaled(v: string | number, scale: number): bigint {
+  let sign: string
+  let intPart: string
+  let fracPart: string
+  if (typeof v === 'number') {
+    if (!Number.isFinite(v)) throw new DecimalError('not_finite', `${v} is not a finite number`)
+    // String(n) is the shortest representation that round-trips, i.e. what was written in the
+    // JSON: 12.5 -> "12.5", but 0.1 + 0.2 -> "0.30000000000000004" (rejected below, correctly).
+    const s = String(v)
+    const e = EXPONENT.exec(s)
+    if (e) {
+      ;[sign, intPart, fracPart] = shiftExponent(e[1] ?? '', e[2] ?? '', e[3] ?? '', Number(e[4]))
+    } else {
+      const m = PLAIN.exec(s)
+      if (!m) throw new DecimalError('invalid_decimal', `${s} is not a decimal number`)
+      ;[sign, intPart, fracPart] = [m[1] ?? '', m[2] ?? '', m[3] ?? '']
+    }
+  } else if (typeof v === 'string') {
+    const s = v.trim()
+    const m = PLAIN.exec(s)
+    if (!m || (!m[2] && !m[3])) {
+      if (/^[+-]?(nan|infinity)$/i.test(s)) throw new DecimalError('not_finite', `"${v}" is not a finite number`)
+      throw new DecimalError('invalid_decimal', `"${v}" is not a decimal number (expected e.g. "1234.50")`)
+    }
+    ;[sign, intPart, fracPart] = [m[1] ?? '', m[2] ?? '', m[3] ?? '']
+  } else {
+    throw new DecimalError('invalid_decimal', `expected a number or a decimal string, got ${typeof v}`)
+  }
+  const kept = fracPart.slice(0, scale).padEnd(scale, '0')
+  if (/[1-9]/.test(fracPart.slice(scale))) {
+    throw new DecimalError('too_many_decimals', `${String(v).trim()} has more than ${scale} decimals`)
+  }
+  const units = BigInt((intPart || '0') + kept)
+  return sign === '-' ? -units : units
+}
+
+/** Moves the decimal point of `int.frac` by `exp` places; returns [sign, int, frac]. */
+function shiftExponent(sign: string, int: string, frac: string, exp: number): [string, string, string] {
+  const digits = int + frac
+  const point = int.length + exp
+  if (point <= 0) return [sign, '0', '0'.repeat(-point) + digits]
+  if (point >= digits.length) return [sign, digits + '0'.repeat(point - digits.length), '']
+  return [sign, digits.slice(0, point), digits.slice(point)]
+}
+
+function formatScaled(units: bigint, scale: number): string {
+  const negative = units < 0n
+  const digits = (negative ? -units : units).toString().padStart(scale + 1, '0')
+  const int = digits.slice(0, digits.length - scale)
+  const frac = digits.slice(digits.length - scale)
+  return (negative ? '-' : '') + int + (scale > 0 ? '.' + frac : '')
+}
+
+/**
+ * Canonical decimal string with exactly `scale` decimals ("12.5" | 12.5 -> "12.50"). Throws a
+ * DecimalError on NaN/Infinity, malformed input, non-zero digits beyond `scale`, or more than
+ * `precision - scale` integer digits (Avro decimal(15,2) holds at most 13).
+ */
+export function normaliseDecimal(v: string | number, scale = 2, precision = 15): string {
+  const units = parseScaled(v, scale)
+  const abs = units < 0n ? -units : units
+  if (abs >= 10n ** BigInt(precision)) {
+    throw new DecimalError('too_many_digits', `${String(v).trim()} has more than ${precision - scale} integer digits`)
+  }
+  return formatScaled(units, scale)
+}
+
+/** "12.50" -> 1250n. Accepts anything normaliseDecimal accepts with scale 2 (no precision cap). */
+export function toCents(s: string): bigint {
+  return parseScaled(s, 2)
+}
+
+/** 1250n -> "12.50", -5n -> "-0.05". */
+export function fromCents(c: bigint): string {
+  return formatScaled(c, 2)
+}
+
+/** Exact sum of two amounts, "0.10" + "0.20" -> "0.30". */
+export function addDecimals(a: string, b: string): string {
+  return fromCents(toCents(a) + toCents(b))
+}

@@ -1,0 +1,45 @@
+import express, { type Express } from 'express'
+import type { Logger } from '../../common/logger.ts'
+import type { EventLog } from '../../common/eventlog/port.ts'
+import type { EventCodec } from '../../common/eventlog/codec.ts'
+import { healthRouter, type ReadinessCheck } from './health.ts'
+import { ingestRouter } from './ingest-routes.ts'
+import { errorHandler, notFound } from './errors.ts'
+
+export interface ApiDeps {
+  logger: Logger
+  log: EventLog
+  codec: EventCodec
+  readiness: ReadinessCheck[]
+  info?: Record<string, unknown>
+}
+
+/** The Express query service. Routers per area; every error leaves as the common error body. */
+export function createApp(deps: ApiDeps): Express {
+  const app = express()
+  app.disable('x-powered-by')
+  app.set('query parser', 'extended')
+  app.use((req, res, next) => {
+    req.log = deps.logger
+    const start = process.hrtime.bigint()
+    res.on('finish', () => {
+      deps.logger.debug({ method: req.method, path: req.path, status: res.statusCode, ms: Number(process.hrtime.bigint() - start) / 1e6 }, 'request')
+    })
+    next()
+  })
+  app.use(express.json({ limit: '20mb' }))
+  app.use(healthRouter(deps.readiness, deps.info))
+  app.use(ingestRouter({ log: deps.log, codec: deps.codec }))
+  app.use(notFound)
+  app.use(errorHandler)
+  return app
+}
+
+/** A role without the API still serves /health, /ready and /metrics. */
+export function createHealthApp(readiness: ReadinessCheck[], info?: Record<string, unknown>): Express {
+  const app = express()
+  app.disable('x-powered-by')
+  app.use(healthRouter(readiness, info))
+  app.use(notFound)
+  return app
+}
