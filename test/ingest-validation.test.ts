@@ -219,9 +219,10 @@ describe('validateOrderInput: errors', () => {
     ])
   })
 
-  it('rejects refunds that are negative or exceed the total', () => {
-    expect(errors(validateOrderInput({ ...baseOrder, event_type: 'refunded', refunded_amount: '25.01' }, ctx))).toEqual([
-      { path: 'refunded_amount', code: 'invalid_refund', message: 'refunded_amount 25.01 exceeds total 25.00' },
+  it('rejects negative refunds; a full refund may exceed the remaining total', () => {
+    expect(value(validateOrderInput({ ...baseOrder, event_type: 'refunded', total: '0.00', items: [], refunded_amount: '25.00' }, ctx)).refunded_amount).toBe('25.00')
+    expect(errors(validateOrderInput({ ...baseOrder, event_type: 'refunded', refunded_amount: '-0.01' }, ctx))).toEqual([
+      { path: 'refunded_amount', code: 'invalid_refund', message: 'refunded_amount -0.01 is negative' },
     ])
     expect(codes(validateOrderInput({ ...baseOrder, event_type: 'refunded', refunded_amount: -1 }, ctx))).toEqual([['refunded_amount', 'invalid_refund']])
     expect(value(validateOrderInput({ ...baseOrder, event_type: 'refunded', refunded_amount: 25 }, ctx)).refunded_amount).toBe('25.00')

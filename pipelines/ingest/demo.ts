@@ -1,3 +1,5 @@
+import fs from 'node:fs'
+import path from 'node:path'
 import type { Runtime } from '../../common/runtime/context.ts'
 import type { Logger } from '../../common/logger.ts'
 import type { CustomerUpserted, OrderEvent } from '../../common/events.ts'
@@ -9,15 +11,14 @@ export const DEMO_TENANT = 1
 /**
  * `cdp start --demo`: a demo tenant (2,000 customers, two years of orders) streamed into the log
  * in small batches at a few thousand events per second, so data visibly arrives within seconds.
- * Deterministic (fixed seed) and idempotent: the same event ids every time, so restarting the
- * demo never double counts.
+ * Deterministic and idempotent: the seed is fixed and the time window is anchored on the first
+ * demo run of this data directory (data/demo.json), so a restart regenerates the same events
+ * with the same ids, which the projections collapse instead of counting twice.
  */
 export function streamDemoTenant(rt: Runtime, logger: Logger, opts: { customers?: number; eventsPerSecond?: number } = {}) {
   let cancelled = false
   const perSecond = opts.eventsPerSecond ?? 5000
-  const end = new Date()
-  const start = new Date(end.getTime() - 730 * 86_400_000)
-  start.setUTCHours(0, 0, 0, 0)
+  const { start, end } = demoWindow(rt.config.dataDir)
   const done = (async () => {
     const gen = generateEvents({ tenantId: DEMO_TENANT, customers: opts.customers ?? 2000, seed: 'demo', start, end })
     let batch: GeneratedEvent[] = []
@@ -49,4 +50,18 @@ export function streamDemoTenant(rt: Runtime, logger: Logger, opts: { customers?
       cancelled = true
     },
   }
+}
+
+/** Two years up to the day of the first demo run in `dataDir`, remembered there. */
+export function demoWindow(dataDir: string, today = new Date()): { start: Date; end: Date } {
+  const file = path.join(dataDir, 'demo.json')
+  let endMs: number
+  try {
+    endMs = Number((JSON.parse(fs.readFileSync(file, 'utf8')) as { end: number }).end)
+  } catch {
+    endMs = Date.UTC(today.getUTCFullYear(), today.getUTCMonth(), today.getUTCDate())
+    fs.mkdirSync(dataDir, { recursive: true })
+    fs.writeFileSync(file, JSON.stringify({ end: endMs }))
+  }
+  return { start: new Date(endMs - 730 * 86_400_000), end: new Date(endMs) }
 }

@@ -435,12 +435,12 @@ export function orderSemanticErrors(e: OrderEvent, now: number): FieldError[] {
   if (total !== undefined && total < 0n) {
     errors.push({ path: 'total', code: 'negative_total', message: `total ${e.total} is negative` })
   }
+  // `total` is the order total after the event, so a full refund has total 0 and a refunded
+  // amount equal to the original total: the refund can exceed the remaining total.
   if (e.refunded_amount !== null) {
     const refunded = centsOf(e.refunded_amount, 'refunded_amount', errors)
     if (refunded !== undefined && refunded < 0n) {
       errors.push({ path: 'refunded_amount', code: 'invalid_refund', message: `refunded_amount ${e.refunded_amount} is negative` })
-    } else if (refunded !== undefined && total !== undefined && refunded > total) {
-      errors.push({ path: 'refunded_amount', code: 'invalid_refund', message: `refunded_amount ${e.refunded_amount} exceeds total ${e.total}` })
     }
   }
 
