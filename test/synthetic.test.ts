@@ -14,7 +14,9 @@ import {
   isValidCuil,
   typicalDniForBirthYear,
 } from '../pipelines/ingest/synthetic/identity.ts'
-import { decimalToCents } from '../pipelines/ingest/synthetic/money.ts'
+import { toCents } from '../common/decimal.ts'
+
+const decimalToCents = (s: string): number => Number(toCents(s))
 import { Rng } from '../pipelines/ingest/synthetic/random.ts'
 
 const WINDOW = { start: new Date('2023-01-01T00:00:00Z'), end: new Date('2025-01-01T00:00:00Z') }

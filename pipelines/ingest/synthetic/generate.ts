@@ -9,7 +9,10 @@
  */
 import { customerKey, type CustomerUpserted, type OrderEvent, type OrderItem, type SourceId } from '../../../common/events.ts'
 import { EmailRegistry } from './identity.ts'
-import { centsToDecimal } from './money.ts'
+import { fromCents } from '../../../common/decimal.ts'
+
+/** The generator counts money in whole cents (numbers); the contracts carry decimal strings. */
+const centsToDecimal = (cents: number): string => fromCents(BigInt(cents))
 import { drawProfile } from './profile.ts'
 import { buildBasket, simulatePurchases, type Basket, type SimulatedOrder } from './purchases.ts'
 import { Rng } from './random.ts'
