@@ -29,6 +29,8 @@ export const ConfigSchema = z
     partitions: z.coerce.number().int().min(1).max(256).default(4),
     kafkaBrokers: csv.pipe(z.array(z.string().min(1))).optional(),
     kafkaClientId: z.string().default('cdp'),
+    /** Prepended to every consumer group id, so several deployments (or test runs) can share a cluster. */
+    consumerGroupPrefix: z.string().regex(/^[A-Za-z0-9._-]*$/).default(''),
     schemaRegistryUrl: z.url().optional(),
     schemaRegistryUsername: z.string().optional(),
     schemaRegistryPassword: z.string().optional(),
@@ -63,6 +65,7 @@ export const ENV_NAMES: Record<keyof z.input<typeof ConfigSchema>, string> = {
   partitions: 'CDP_PARTITIONS',
   kafkaBrokers: 'KAFKA_BROKERS',
   kafkaClientId: 'KAFKA_CLIENT_ID',
+  consumerGroupPrefix: 'CDP_CONSUMER_GROUP_PREFIX',
   schemaRegistryUrl: 'SCHEMA_REGISTRY_URL',
   schemaRegistryUsername: 'SCHEMA_REGISTRY_USERNAME',
   schemaRegistryPassword: 'SCHEMA_REGISTRY_PASSWORD',

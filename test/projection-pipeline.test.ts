@@ -82,7 +82,8 @@ describe.each(['distributed', 'embedded'] as const)('projection pipeline on the 
     const p = await runPipeline(projectionPipeline(store, { name: group }), { log: rt.log, codec: rt.codec, logger: silentLogger })
     try {
       await waitFor(async () => (await distinctOrders(store, tenant)) === 4, { what: '4 orders', timeoutMs: 60_000 })
-      expect(await count(store, 'SELECT count() AS n FROM customers FINAL WHERE tenant_id = {t:UInt64}', tenant)).toBe(2)
+      // Customers and orders sit on different topics and partitions: wait for both.
+      await waitFor(async () => (await count(store, 'SELECT count() AS n FROM customers FINAL WHERE tenant_id = {t:UInt64}', tenant)) === 2, { what: '2 customers', timeoutMs: 60_000 })
       const rs = await store.query({ query: 'SELECT order_id, toString(total) AS total, items_count, status FROM orders FINAL WHERE tenant_id = {t:UInt64} ORDER BY order_id LIMIT 1', query_params: { t: tenant }, format: 'JSONEachRow' })
       expect(await rs.json()).toEqual([{ order_id: 'o-1-1', total: '100.5', items_count: 1, status: 'paid' }])
     } finally {

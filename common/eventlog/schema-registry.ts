@@ -95,15 +95,20 @@ export class ConfluentSchemaRegistry extends AvroCodecBase {
   }
 
   async register(subject: string, schema: string): Promise<number> {
-    try {
-      const { id } = await this.client.register({ type: SchemaType.AVRO, schema }, { subject })
-      this.types.set(id, avroType(schema))
-      return id
-    } catch (e) {
-      const msg = (e as Error).message ?? String(e)
-      const status = (e as { status?: number }).status
-      if (status === 409 || /incompatib/i.test(msg)) throw new IncompatibleSchemaError(subject, msg)
-      throw e
+    // Processes starting together race on a new subject: the client registers first and sets
+    // BACKWARD after, so a peer may briefly see another level or a rule that already exists.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const { id } = await this.client.register({ type: SchemaType.AVRO, schema }, { subject })
+        this.types.set(id, avroType(schema))
+        return id
+      } catch (e) {
+        const msg = (e as Error).message ?? String(e)
+        if (/incompatib/i.test(msg)) throw new IncompatibleSchemaError(subject, msg)
+        const race = /already exists|Compatibility does not match/i.test(msg)
+        if (!race || attempt >= 8) throw e
+        await new Promise((r) => setTimeout(r, 100 * attempt))
+      }
     }
   }
 

@@ -18,7 +18,7 @@ export interface ReplayProgress {
  */
 export async function replayProjections(rt: Runtime, opts: { group?: string; onProgress?: (p: ReplayProgress) => void; timeoutMs?: number } = {}): Promise<{ records: number; seconds: number }> {
   const started = Date.now()
-  const group = opts.group ?? PROJECTION_GROUP
+  const group = opts.group ?? rt.config.consumerGroupPrefix + PROJECTION_GROUP
   const def = projectionPipeline(rt.store, { name: group })
   await truncateProjections(rt.store, PROJECTION_TABLES)
   await rt.log.resetGroup(group, def.topics)

@@ -57,7 +57,7 @@ start() {
   port="$(free_port)"; mport="$(free_port)"
   jar="$(find "$dist" -name quarkus-run.jar | head -n1)"
   [ -n "$jar" ] || { echo "registry.sh: quarkus-run.jar not found under $dist" >&2; exit 1; }
-  # In-memory H2 storage; BACKWARD is the ccompat default compatibility, we also set it per subject.
+  # In-memory H2 storage. Apicurio's global default compatibility is NONE; we set BACKWARD per subject.
   local java; java="$(pick_java)"
   nohup "$java" -Xms128m -Xmx768m -Dquarkus.http.port="$port" -Dquarkus.http.host=127.0.0.1 \
     -Dquarkus.management.port="$mport" -Dquarkus.management.host=127.0.0.1 \
