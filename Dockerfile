@@ -17,7 +17,9 @@ WORKDIR /app
 
 # Dependencies first, so that a source change does not reinstall them.
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+# npm install, not npm ci: chdb names optional native packages that are not on the registry, so
+# the lock file lacks them and npm ci refuses it (see .ci/run).
+RUN npm install --omit=dev --no-audit --no-fund && npm cache clean --force
 
 COPY tsconfig.json ./
 COPY bin ./bin
