@@ -35,6 +35,7 @@ import { createLogger, type Logger } from '../common/logger.ts'
 import { openRuntime, type Runtime } from '../common/runtime/context.ts'
 import { runPipeline, type PipelineDefinition, type RunningPipeline } from '../common/runtime/pipeline.ts'
 import { deadLetters } from '../common/runtime/metrics.ts'
+import { groupLag } from '../common/eventlog/port.ts'
 import type { Store } from '../common/store/clickhouse.ts'
 import type { OrderEvent } from '../common/events.ts'
 import { TOPICS } from '../common/topics.ts'
@@ -100,13 +101,25 @@ function intFlag(v: string | undefined, name: string, def: number, min = 1): num
 const cleanups: { name: string; fn: () => Promise<void> }[] = []
 let aborted = false
 
+/** Registers an undo step; the returned function drops it (call it once the thing was undone in line). */
 function onCleanup(name: string, fn: () => Promise<void>): () => void {
   const entry = { name, fn }
   cleanups.push(entry)
-  // Returns a "done" that runs it now (once) and drops it from the list.
   return () => {
     const i = cleanups.indexOf(entry)
     if (i >= 0) cleanups.splice(i, 1)
+  }
+}
+
+/** Runs (in reverse) and drops the undo steps registered since `mark` = cleanups.length at that time. */
+async function cleanupSince(mark: number): Promise<void> {
+  const mine = cleanups.splice(mark)
+  for (const c of mine.reverse()) {
+    try {
+      await withTimeout(c.fn(), 60_000, c.name)
+    } catch (err) {
+      progress(`clean-up '${c.name}' failed: ${(err as Error).message}`)
+    }
   }
 }
 
@@ -215,15 +228,18 @@ interface Infra {
   brokers: string
   registry: string
   source: 'environment' | 'local'
+  /** Stops what provideInfra started (nothing for the environment's). */
+  stop(): Promise<void>
 }
 
 async function provideInfra(): Promise<Infra> {
   const envBrokers = process.env.KAFKA_BROKERS
   const envRegistry = process.env.SCHEMA_REGISTRY_URL
-  if (envBrokers && envRegistry) return { brokers: envBrokers, registry: envRegistry, source: 'environment' }
+  if (envBrokers && envRegistry) return { brokers: envBrokers, registry: envRegistry, source: 'environment', stop: async () => {} }
   if (envBrokers || envRegistry) progress('only one of KAFKA_BROKERS / SCHEMA_REGISTRY_URL is set: starting a local broker and registry instead')
 
   const dir = path.join(ROOT, '.cache', 'infra', `bench-${process.pid}`)
+  const mark = cleanups.length
   const script = (name: string) => path.join(ROOT, 'test', 'infra', name)
   const stopSync = (name: string, sub: string) => {
     try {
@@ -257,7 +273,16 @@ async function provideInfra(): Promise<Infra> {
     brokerPid = null
   }
   progress(`infra up in ${((performance.now() - t0) / 1000).toFixed(1)} s: Kafka ${brokers}, registry ${registry}`)
-  return { brokers, registry, source: 'local' }
+  return {
+    brokers,
+    registry,
+    source: 'local',
+    stop: async () => {
+      progress('stopping the local broker and registry ...')
+      brokerPid = null
+      await cleanupSince(mark)
+    },
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -459,6 +484,9 @@ async function pipelinePhase(rt: Runtime, logger: Logger, tenant: number, opts: 
   const probe: PipelineProbe = { process: new BusyClock(), sink: new BusyClock(), batches: 0, records: 0, largestBatch: 0 }
   const def = instrument(projectionPipeline(rt.store, { name: group }), probe)
   const dlqBefore = await deadLetterCount()
+  // Also warms the group coordinator up (a fresh broker creates __consumer_offsets on first use),
+  // so the timed part starts with a broker that can take the group at once.
+  const lagAtStart = await groupLag(rt.log, group, ORDERS)
   progress(`${label} B pipeline: consume → decode → validate → insert (group ${group}, maxBatch ${fmtInt(opts.batch)}) ...`)
   const mark = cpuMark()
   const pipeline: RunningPipeline = await runPipeline(def, { log: rt.log, codec: rt.codec, logger, maxBatch: opts.batch, fromBeginning: true })
@@ -480,6 +508,7 @@ async function pipelinePhase(rt: Runtime, logger: Logger, tenant: number, opts: 
   const detail = {
     ...stats,
     group,
+    lag_at_start: lagAtStart,
     start_call_s: r2((started - mark.wall) / 1000),
     first_rows_after_s: firstAt === null ? null : r2((firstAt - mark.wall) / 1000),
     process_busy_s: r2(probe.process.ms / 1000),
@@ -628,7 +657,7 @@ async function benchKafka(opts: Options, infra: Infra, logger: Logger): Promise<
       tenant,
       broker: fresh ? 'local (fresh)' : 'external',
       records_already_in_topics: before,
-      partitions: (await Promise.resolve(config.partitions)),
+      partitions: config.partitions,
       produce: a,
       pipeline: b,
       end_to_end_s: r2(e2eSeconds),
@@ -739,6 +768,9 @@ export async function run(argv: string[]): Promise<number> {
   process.on('SIGINT', onSignal)
   process.on('SIGTERM', onSignal)
 
+  // Other work on the machine skews every figure; the load averages go into the JSON to tell.
+  const loadAtStart = os.loadavg().map(r2)
+  if ((loadAtStart[0] ?? 0) > machine.cpus * 0.5) progress(`note: 1-minute load average is ${loadAtStart[0]} on ${machine.cpus} cpus; figures will be lower than on a quiet machine`)
   const results: { kafka?: RuntimeResult; embedded?: RuntimeResult } = {}
   let infraSource: string | null = null
   try {
@@ -747,6 +779,8 @@ export async function run(argv: string[]): Promise<number> {
       const infra = await provideInfra()
       infraSource = infra.source
       results.kafka = await benchKafka(opts, infra, logger)
+      // The embedded run gets the machine to itself.
+      await infra.stop()
     }
     if (opts.runtimes.includes('embedded')) {
       results.embedded = await benchEmbedded(opts, logger, results.kafka?.raw_kafkajs_eps ?? null)
@@ -785,7 +819,7 @@ export async function run(argv: string[]): Promise<number> {
       ...(results.kafka ? { kafka: strip(results.kafka) } : {}),
       ...(results.embedded ? { embedded: strip(results.embedded) } : {}),
       machine,
-      detail: { kafka: results.kafka?.detail, embedded: results.embedded?.detail, batch: opts.batch, chunk: opts.chunk, infra: infraSource },
+      detail: { kafka: results.kafka?.detail, embedded: results.embedded?.detail, batch: opts.batch, chunk: opts.chunk, infra: infraSource, loadavg: { start: loadAtStart, end: os.loadavg().map(r2) } },
     })}\n`,
   )
   return 0

@@ -31,7 +31,7 @@ pick_java() {
   local best="" bestv=0 j v
   for j in "${JAVA21_HOME:+$JAVA21_HOME/bin/java}" /usr/lib/jvm/*/bin/java "$(command -v java || true)"; do
     [ -n "$j" ] && [ -x "$j" ] || continue
-    v="$("$j" -XshowSettings:properties -version 2>&1 | sed -n 's/.*java.specification.version = \([0-9]*\).*/\1/p' | head -n1)"
+    v="$("$j" -XshowSettings:properties -version 2>&1 | sed -n 's/.*java.specification.version = \([0-9]*\).*/\1/p' | head -n1 || true)"
     [ -n "$v" ] || continue
     if [ "$v" -ge 21 ] && [ "$v" -gt "$bestv" ]; then best="$j"; bestv="$v"; fi
   done
