@@ -21,7 +21,7 @@ import sys
 import time
 import uuid
 
-from confluent_kafka import Consumer, KafkaError, KafkaException
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
@@ -56,6 +56,7 @@ def main():
     ap.add_argument("--tenant", required=True, type=int)
     ap.add_argument("--expect", required=True, type=int)
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds")
+    ap.add_argument("--start", help="partition:offset,... to read from (assign); default: subscribe from the beginning")
     args = ap.parse_args()
 
     registry = SchemaRegistryClient({"url": args.registry})
@@ -66,9 +67,14 @@ def main():
             "group.id": f"third-party-decode-{uuid.uuid4()}",
             "auto.offset.reset": "earliest",
             "enable.auto.commit": False,
+            "socket.timeout.ms": 10000,
         }
     )
-    consumer.subscribe([args.topic])
+    if args.start:
+        parts = [p.split(":") for p in args.start.split(",") if p]
+        consumer.assign([TopicPartition(args.topic, int(p), int(o)) for p, o in parts])
+    else:
+        consumer.subscribe([args.topic])
     prefix = f"{args.tenant}:".encode()
     found = 0
     seen = 0
