@@ -98,25 +98,6 @@ class Consumer {
   }
 }
 
-/**
- * EventCodec.create, retried when it loses the start-up race of two processes registering the same
- * subject for the first time on Apicurio (a product bug: ConfluentSchemaRegistry.register fails with
- * "A rule named 'COMPATIBILITY' already exists" (409, reported as IncompatibleSchemaError) or with
- * "Compatibility does not match the configuration (BACKWARD != NONE)"). Test files running in
- * parallel on a fresh registry hit it. Any other error is thrown at once.
- */
-async function createCodec(registry: SchemaRegistryPort): Promise<EventCodec> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await EventCodec.create(registry)
-    } catch (e) {
-      const race = /A rule named 'COMPATIBILITY' already exists|Compatibility does not match the configuration \(BACKWARD != NONE\)/
-      if (attempt >= 5 || !race.test((e as Error).message ?? '')) throw e
-      await new Promise((r) => setTimeout(r, 200 * attempt))
-    }
-  }
-}
-
 const running = new Set<Consumer>()
 afterEach(async () => {
   // A failed test must not leave a consumer behind (it would hold chdb, the log lock, the group).
@@ -258,7 +239,7 @@ describe('SIGKILL halfway and restart: nothing lost, nothing doubled', () => {
     const { log, registry } = await openEventLog(config, silentLogger)
     try {
       await log.createTopics(ALL_TOPICS.map((t) => ({ name: t.name, partitions: config.partitions, compacted: t.compacted })))
-      const codec = await createCodec(registry)
+      const codec = await EventCodec.create(registry)
       const before = await log.endOffsets(ORDERS)
       const t0 = Date.now()
       await publishOrders(log, codec, tenant)
@@ -307,7 +288,7 @@ describe('SIGKILL halfway and restart: nothing lost, nothing doubled', () => {
     let ends: PartitionOffset[]
     try {
       await log.createTopics(ALL_TOPICS.map((t) => ({ name: t.name, partitions: config.partitions, compacted: t.compacted })))
-      const codec = await createCodec(registry)
+      const codec = await EventCodec.create(registry)
       const t0 = Date.now()
       await publishOrders(log, codec, tenant)
       ends = await log.endOffsets(ORDERS)

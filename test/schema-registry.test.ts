@@ -33,25 +33,6 @@ const addOptionalField = orderSchemaWith((s) => s.fields.push({ name: 'channel',
 
 const T0 = Date.UTC(2025, 0, 1)
 
-/**
- * EventCodec.create, retried when it loses the start-up race of two processes registering the same
- * subject for the first time on Apicurio (a product bug: ConfluentSchemaRegistry.register fails with
- * "A rule named 'COMPATIBILITY' already exists" (409, reported as IncompatibleSchemaError) or with
- * "Compatibility does not match the configuration (BACKWARD != NONE)"). Test files running in
- * parallel on a fresh registry hit it. Any other error is thrown at once.
- */
-async function createCodec(registry: SchemaRegistryPort): Promise<EventCodec> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await EventCodec.create(registry)
-    } catch (e) {
-      const race = /A rule named 'COMPATIBILITY' already exists|Compatibility does not match the configuration \(BACKWARD != NONE\)/
-      if (attempt >= 5 || !race.test((e as Error).message ?? '')) throw e
-      await new Promise((r) => setTimeout(r, 200 * attempt))
-    }
-  }
-}
-
 function order(total: string, over: Partial<OrderEvent> = {}): OrderEvent {
   return {
     event_id: randomUUID(), tenant_id: 7, occurred_at: T0, source: 'test', event_type: 'placed',
@@ -104,7 +85,7 @@ compatibilityCases('embedded registry', () => new EmbeddedSchemaRegistry(tmpDir(
 
 describe('EventCodec on the real registry', () => {
   it('registers every topic subject <topic>-value with BACKWARD compatibility', async () => {
-    const codec = await createCodec(newConfluentRegistry())
+    const codec = await EventCodec.create(newConfluentRegistry())
     const url = registryUrl()
     const res = await fetch(`${url}/subjects`)
     expect(res.ok).toBe(true)
@@ -118,7 +99,7 @@ describe('EventCodec on the real registry', () => {
     expect(cfg.ok).toBe(true)
     expect(((await cfg.json()) as { compatibilityLevel: string }).compatibilityLevel.toUpperCase()).toBe('BACKWARD')
     // Creating the codec again (a restart) registers nothing new: the same ids.
-    const again = await createCodec(new ConfluentSchemaRegistry({ url }))
+    const again = await EventCodec.create(new ConfluentSchemaRegistry({ url }))
     for (const t of ALL_TOPICS) expect(again.schemaId(t.name)).toBe(codec.schemaId(t.name))
   })
 })
@@ -163,13 +144,13 @@ describe('wire format', () => {
   })
 
   it('frames with the id the real registry assigned', async () => {
-    const codec = await createCodec(newConfluentRegistry())
+    const codec = await EventCodec.create(newConfluentRegistry())
     const id = codec.schemaId(TOPICS.orders.name)
     const buf = await codec.encode(TOPICS.orders.name, order('1234.50'))
     expect(buf[0]).toBe(0)
     expect(buf.readUInt32BE(1)).toBe(id)
     // A fresh client (no cache) fetches the schema by id from the registry and decodes.
-    const fresh = await createCodec(newConfluentRegistry())
+    const fresh = await EventCodec.create(newConfluentRegistry())
     expect((await fresh.decode<OrderEvent>(TOPICS.orders.name, buf)).total).toBe('1234.50')
   })
 
