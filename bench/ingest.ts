@@ -36,6 +36,7 @@ import { openRuntime, type Runtime } from '../common/runtime/context.ts'
 import { runPipeline, type PipelineDefinition, type RunningPipeline } from '../common/runtime/pipeline.ts'
 import { deadLetters } from '../common/runtime/metrics.ts'
 import { groupLag } from '../common/eventlog/port.ts'
+import { CONSUMER_SETTINGS } from '../common/eventlog/kafka.ts'
 import type { Store } from '../common/store/clickhouse.ts'
 import type { OrderEvent } from '../common/events.ts'
 import { TOPICS } from '../common/topics.ts'
@@ -535,15 +536,7 @@ async function rawKafkajs(rt: Runtime, infra: Infra, tenant: number, opts: Optio
   const groupId = `bench-raw-${tenant}-${randomUUID().slice(0, 8)}`
   const kafka = new Kafka({ brokers: infra.brokers.split(',').map((b) => b.trim()).filter(Boolean), clientId: groupId, logLevel: kafkaLogLevel.NOTHING })
   // Same fetch settings as the KafkaEventLog adapter, so the difference is the pipeline's work.
-  const consumer = kafka.consumer({
-    groupId,
-    allowAutoTopicCreation: false,
-    maxBytesPerPartition: 16 * 1024 * 1024,
-    maxBytes: 64 * 1024 * 1024,
-    maxWaitTimeInMs: 200,
-    sessionTimeout: 30_000,
-    heartbeatInterval: 3_000,
-  })
+  const consumer = kafka.consumer({ groupId, ...CONSUMER_SETTINGS })
   const done = onCleanup(`disconnect raw consumer ${groupId}`, () => consumer.disconnect())
   const prefix = Buffer.from(`${tenant}:`)
   let seen = 0

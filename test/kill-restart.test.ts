@@ -13,7 +13,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { openEventLog } from '../common/runtime/context.ts'
 import { EventCodec } from '../common/eventlog/codec.ts'
 import { EmbeddedEventLog } from '../common/eventlog/embedded.ts'
-import { ALL_TOPICS, TOPICS } from '../common/topics.ts'
+import { TOPICS } from '../common/topics.ts'
 import { openStore, type Store } from '../common/store/clickhouse.ts'
 import { publishEvents } from '../pipelines/ingest/publisher.ts'
 import { generateOrderEvents } from '../pipelines/ingest/synthetic/generate.ts'
@@ -21,7 +21,6 @@ import { PROJECTION_GROUP } from '../pipelines/projection/pipeline.ts'
 import type { OrderEvent } from '../common/events.ts'
 import type { EventLog, PartitionOffset } from '../common/eventlog/port.ts'
 import type { Config } from '../common/config.ts'
-import type { SchemaRegistryPort } from '../common/eventlog/schema-registry.ts'
 import { kafkaBrokers, registryUrl, silentLogger, testConfig, tmpDir, waitFor } from './helpers.ts'
 
 const ROOT = path.resolve(import.meta.dirname, '..')
@@ -236,10 +235,9 @@ describe('SIGKILL halfway and restart: nothing lost, nothing doubled', () => {
     const tenant = uniqueTenant()
 
     // This process publishes through the log and the codec only: it never opens chdb here.
-    const { log, registry } = await openEventLog(config, silentLogger)
+    const { log, codec: opened } = await openEventLog(config, silentLogger)
     try {
-      await log.createTopics(ALL_TOPICS.map((t) => ({ name: t.name, partitions: config.partitions, compacted: t.compacted })))
-      const codec = await EventCodec.create(registry)
+      const codec = opened
       const before = await log.endOffsets(ORDERS)
       const t0 = Date.now()
       await publishOrders(log, codec, tenant)
@@ -284,11 +282,10 @@ describe('SIGKILL halfway and restart: nothing lost, nothing doubled', () => {
     const tenant = uniqueTenant()
 
     // The embedded log is locked by one process: publish everything, then hand it to the child.
-    const { log, registry } = await openEventLog(config, silentLogger)
+    const { log, codec: opened } = await openEventLog(config, silentLogger)
     let ends: PartitionOffset[]
     try {
-      await log.createTopics(ALL_TOPICS.map((t) => ({ name: t.name, partitions: config.partitions, compacted: t.compacted })))
-      const codec = await EventCodec.create(registry)
+      const codec = opened
       const t0 = Date.now()
       await publishOrders(log, codec, tenant)
       ends = await log.endOffsets(ORDERS)

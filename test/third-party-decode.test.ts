@@ -14,10 +14,9 @@ import { execFile } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
 import { openEventLog } from '../common/runtime/context.ts'
 import { EventCodec } from '../common/eventlog/codec.ts'
-import { ALL_TOPICS, TOPICS } from '../common/topics.ts'
+import { TOPICS } from '../common/topics.ts'
 import { publishEvents } from '../pipelines/ingest/publisher.ts'
 import type { CustomerUpserted, OrderEvent } from '../common/events.ts'
-import type { SchemaRegistryPort } from '../common/eventlog/schema-registry.ts'
 import { kafkaBrokers, registryUrl, silentLogger, testConfig } from './helpers.ts'
 
 const ROOT = path.resolve(import.meta.dirname, '..')
@@ -106,13 +105,12 @@ describe('a third-party client decodes our topics', () => {
 
     // Published through the log and the codec (no chdb in this process).
     const config = testConfig('distributed')
-    const { log, registry } = await openEventLog(config, silentLogger)
+    const { log, codec: opened } = await openEventLog(config, silentLogger)
     let codec: EventCodec
     let startOrders: { partition: number; offset: string }[] = []
     let startCustomers: { partition: number; offset: string }[] = []
     try {
-      await log.createTopics(ALL_TOPICS.map((t) => ({ name: t.name, partitions: config.partitions, compacted: t.compacted })))
-      codec = await EventCodec.create(registry)
+      codec = opened
       startOrders = await log.endOffsets(TOPICS.orders.name)
       startCustomers = await log.endOffsets(TOPICS.customers.name)
       await publishEvents(log, codec, 'customers', customers)

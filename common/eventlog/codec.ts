@@ -57,7 +57,7 @@ export class EventCodec {
     if (value === null) throw new UndecodableRecordError('record has no value (tombstone)')
     const { schemaId, value: decoded } = await this.registry.decode(value)
     const expected = this.expected.get(topic)
-    const got = (decoded as { constructor?: { getType?: () => unknown } } | null) && typeNameOf(decoded)
+    const got = decoded === null ? null : typeNameOf(decoded)
     if (expected && got && got !== expected) {
       throw new SchemaMismatchError(`schema ${schemaId} writes ${got}, but ${topic} carries ${expected}`)
     }

@@ -20,6 +20,16 @@ function kafkaLogCreator(logger?: Logger) {
     }
 }
 
+/** Fetch and session settings of our consumers (also used by the benchmark's raw baseline). */
+export const CONSUMER_SETTINGS = {
+  allowAutoTopicCreation: false,
+  maxBytesPerPartition: 16 * 1024 * 1024,
+  maxBytes: 64 * 1024 * 1024,
+  maxWaitTimeInMs: 200,
+  sessionTimeout: 30_000,
+  heartbeatInterval: 3_000,
+} as const
+
 export class KafkaEventLog implements EventLog {
   readonly kind = 'kafka' as const
   private readonly kafka: Kafka
@@ -84,15 +94,7 @@ export class KafkaEventLog implements EventLog {
   }
 
   async consume(opts: ConsumeOptions): Promise<ConsumerHandle> {
-    const consumer = this.kafka.consumer({
-      groupId: opts.groupId,
-      allowAutoTopicCreation: false,
-      maxBytesPerPartition: 16 * 1024 * 1024,
-      maxBytes: 64 * 1024 * 1024,
-      maxWaitTimeInMs: 200,
-      sessionTimeout: 30_000,
-      heartbeatInterval: 3_000,
-    })
+    const consumer = this.kafka.consumer({ groupId: opts.groupId, ...CONSUMER_SETTINGS })
     this.consumers.add(consumer)
     await consumer.connect()
     await consumer.subscribe({ topics: opts.topics, fromBeginning: opts.fromBeginning ?? true })

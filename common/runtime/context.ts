@@ -24,7 +24,7 @@ export function embeddedLogDir(config: Config): string {
   return path.resolve(config.dataDir, 'log')
 }
 
-export async function openEventLog(config: Config, logger: Logger, opts: { apiUrl?: string } = {}): Promise<{ log: EventLog; registry: SchemaRegistryPort }> {
+async function openLogAdapter(config: Config, logger: Logger, opts: { apiUrl?: string }): Promise<{ log: EventLog; registry: SchemaRegistryPort }> {
   if (config.runtime === 'distributed') {
     return {
       log: new KafkaEventLog({ brokers: config.kafkaBrokers!, clientId: config.kafkaClientId, logger }),
@@ -35,15 +35,25 @@ export async function openEventLog(config: Config, logger: Logger, opts: { apiUr
   return { log: await EmbeddedEventLog.open(dir, opts), registry: new EmbeddedSchemaRegistry(dir) }
 }
 
+/** Opens the event log with its topics created and every topic schema registered (BACKWARD). */
+export async function openEventLog(config: Config, logger: Logger, opts: { apiUrl?: string } = {}): Promise<{ log: EventLog; codec: EventCodec }> {
+  const { log, registry } = await openLogAdapter(config, logger, opts)
+  try {
+    await log.createTopics(ALL_TOPICS.map((t) => ({ name: t.name, partitions: config.partitions, compacted: t.compacted })))
+    return { log, codec: await EventCodec.create(registry) }
+  } catch (err) {
+    await log.close().catch(() => {})
+    throw err
+  }
+}
+
 /**
  * Opens the event log (topics created, schemas registered) and the store (migrated).
  * The composition roots (cli/start.ts, the tests, the benchmark) all come through here.
  */
 export async function openRuntime(config: Config, logger: Logger, opts: { apiUrl?: string; store?: Store } = {}): Promise<Runtime> {
-  const { log, registry } = await openEventLog(config, logger, opts)
+  const { log, codec } = await openEventLog(config, logger, opts)
   try {
-    await log.createTopics(ALL_TOPICS.map((t) => ({ name: t.name, partitions: config.partitions, compacted: t.compacted })))
-    const codec = await EventCodec.create(registry)
     const store =
       opts.store ??
       (await openStore({

@@ -2,8 +2,6 @@ import type { Config } from '../../common/config.ts'
 import type { Logger } from '../../common/logger.ts'
 import type { CustomerUpserted, OrderEvent } from '../../common/events.ts'
 import { EmbeddedEventLog } from '../../common/eventlog/embedded.ts'
-import { EventCodec } from '../../common/eventlog/codec.ts'
-import { ALL_TOPICS } from '../../common/topics.ts'
 import { embeddedLogDir, openEventLog } from '../../common/runtime/context.ts'
 import { publishEvents, type IngestKind } from './publisher.ts'
 
@@ -21,9 +19,7 @@ export interface EventSink {
 export async function openEventSink(config: Config, logger: Logger, opts: { apiUrl?: string } = {}): Promise<EventSink> {
   const apiUrl = opts.apiUrl ?? (config.runtime === 'embedded' ? EmbeddedEventLog.lockHolder(embeddedLogDir(config))?.apiUrl : undefined)
   if (apiUrl) return httpSink(apiUrl)
-  const { log, registry } = await openEventLog(config, logger)
-  await log.createTopics(ALL_TOPICS.map((t) => ({ name: t.name, partitions: config.partitions, compacted: t.compacted })))
-  const codec = await EventCodec.create(registry)
+  const { log, codec } = await openEventLog(config, logger)
   return {
     describe: `${log.kind} event log`,
     publish: (kind, events) => publishEvents(log, codec, kind, events),
