@@ -723,7 +723,7 @@ export async function run(argv: string[]): Promise<number> {
     process.stdout.write(HELP)
     return 0
   }
-  if (positionals[0] !== 'ingest' || positionals.length > 1) throw new UsageError(`unknown benchmark '${positionals.join(' ')}'; available: ingest\n\n${HELP}`)
+  if (positionals.length) throw new UsageError(`unexpected arguments '${positionals.join(' ')}'\n\n${HELP}`)
   const runtimeFlag = values.runtime ?? 'both'
   if (!['kafka', 'embedded', 'both'].includes(runtimeFlag)) throw new UsageError(`--runtime must be kafka, embedded or both, got '${runtimeFlag}'`)
   const opts: Options = {

@@ -42,6 +42,15 @@ export const ConfigSchema = z
     batchSize: z.coerce.number().int().min(1).max(100_000).default(5000),
     batchMaxWaitMs: z.coerce.number().int().min(1).max(60_000).default(200),
     demo: bool.default(false),
+    /** How often the feature role rescores quiet customers, refreshes quintiles and snapshots segments (ms). */
+    featuresTickMs: z.coerce.number().int().min(100).max(86_400_000).default(60_000),
+    /** Transaction model of the CLV: MBG/NBD (one-time buyers can be inactive) or BG/NBD. */
+    clvModel: z.enum(['mbgnbd', 'bgnbd']).default('mbgnbd'),
+    clvHorizonMonths: z.coerce.number().int().min(1).max(120).default(12),
+    /** Monthly discount rate of the CLV; 0.01 a month is about 12.7 % a year. */
+    clvMonthlyDiscountRate: z.coerce.number().min(0).max(1).default(0.01),
+    /** A tenant's CLV model is refitted when older than this (ms), and on every processing run. */
+    clvRefitIntervalMs: z.coerce.number().int().min(1000).default(3_600_000),
   })
   .superRefine((c, ctx) => {
     if (c.runtime === 'distributed') {
@@ -76,6 +85,11 @@ export const ENV_NAMES: Record<keyof z.input<typeof ConfigSchema>, string> = {
   batchSize: 'CDP_BATCH_SIZE',
   batchMaxWaitMs: 'CDP_BATCH_MAX_WAIT_MS',
   demo: 'CDP_DEMO',
+  featuresTickMs: 'CDP_FEATURES_TICK_MS',
+  clvModel: 'CDP_CLV_MODEL',
+  clvHorizonMonths: 'CDP_CLV_HORIZON_MONTHS',
+  clvMonthlyDiscountRate: 'CDP_CLV_MONTHLY_DISCOUNT_RATE',
+  clvRefitIntervalMs: 'CDP_CLV_REFIT_INTERVAL_MS',
 }
 
 /** Config keys whose values are secrets: never logged, never returned. */

@@ -5,6 +5,7 @@ import { createLogger, type Logger } from '../../common/logger.ts'
 import { openRuntime, type Runtime } from '../../common/runtime/context.ts'
 import { runPipeline, type RunningPipeline } from '../../common/runtime/pipeline.ts'
 import { projectionPipeline, PROJECTION_GROUP } from '../../pipelines/projection/pipeline.ts'
+import { runFeatures } from '../../pipelines/features/run.ts'
 import { createApp, createHealthApp } from '../../services/api/app.ts'
 import type { ReadinessCheck } from '../../services/api/health.ts'
 import { streamDemoTenant } from '../../pipelines/ingest/demo.ts'
@@ -41,7 +42,10 @@ export async function startRoles(config: Config, logger: Logger): Promise<Starte
   const runtime = await openRuntime(config, logger, { apiUrl })
   const pipelines: RunningPipeline[] = []
   const deps = { log: runtime.log, codec: runtime.codec, logger, maxBatch: config.batchSize }
-  if (roles.has('features')) pipelines.push(await runPipeline(projectionPipeline(runtime.store, { name: config.consumerGroupPrefix + PROJECTION_GROUP }), deps))
+  if (roles.has('features')) {
+    pipelines.push(await runPipeline(projectionPipeline(runtime.store, { name: config.consumerGroupPrefix + PROJECTION_GROUP }), deps))
+    pipelines.push(await runFeatures(runtime))
+  }
   for (const r of ['audience-sync', 'connectors'] as const) if (roles.has(r)) logger.warn({ role: r }, 'role has nothing to run yet in this version')
 
   const readiness: ReadinessCheck[] = [

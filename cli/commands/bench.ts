@@ -1,0 +1,14 @@
+import { UsageError } from '../args.ts'
+
+/** `cdp bench <name>`: each benchmark is its own module under bench/. */
+const BENCHES: Record<string, () => Promise<{ run(argv: string[]): Promise<number | void> }>> = {
+  ingest: () => import('../../bench/ingest.ts'),
+  features: () => import('../../bench/features.ts'),
+}
+
+export async function run(argv: string[]): Promise<number | void> {
+  const [name, ...rest] = argv
+  const load = name ? BENCHES[name] : undefined
+  if (!load) throw new UsageError(`usage: cdp bench ${Object.keys(BENCHES).join('|')} [options]`)
+  return (await load()).run(rest)
+}

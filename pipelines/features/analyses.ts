@@ -1,0 +1,54 @@
+/**
+ * The contract between the processing API (services/api/processing) and the feature engine
+ * (pipelines/features/recompute.ts): which analyses a processing run can do and what each
+ * reports. Shapes follow the spec's "Endpoint 1 200 response" (cdp-service-interface.md).
+ */
+export const ANALYSES = ['rfm', 'clv', 'churn'] as const
+export type Analysis = (typeof ANALYSES)[number]
+
+export interface RfmRunResult {
+  total_processed: number
+  segments: { segment: string; count: number; percentage: number }[]
+  /** Seconds. */
+  processing_time: number
+  errors: number
+}
+
+export interface ClvRunResult {
+  processed: number
+  avg_clv: number
+  processing_time: number
+}
+
+export interface ChurnRunResult {
+  processed: number
+  at_risk: number
+  /** Fraction 0..1. */
+  churn_rate: number
+  processing_time: number
+}
+
+export interface ProcessingResults {
+  rfm?: RfmRunResult
+  clv?: ClvRunResult
+  churn?: ChurnRunResult
+}
+
+export interface RunOptions {
+  analyses: Analysis[]
+  /** Customers written per ClickHouse insert. */
+  batchSize: number
+  force: boolean
+  /** Aborted by the cancel endpoint; the engine stops between batches and throws an AbortError. */
+  signal: AbortSignal
+  onProgress?(done: number, total: number): void
+}
+
+/** A full recompute of one tenant's features from its stored events. */
+export interface ProcessingEngine {
+  /** A tenant is known once any customer or order of it is stored. */
+  tenantExists(tenantId: number): Promise<boolean>
+  /** Number of customers of the tenant (for status and time estimates). */
+  customerCount(tenantId: number): Promise<number>
+  run(tenantId: number, opts: RunOptions): Promise<ProcessingResults>
+}

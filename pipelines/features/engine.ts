@@ -1,0 +1,313 @@
+import type { CustomerUpserted, OrderEvent } from '../../common/events.ts'
+import { customerKey } from '../../common/events.ts'
+import { TOPICS } from '../../common/topics.ts'
+import type { Store } from '../../common/store/clickhouse.ts'
+import type { EventLog, LogRecord, OutRecord } from '../../common/eventlog/port.ts'
+import type { EventCodec } from '../../common/eventlog/codec.ts'
+import type { Logger } from '../../common/logger.ts'
+import { dlq, ok, type PipelineDefinition } from '../../common/runtime/pipeline.ts'
+import { decodeRecord } from '../projection/pipeline.ts'
+import { customerSemanticErrors, orderSemanticErrors } from '../ingest/validation.ts'
+import type { TransactionModelName } from './clv/index.ts'
+import { aggregate, EMPTY_AGGREGATES, factOf, mergeFact, utcDay, type CustomerAggregates, type OrderFact } from './order-facts.ts'
+import { clvFeatures, computeFeatures, DEFAULT_FEATURE_OPTIONS, sameFeatures, type ClvPart, type FeatureOptions, type FeatureValues } from './features.ts'
+import { buildTenantModel, type TenantModel } from './model.ts'
+import { factRow, featureRow, featuresEvent, segmentChangedEvent, segmentChangeRow, type CustomerIdentity } from './rows.ts'
+import { loadModels, loadPartitionCustomers, loadPartitionFacts, saveModel, tenantAggregates, writeSegmentSnapshot } from './feature-store.ts'
+import { segmentChangesEmitted } from './metrics.ts'
+
+export const FEATURES_GROUP = 'cdp-features'
+
+/** One customer's state, owned by the partition its key hashes to. */
+interface CustomerState {
+  id: CustomerIdentity
+  orders: Map<string, OrderFact>
+  agg: CustomerAggregates
+  /** Segment and score last written and published: the "previous" of the next change. */
+  emitted: { segment: string | null; rfmScore: string | null }
+  last: FeatureValues | null
+  clv: { key: string; part: ClvPart | null } | null
+  dirtyOrders: Set<string>
+  dirty: boolean
+  /** Version of the customer's last stored row; the next one must be higher, whatever the clocks. */
+  rowVersion: number
+}
+
+export interface FeatureEngineOptions {
+  store: Store
+  log: EventLog
+  codec: EventCodec
+  logger: Logger
+  /** Partition count of the input topics (the state store is keyed by partition). */
+  partitions: number
+  name?: string
+  now?: () => number
+  features?: FeatureOptions
+  clvModel?: TransactionModelName
+  /** A tenant's CLV is refitted when its fit is older than this (ms; default 1 h). */
+  refitIntervalMs?: number
+  /** Quintile thresholds younger than this are reused by the tick (ms; default 30 s). */
+  boundaryMaxAgeMs?: number
+}
+
+type Item = { kind: 'order'; event: OrderEvent } | { kind: 'customer'; event: CustomerUpserted }
+
+/**
+ * The stateful feature consumer. Per assigned partition it holds every customer's order facts in
+ * memory (restored from ClickHouse when the partition is first seen, or when the offsets show
+ * that another consumer processed it meanwhile), folds each batch into them, recomputes the
+ * touched customers and, before the offsets are committed: publishes their feature snapshots and
+ * segment changes, then writes facts, feature rows and segment changes to ClickHouse. A crash in
+ * between redelivers the batch; the fold is idempotent, so nothing counts twice.
+ */
+export class FeatureEngine {
+  readonly name: string
+  private readonly customers = new Map<string, CustomerState>()
+  private readonly loaded = new Set<number>()
+  private readonly nextOffset = new Map<string, bigint>()
+  private readonly models = new Map<number, TenantModel>()
+  private readonly now: () => number
+  private readonly opts: FeatureOptions
+  private readonly clvModel: TransactionModelName
+  private readonly refitMs: number
+  private readonly boundaryMaxAgeMs: number
+  private chain: Promise<unknown> = Promise.resolve()
+
+  constructor(private readonly deps: FeatureEngineOptions) {
+    this.name = deps.name ?? FEATURES_GROUP
+    this.now = deps.now ?? Date.now
+    this.opts = deps.features ?? DEFAULT_FEATURE_OPTIONS
+    this.clvModel = deps.clvModel ?? 'mbgnbd'
+    this.refitMs = deps.refitIntervalMs ?? 3600_000
+    this.boundaryMaxAgeMs = deps.boundaryMaxAgeMs ?? 30_000
+  }
+
+  /** Batches and ticks take turns: both read and write the same state. */
+  private exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.chain.then(fn, fn)
+    this.chain = run.catch(() => {})
+    return run
+  }
+
+  definition(): PipelineDefinition<Item> {
+    return {
+      name: this.name,
+      topics: [TOPICS.orders.name, TOPICS.customers.name],
+      process: async (record, codec) => {
+        await this.exclusive(() => this.observe(record))
+        if (record.topic === TOPICS.orders.name) {
+          const r = await decodeRecord<OrderEvent>(record, codec)
+          if (r.kind !== 'ok') return r
+          const errors = orderSemanticErrors(r.value, this.now())
+          if (errors.length) return dlq('validate', errors[0]!.code, errors.map((e) => `${e.path}: ${e.message}`).join('; '), r.value.tenant_id)
+          return ok({ kind: 'order', event: r.value })
+        }
+        const r = await decodeRecord<CustomerUpserted>(record, codec)
+        if (r.kind !== 'ok') return r
+        const errors = customerSemanticErrors(r.value)
+        if (errors.length) return dlq('validate', errors[0]!.code, errors.map((e) => `${e.path}: ${e.message}`).join('; '), r.value.tenant_id)
+        return ok({ kind: 'customer', event: r.value })
+      },
+      sink: (items) => this.exclusive(() => this.apply(items)),
+    }
+  }
+
+  /**
+   * Restores a partition's state the first time it is seen, and again when its offsets jumped
+   * forward (another consumer owned it meanwhile and our copy is stale). A rewind (redelivery)
+   * needs nothing: folding an event twice changes nothing.
+   */
+  private async observe(record: LogRecord): Promise<void> {
+    const key = `${record.topic}:${record.partition}`
+    const offset = BigInt(record.offset)
+    const expected = this.nextOffset.get(key)
+    if (!this.loaded.has(record.partition) || (expected !== undefined && offset > expected)) await this.loadPartition(record.partition)
+    this.nextOffset.set(key, offset + 1n)
+  }
+
+  private async loadPartition(p: number): Promise<void> {
+    const started = Date.now()
+    for (const [k, c] of this.customers) if (c.id.partition === p) this.customers.delete(k)
+    const [facts, stored] = await Promise.all([loadPartitionFacts(this.deps.store, p), loadPartitionCustomers(this.deps.store, p)])
+    for (const s of stored) {
+      const c = this.customer(s.tenantId, s.customerId, p)
+      c.id.email = s.email
+      c.id.emailVersion = s.emailVersion
+      c.emitted = { segment: s.segment, rfmScore: s.rfmScore }
+      c.rowVersion = s.version
+    }
+    for (const f of facts) this.customer(f.tenantId, f.customerId, p).orders.set(f.orderId, f)
+    for (const c of this.customers.values()) if (c.id.partition === p) c.agg = aggregate(c.orders.values())
+    this.loaded.add(p)
+    this.deps.logger.info({ pipeline: this.name, partition: p, orders: facts.length, customers: stored.length, ms: Date.now() - started }, 'partition state restored')
+  }
+
+  private customer(tenantId: number, customerId: number, partition: number): CustomerState {
+    const key = customerKey(tenantId, customerId)
+    let c = this.customers.get(key)
+    if (!c) {
+      c = {
+        id: { tenantId, customerId, partition, email: '', emailVersion: 0 },
+        orders: new Map(),
+        agg: EMPTY_AGGREGATES,
+        emitted: { segment: null, rfmScore: null },
+        last: null,
+        clv: null,
+        dirtyOrders: new Set(),
+        dirty: false,
+        rowVersion: 0,
+      }
+      this.customers.set(key, c)
+    }
+    return c
+  }
+
+  private async apply(items: { record: LogRecord; value: Item }[]): Promise<void> {
+    const touched = new Set<CustomerState>()
+    for (const { record, value } of items) {
+      const e = value.event
+      const c = this.customer(e.tenant_id, e.customer_id, record.partition)
+      if (value.kind === 'order') {
+        if (mergeFact(c.orders, value.event.order_id, factOf(value.event))) c.agg = aggregate(c.orders.values())
+        c.dirtyOrders.add(value.event.order_id)
+      } else {
+        const ev = value.event
+        // Latest profile wins by event time, ties by the larger email, whatever the arrival order.
+        const email = ev.email ?? ''
+        if (ev.occurred_at > c.id.emailVersion || (ev.occurred_at === c.id.emailVersion && email > c.id.email)) {
+          c.id.email = email
+          c.id.emailVersion = ev.occurred_at
+        }
+      }
+      c.dirty = true
+      touched.add(c)
+    }
+    await this.flush([...touched], this.now(), true)
+  }
+
+  /** The tenant's model: cached, else stored, else fitted on the customers this consumer holds. */
+  private async model(tenantId: number, now: number): Promise<TenantModel | null> {
+    const cached = this.models.get(tenantId)
+    if (cached) return cached
+    const stored = (await loadModels(this.deps.store, [tenantId])).get(tenantId)
+    if (stored) {
+      this.models.set(tenantId, stored)
+      return stored
+    }
+    const aggs: CustomerAggregates[] = []
+    for (const c of this.customers.values()) if (c.id.tenantId === tenantId) aggs.push(c.agg)
+    const m = buildTenantModel(aggs, now, { clvModel: this.clvModel, refitClv: true })
+    await saveModel(this.deps.store, tenantId, m)
+    this.models.set(tenantId, m)
+    return m
+  }
+
+  /** Row versions grow per customer across restarts and clock differences (microsecond-scaled time, else +1). */
+  private version(c: CustomerState, now: number): number {
+    return Math.max(now * 1000, c.rowVersion + 1)
+  }
+
+  private valuesOf(c: CustomerState, model: TenantModel | null, now: number): FeatureValues {
+    let part: ClvPart | null = null
+    if (model?.clv && c.agg.orderCount > 0) {
+      const key = `${model.clv.fittedAt}:${utcDay(now)}`
+      if (!c.clv || c.clv.key !== key || c.dirty) c.clv = { key, part: clvFeatures(c.agg, model.clv, utcDay(now), this.opts) }
+      part = c.clv.part
+    }
+    return computeFeatures(c.agg, model, now, this.opts, part)
+  }
+
+  /**
+   * Recomputes customers and publishes and stores what changed. `touched` customers (their
+   * events are in the batch) are always written; others only when a value moved.
+   */
+  private async flush(customers: CustomerState[], now: number, touched: boolean): Promise<{ changed: number; segmentChanges: number }> {
+    const tenants = new Set(customers.map((c) => c.id.tenantId))
+    const models = new Map<number, TenantModel | null>()
+    for (const t of tenants) models.set(t, await this.model(t, now))
+    const facts: ReturnType<typeof factRow>[] = []
+    const rows: ReturnType<typeof featureRow>[] = []
+    const featureRecords: Promise<OutRecord>[] = []
+    const changes: ReturnType<typeof segmentChangedEvent>[] = []
+    const updates: { c: CustomerState; v: FeatureValues; version: number }[] = []
+    for (const c of customers) {
+      const v = this.valuesOf(c, models.get(c.id.tenantId) ?? null, now)
+      const moved = !c.last || !sameFeatures(c.last, v)
+      if (!touched && !moved && !c.dirty) continue
+      for (const orderId of c.dirtyOrders) facts.push(factRow(c.id, orderId, c.orders.get(orderId)!))
+      const version = this.version(c, now)
+      rows.push(featureRow(c.id, c.agg, v, now, version))
+      const key = customerKey(c.id.tenantId, c.id.customerId)
+      if (moved) featureRecords.push(this.deps.codec.encode(TOPICS.customerFeatures.name, featuresEvent(c.id, c.agg, v, now)).then((value) => ({ key, value })))
+      if (v.segment !== c.emitted.segment) changes.push(segmentChangedEvent(c.id, c.emitted, v, now))
+      updates.push({ c, v, version })
+    }
+    if (!updates.length) return { changed: 0, segmentChanges: 0 }
+    // Publish before storing: a crash in between re-publishes (at least once) instead of losing a change.
+    const changeRecords = await Promise.all(changes.map(async (e) => ({ key: customerKey(e.tenant_id, e.customer_id), value: await this.deps.codec.encode(TOPICS.segmentChanges.name, e) })))
+    await Promise.all([
+      changeRecords.length ? this.deps.log.send(TOPICS.segmentChanges.name, changeRecords) : undefined,
+      featureRecords.length ? Promise.all(featureRecords).then((r) => this.deps.log.send(TOPICS.customerFeatures.name, r)) : undefined,
+    ])
+    await Promise.all([
+      facts.length ? this.deps.store.insert({ table: 'feature_order_facts', values: facts, format: 'JSONEachRow' }) : undefined,
+      this.deps.store.insert({ table: 'customer_features', values: rows, format: 'JSONEachRow' }),
+      changes.length ? this.deps.store.insert({ table: 'segment_changes', values: changes.map(segmentChangeRow), format: 'JSONEachRow' }) : undefined,
+    ])
+    for (const { c, v, version } of updates) {
+      c.rowVersion = version
+      c.emitted = { segment: v.segment, rfmScore: v.rfm_score }
+      c.last = v
+      c.dirtyOrders.clear()
+      c.dirty = false
+    }
+    for (const e of changes) segmentChangesEmitted.inc({ pipeline: this.name, to: e.segment ?? 'none' })
+    return { changed: updates.length, segmentChanges: changes.length }
+  }
+
+  /**
+   * The punctuator: time moves recency and churn while customers are quiet, and quintile
+   * thresholds drift as data arrive. Refreshes the models of the tenants this consumer holds
+   * (thresholds from every stored customer of the tenant, CLV refitted when due), rescores
+   * every customer held, emits the resulting segment changes and writes today's snapshot.
+   */
+  tick(): Promise<{ tenants: number; changed: number; segmentChanges: number }> {
+    return this.exclusive(async () => {
+      const now = this.now()
+      const tenants = [...new Set([...this.customers.values()].map((c) => c.id.tenantId))]
+      if (!tenants.length) return { tenants: 0, changed: 0, segmentChanges: 0 }
+      const stored = await loadModels(this.deps.store, tenants)
+      for (const t of tenants) {
+        const current = newest(stored.get(t), this.models.get(t))
+        if (current && now - current.version < this.boundaryMaxAgeMs) {
+          this.models.set(t, current)
+          continue
+        }
+        const aggs = await tenantAggregates(this.deps.store, t)
+        const clv = current?.clv
+        const refit = !clv || now - clv.fittedAt >= this.refitMs || aggs.length >= 2 * clv.customers
+        const m = buildTenantModel(aggs, now, { clvModel: this.clvModel, refitClv: refit, previous: current })
+        await saveModel(this.deps.store, t, m)
+        this.models.set(t, m)
+      }
+      const r = await this.flush([...this.customers.values()], now, false)
+      await writeSegmentSnapshot(this.deps.store, tenants, now)
+      return { tenants: tenants.length, ...r }
+    })
+  }
+
+  /** Forgets cached models, so the next batch or tick reads what a processing run stored. */
+  invalidateModel(tenantId: number): void {
+    this.models.delete(tenantId)
+  }
+
+  stats(): { customers: number; partitions: number[]; tenants: number } {
+    return { customers: this.customers.size, partitions: [...this.loaded].sort((a, b) => a - b), tenants: new Set([...this.customers.values()].map((c) => c.id.tenantId)).size }
+  }
+}
+
+function newest(a: TenantModel | undefined, b: TenantModel | undefined): TenantModel | undefined {
+  if (!a) return b
+  if (!b) return a
+  return a.version >= b.version ? a : b
+}

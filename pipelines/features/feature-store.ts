@@ -1,0 +1,121 @@
+import type { Store } from '../../common/store/clickhouse.ts'
+import type { CustomerAggregates } from './order-facts.ts'
+import { utcDay } from './order-facts.ts'
+import type { TenantModel } from './model.ts'
+
+/**
+ * ClickHouse I/O of the feature pipeline: the partition state store, tenant models, the inputs
+ * of a model refresh and the daily segment snapshot. Every query binds its parameters.
+ */
+
+export interface StoredFact {
+  tenantId: number
+  customerId: number
+  orderId: string
+  version: number
+  eventId: string
+  placedAt: number
+  cents: number
+  cancelled: boolean
+}
+
+export interface StoredCustomer {
+  tenantId: number
+  customerId: number
+  email: string
+  emailVersion: number
+  segment: string | null
+  rfmScore: string | null
+  /** Highest row version stored: the next row of the customer must be above it. */
+  version: number
+}
+
+async function rows<T>(store: Store, query: string, params: Record<string, unknown>): Promise<T[]> {
+  const rs = await store.query({ query, query_params: params, format: 'JSONCompactEachRow' })
+  return (await rs.json()) as T[]
+}
+
+/** The latest fact of every order of a partition (ties on version broken by event id, as in memory). */
+export async function loadPartitionFacts(store: Store, partition: number): Promise<StoredFact[]> {
+  const out = await rows<[number, number, string, [number, string, number, number, number]]>(
+    store,
+    `SELECT tenant_id, customer_id, order_id,
+            argMax(tuple(version, event_id, toUnixTimestamp64Milli(placed_at), total_cents, cancelled), tuple(version, event_id))
+     FROM feature_order_facts WHERE partition = {p:UInt16}
+     GROUP BY tenant_id, customer_id, order_id`,
+    { p: partition },
+  )
+  return out.map(([tenantId, customerId, orderId, [version, eventId, placedAt, cents, cancelled]]) => ({
+    tenantId,
+    customerId,
+    orderId,
+    version: Number(version),
+    eventId,
+    placedAt: Number(placedAt),
+    cents: Number(cents),
+    cancelled: Number(cancelled) === 1,
+  }))
+}
+
+/** What a consumer must remember about each customer of a partition besides its orders. */
+export async function loadPartitionCustomers(store: Store, partition: number): Promise<StoredCustomer[]> {
+  const out = await rows<[number, number, [string, number, string | null, string | null], number]>(
+    store,
+    `SELECT tenant_id, customer_id, argMax(tuple(email, email_version, segment, rfm_score), version), max(version)
+     FROM customer_features WHERE partition = {p:UInt16}
+     GROUP BY tenant_id, customer_id`,
+    { p: partition },
+  )
+  return out.map(([tenantId, customerId, [email, emailVersion, segment, rfmScore], version]) => ({ tenantId, customerId, email, emailVersion: Number(emailVersion), segment, rfmScore, version: Number(version) }))
+}
+
+export async function loadModels(store: Store, tenantIds?: number[]): Promise<Map<number, TenantModel>> {
+  const filter = tenantIds ? 'WHERE tenant_id IN {ids:Array(UInt64)}' : ''
+  const out = await rows<[number, string]>(store, `SELECT tenant_id, argMax(model, version) FROM tenant_models ${filter} GROUP BY tenant_id`, tenantIds ? { ids: tenantIds } : {})
+  return new Map(out.map(([t, m]) => [t, JSON.parse(m) as TenantModel]))
+}
+
+export async function saveModel(store: Store, tenantId: number, model: TenantModel): Promise<void> {
+  await store.insert({
+    table: 'tenant_models',
+    values: [{ tenant_id: tenantId, version: model.version, fitted_at: new Date(model.version).toISOString(), customers: model.customers, model: JSON.stringify(model) }],
+    format: 'JSONEachRow',
+  })
+}
+
+/** The aggregates of every customer of a tenant with a counting order, as the feature rows hold them. */
+export async function tenantAggregates(store: Store, tenantId: number): Promise<CustomerAggregates[]> {
+  const out = await rows<[number, number, number | null, number | null, number, number, number, number]>(
+    store,
+    `SELECT frequency, toInt64(monetary * 100), toUnixTimestamp64Milli(first_order_at), toUnixTimestamp64Milli(last_order_at),
+            purchase_days, repeat_purchases, repeat_span_days, repeat_avg_value
+     FROM customer_features FINAL WHERE tenant_id = {t:UInt64} AND frequency > 0`,
+    { t: tenantId },
+  )
+  return out.map(([orderCount, cents, first, last, purchaseDays, x, tx, zbar]) => ({
+    orderCount,
+    monetaryCents: Number(cents),
+    firstOrderAt: first === null ? null : Number(first),
+    lastOrderAt: last === null ? null : Number(last),
+    purchaseDays,
+    firstDay: first === null ? null : utcDay(Number(first)),
+    lastDay: last === null ? null : utcDay(Number(last)),
+    repeatPurchases: x,
+    repeatSpanDays: tx,
+    repeatAvgCents: zbar * 100,
+  }))
+}
+
+/** Today's segment snapshot of the given tenants (idempotent per tenant, day and segment). */
+export async function writeSegmentSnapshot(store: Store, tenantIds: number[], nowMs: number): Promise<void> {
+  if (!tenantIds.length) return
+  await store.command({
+    query: `INSERT INTO segment_daily (tenant_id, day, segment, customers, monetary, avg_recency, avg_frequency, avg_monetary, computed_at)
+            SELECT tenant_id, toDate(fromUnixTimestamp64Milli({now:Int64}, 'UTC')), segment, count(), sum(monetary),
+                   avg(recency_days), avg(frequency), avg(monetary), fromUnixTimestamp64Milli({now:Int64}, 'UTC')
+            FROM customer_features FINAL
+            WHERE tenant_id IN {ids:Array(UInt64)} AND segment IS NOT NULL
+            GROUP BY tenant_id, segment`,
+    query_params: { ids: tenantIds, now: nowMs },
+  })
+}

@@ -1,0 +1,154 @@
+import type { CustomerAggregates } from './order-facts.ts'
+import { utcDay } from './order-facts.ts'
+import { recencyDays, rfmScore } from './rfm.ts'
+import { churnDetails, type ValueTier } from './churn.ts'
+import { clvTier, discountedClv, expectedAverageSpend, TRANSACTION_MODELS } from './clv/index.ts'
+import type { ClvFit, TenantModel } from './model.ts'
+
+/**
+ * One customer's derived features at a moment: the spec's RFM record plus CLV and churn. Pure:
+ * a function of the aggregates, the tenant's model and the clock, nothing else. The streaming
+ * consumer, the tick and the batch recompute all call this, which is why they agree.
+ */
+export interface FeatureOptions {
+  /** CLV horizon in months (default 12). */
+  horizonMonths: number
+  /** Monthly discount rate of the CLV (default 0.01, about 12.7 % a year). */
+  monthlyDiscountRate: number
+}
+
+export const DEFAULT_FEATURE_OPTIONS: FeatureOptions = { horizonMonths: 12, monthlyDiscountRate: 0.01 }
+
+export interface FeatureValues {
+  recency_days: number | null
+  frequency: number
+  monetary_cents: number
+  r_score: number | null
+  f_score: number | null
+  m_score: number | null
+  rfm_score: string | null
+  segment: string | null
+  avg_order_value: number
+  historical_value_cents: number
+  predicted_value: number | null
+  total_clv: number | null
+  clv_tier: string | null
+  expected_purchases: number | null
+  p_alive: number | null
+  churn_risk: string | null
+  churn_probability: number | null
+  order_frequency_days: number | null
+  expected_order_date: string | null
+  days_overdue: number | null
+  potential_loss: number | null
+  recommended_action: string | null
+  model_version: number
+}
+
+const round = (v: number, dp: number) => {
+  const f = 10 ** dp
+  return Math.round(v * f) / f
+}
+
+export interface ClvPart {
+  p_alive: number
+  expected_purchases: number
+  predicted_value: number
+}
+
+/**
+ * The model-driven part of the features; it changes only with the fit, the day and the
+ * customer's orders, so callers may cache it under that key (see FeatureEngine).
+ */
+export function clvFeatures(agg: CustomerAggregates, clv: ClvFit, today: number, opts: FeatureOptions = DEFAULT_FEATURE_OPTIONS): ClvPart {
+  const x = agg.repeatPurchases
+  const tx = agg.repeatSpanDays
+  const T = Math.max(today - agg.firstDay!, tx)
+  const tm = TRANSACTION_MODELS[clv.model]
+  const zbar = agg.repeatAvgCents / 100
+  const spend = clv.gg ? expectedAverageSpend(clv.gg, x, zbar) : agg.monetaryCents / agg.orderCount / 100
+  const predicted = discountedClv({
+    model: clv.model,
+    params: clv.params,
+    gg: clv.gg,
+    x,
+    tx,
+    T,
+    zbar,
+    spend,
+    months: opts.horizonMonths,
+    monthlyDiscountRate: opts.monthlyDiscountRate,
+  })
+  return {
+    p_alive: round(tm.probabilityAlive(clv.params, x, tx, T), 6),
+    expected_purchases: round(tm.expectedPurchases(clv.params, opts.horizonMonths * (365.25 / 12), x, tx, T), 6),
+    predicted_value: round(predicted, 2),
+  }
+}
+
+export function computeFeatures(agg: CustomerAggregates, model: TenantModel | null, nowMs: number, opts: FeatureOptions = DEFAULT_FEATURE_OPTIONS, clvPart?: ClvPart | null): FeatureValues {
+  const base: FeatureValues = {
+    recency_days: null,
+    frequency: agg.orderCount,
+    monetary_cents: agg.monetaryCents,
+    r_score: null,
+    f_score: null,
+    m_score: null,
+    rfm_score: null,
+    segment: null,
+    avg_order_value: agg.orderCount ? round(agg.monetaryCents / agg.orderCount / 100, 2) : 0,
+    historical_value_cents: agg.monetaryCents,
+    predicted_value: null,
+    total_clv: null,
+    clv_tier: null,
+    expected_purchases: null,
+    p_alive: null,
+    churn_risk: null,
+    churn_probability: null,
+    order_frequency_days: null,
+    expected_order_date: null,
+    days_overdue: null,
+    potential_loss: null,
+    recommended_action: null,
+    model_version: model?.version ?? 0,
+  }
+  if (agg.orderCount === 0 || agg.lastOrderAt === null) return base
+  base.recency_days = recencyDays(agg.lastOrderAt, nowMs)
+  if (model?.boundaries) {
+    const s = rfmScore({ lastOrderDay: agg.lastDay!, frequency: agg.orderCount, monetary: agg.monetaryCents }, model.boundaries)
+    Object.assign(base, { r_score: s.r_score, f_score: s.f_score, m_score: s.m_score, rfm_score: s.rfm_score, segment: s.segment })
+  }
+  const part = clvPart ?? (model?.clv ? clvFeatures(agg, model.clv, utcDay(nowMs), opts) : null)
+  if (part) {
+    base.p_alive = part.p_alive
+    base.expected_purchases = part.expected_purchases
+    base.predicted_value = part.predicted_value
+    base.total_clv = round(agg.monetaryCents / 100 + part.predicted_value, 2)
+    base.clv_tier = clvTier(base.total_clv)
+  }
+  const churn = churnDetails({
+    nowMs,
+    firstOrderAt: agg.firstOrderAt!,
+    lastOrderAt: agg.lastOrderAt,
+    orderCount: agg.orderCount,
+    purchaseDays: agg.purchaseDays,
+    avgOrderValue: base.avg_order_value,
+    pAlive: part?.p_alive ?? null,
+    tenantMedianIntervalDays: model?.medianIntervalDays ?? null,
+    clvTier: (base.clv_tier ?? undefined) as ValueTier | undefined,
+  })
+  base.churn_risk = churn.churn_risk
+  base.churn_probability = churn.churn_probability
+  base.order_frequency_days = churn.order_frequency_days
+  base.expected_order_date = churn.expected_order_date
+  base.days_overdue = churn.days_overdue
+  base.potential_loss = churn.potential_loss
+  base.recommended_action = churn.recommended_action
+  return base
+}
+
+/** The values a consumer compares to decide whether a customer's stored row is out of date. */
+export function sameFeatures(a: FeatureValues, b: FeatureValues): boolean {
+  for (const k of Object.keys(a) as (keyof FeatureValues)[]) if (a[k] !== b[k]) return false
+  return true
+}

@@ -1,0 +1,84 @@
+import type { CustomerAggregates } from './order-facts.ts'
+import { utcDay } from './order-facts.ts'
+import { tenantBoundaries, type TenantBoundaries } from './rfm.ts'
+import { medianIntervalDays } from './churn.ts'
+import { fitGammaGamma, TRANSACTION_MODELS, type GammaGammaParams, type TransactionModelName, type TransactionParams } from './clv/index.ts'
+
+/**
+ * A tenant's model: the RFM quintile thresholds and the fitted CLV parameters. Pure: built from
+ * the aggregates of the tenant's customers; stored as JSON in `tenant_models` by model-store.ts.
+ *
+ * Time unit of the CLV models is the day (T = today − first purchase day, t_x in days).
+ * Gamma-Gamma is fitted on currency units (zbar in pesos, not cents) for conditioning.
+ */
+export interface ClvFit {
+  model: TransactionModelName
+  params: TransactionParams
+  ll: number
+  gg: GammaGammaParams | null
+  fittedAt: number
+  /** Customers and repeat buyers the fit saw. */
+  customers: number
+  repeaters: number
+}
+
+export interface TenantModel {
+  /** Milliseconds since epoch of the last change; rows record which model scored them. */
+  version: number
+  customers: number
+  boundaries: TenantBoundaries | null
+  clv: ClvFit | null
+  /** Median inter-purchase interval (days) of the repeat buyers: the expected interval of one-time buyers. */
+  medianIntervalDays: number | null
+}
+
+/** Fewer customers than this and the CLV parameters are not identifiable: no CLV (documented). */
+export const MIN_CUSTOMERS_FOR_CLV = 20
+
+export function rfmInputs(aggs: readonly CustomerAggregates[]) {
+  const out: { lastOrderDay: number; frequency: number; monetary: number }[] = []
+  for (const a of aggs) if (a.orderCount > 0) out.push({ lastOrderDay: a.lastDay!, frequency: a.orderCount, monetary: a.monetaryCents })
+  return out
+}
+
+export function medianInterval(aggs: readonly CustomerAggregates[]): number | null {
+  const xs: number[] = []
+  for (const a of aggs) if (a.repeatPurchases > 0) xs.push(a.repeatSpanDays / a.repeatPurchases)
+  return medianIntervalDays(xs)
+}
+
+export function fitClv(aggs: readonly CustomerAggregates[], nowMs: number, modelName: TransactionModelName): ClvFit | null {
+  const today = utcDay(nowMs)
+  const data: { x: number; tx: number; T: number }[] = []
+  const spend: { x: number; zbar: number }[] = []
+  for (const a of aggs) {
+    if (a.orderCount === 0) continue
+    data.push({ x: a.repeatPurchases, tx: a.repeatSpanDays, T: Math.max(today - a.firstDay!, a.repeatSpanDays) })
+    if (a.repeatPurchases > 0 && a.repeatAvgCents > 0) spend.push({ x: a.repeatPurchases, zbar: a.repeatAvgCents / 100 })
+  }
+  if (data.length < MIN_CUSTOMERS_FOR_CLV) return null
+  const fit = TRANSACTION_MODELS[modelName].fit(data)
+  const gg = spend.length >= 2 ? fitGammaGamma(spend).params : null
+  return { model: modelName, params: fit.params, ll: fit.ll, gg, fittedAt: nowMs, customers: data.length, repeaters: spend.length }
+}
+
+/**
+ * Builds (or refreshes) a tenant's model. Quintile thresholds are always recomputed (cheap);
+ * the CLV fit is redone when `refitClv` is set or there is none yet, else carried over.
+ */
+export function buildTenantModel(
+  aggs: readonly CustomerAggregates[],
+  nowMs: number,
+  opts: { clvModel: TransactionModelName; refitClv: boolean; previous?: TenantModel | null },
+): TenantModel {
+  const inputs = rfmInputs(aggs)
+  const prevClv = opts.previous?.clv ?? null
+  const clv = opts.refitClv || !prevClv || prevClv.model !== opts.clvModel ? fitClv(aggs, nowMs, opts.clvModel) : prevClv
+  return {
+    version: Math.max(nowMs, (opts.previous?.version ?? 0) + 1),
+    customers: inputs.length,
+    boundaries: inputs.length ? tenantBoundaries(inputs, nowMs) : null,
+    clv,
+    medianIntervalDays: medianInterval(aggs),
+  }
+}

@@ -1,0 +1,134 @@
+import type { OrderEvent } from '../../common/events.ts'
+import { toCents } from '../../common/decimal.ts'
+import { orderVersion } from '../projection/rows.ts'
+
+/**
+ * The per-customer state behind RFM, CLV and churn, and the pure functions that fold order
+ * events into it. Everything downstream (scores, models) is a function of these facts, so the
+ * streaming consumer and the batch recompute agree by construction.
+ *
+ * An order's fact is the state of its latest event: the highest `orderVersion` (event time, then
+ * life-cycle step), ties broken by the larger event id. This merge is commutative, associative
+ * and idempotent, so duplicated, replayed and out-of-order events give the same fact; it is the
+ * same rule as the raw `orders` projection (argMax over (version, last_event_id)).
+ */
+export interface OrderFact {
+  version: number
+  eventId: string
+  placedAt: number
+  /** Order total after its latest event, in cents (0 after a full refund or a cancel). */
+  cents: number
+  cancelled: boolean
+}
+
+export const DAY_MS = 86_400_000
+
+export const utcDay = (ms: number): number => Math.floor(ms / DAY_MS)
+
+export function factOf(e: OrderEvent): OrderFact {
+  return {
+    version: orderVersion(e),
+    eventId: e.event_id,
+    placedAt: e.placed_at,
+    cents: Number(toCents(e.total)),
+    cancelled: e.event_type === 'cancelled',
+  }
+}
+
+/** True when `b` supersedes `a`. */
+export function newer(a: OrderFact, b: OrderFact): boolean {
+  return b.version > a.version || (b.version === a.version && b.eventId > a.eventId)
+}
+
+/** Folds one fact into an order map; returns whether the map changed. */
+export function mergeFact(orders: Map<string, OrderFact>, orderId: string, fact: OrderFact): boolean {
+  const cur = orders.get(orderId)
+  if (cur && !newer(cur, fact)) return false
+  orders.set(orderId, fact)
+  return true
+}
+
+/** An order counts (for frequency, spend, recency) unless it was cancelled or fully refunded. */
+export const counts = (f: OrderFact): boolean => !f.cancelled && f.cents > 0
+
+/**
+ * What the models read from one customer's orders. Days are UTC epoch days; the repeat-purchase
+ * statistics follow the BTYD convention (same-day orders merge into one purchase day):
+ * x = purchase days − 1, t_x = last − first purchase day, zbar = mean spend of the repeat days.
+ */
+export interface CustomerAggregates {
+  orderCount: number
+  monetaryCents: number
+  firstOrderAt: number | null
+  lastOrderAt: number | null
+  purchaseDays: number
+  firstDay: number | null
+  lastDay: number | null
+  /** x: repeat purchase days. */
+  repeatPurchases: number
+  /** t_x in days. */
+  repeatSpanDays: number
+  /** Mean spend of the repeat purchase days, in cents (0 when x = 0). */
+  repeatAvgCents: number
+}
+
+export const EMPTY_AGGREGATES: CustomerAggregates = {
+  orderCount: 0,
+  monetaryCents: 0,
+  firstOrderAt: null,
+  lastOrderAt: null,
+  purchaseDays: 0,
+  firstDay: null,
+  lastDay: null,
+  repeatPurchases: 0,
+  repeatSpanDays: 0,
+  repeatAvgCents: 0,
+}
+
+export function aggregate(orders: Iterable<OrderFact>): CustomerAggregates {
+  let orderCount = 0
+  let monetaryCents = 0
+  let firstOrderAt = Infinity
+  let lastOrderAt = -Infinity
+  const dayTotals = new Map<number, number>()
+  for (const f of orders) {
+    if (!counts(f)) continue
+    orderCount++
+    monetaryCents += f.cents
+    if (f.placedAt < firstOrderAt) firstOrderAt = f.placedAt
+    if (f.placedAt > lastOrderAt) lastOrderAt = f.placedAt
+    const d = utcDay(f.placedAt)
+    dayTotals.set(d, (dayTotals.get(d) ?? 0) + f.cents)
+  }
+  if (orderCount === 0) return EMPTY_AGGREGATES
+  const firstDay = utcDay(firstOrderAt)
+  const lastDay = utcDay(lastOrderAt)
+  const repeatPurchases = dayTotals.size - 1
+  const repeatCents = monetaryCents - (dayTotals.get(firstDay) ?? 0)
+  return {
+    orderCount,
+    monetaryCents,
+    firstOrderAt,
+    lastOrderAt,
+    purchaseDays: dayTotals.size,
+    firstDay,
+    lastDay,
+    repeatPurchases,
+    repeatSpanDays: lastDay - firstDay,
+    repeatAvgCents: repeatPurchases > 0 ? repeatCents / repeatPurchases : 0,
+  }
+}
+
+/** Batch path: the aggregates of every customer from a plain list of order events. */
+export function aggregateEvents(events: Iterable<OrderEvent>): Map<string, CustomerAggregates> {
+  const perCustomer = new Map<string, Map<string, OrderFact>>()
+  for (const e of events) {
+    const key = `${e.tenant_id}:${e.customer_id}`
+    let orders = perCustomer.get(key)
+    if (!orders) perCustomer.set(key, (orders = new Map()))
+    mergeFact(orders, e.order_id, factOf(e))
+  }
+  const out = new Map<string, CustomerAggregates>()
+  for (const [k, orders] of perCustomer) out.set(k, aggregate(orders.values()))
+  return out
+}

@@ -1,0 +1,204 @@
+import type { Store } from '../../common/store/clickhouse.ts'
+import type { Logger } from '../../common/logger.ts'
+import { customerKey } from '../../common/events.ts'
+import { partitionFor } from '../../common/eventlog/partitioner.ts'
+import type { TransactionModelName } from './clv/index.ts'
+import { EMPTY_AGGREGATES, utcDay, type CustomerAggregates } from './order-facts.ts'
+import { clvFeatures, computeFeatures, DEFAULT_FEATURE_OPTIONS, type FeatureOptions, type FeatureValues } from './features.ts'
+import { buildTenantModel } from './model.ts'
+import { featureRow } from './rows.ts'
+import { loadModels, saveModel, writeSegmentSnapshot } from './feature-store.ts'
+import { SEGMENTS } from './segments.ts'
+import type { ProcessingEngine, ProcessingResults, RunOptions } from './analyses.ts'
+
+/**
+ * The careful batch computation: a tenant's features recomputed from its stored orders (the raw
+ * `orders` projection, latest event of each order by (version, event id), the same rule as the
+ * stream's order facts), with the CLV refitted. SQL does the per-customer aggregation; the
+ * scoring is the same pure code the stream runs.
+ */
+export interface RecomputeDeps {
+  store: Store
+  logger: Logger
+  partitions: number
+  now?: () => number
+  features?: FeatureOptions
+  clvModel?: TransactionModelName
+}
+
+export interface BatchCustomer {
+  customerId: number
+  email: string
+  emailVersion: number
+  agg: CustomerAggregates
+}
+
+const AGGREGATES_SQL = `
+SELECT customer_id, sum(n), sum(day_cents), min(first_at), max(last_at), count(), min(day), max(day), argMin(day_cents, day)
+FROM (
+    SELECT customer_id, intDiv(placed_ms, 86400000) AS day, sum(cents) AS day_cents, count() AS n, min(placed_ms) AS first_at, max(placed_ms) AS last_at
+    FROM (
+        SELECT customer_id, order_id,
+               argMax(tuple(toUnixTimestamp64Milli(placed_at), toInt64(total * 100), is_cancelled), tuple(version, last_event_id)) AS f
+        FROM orders WHERE tenant_id = {t:UInt64}
+        GROUP BY customer_id, order_id
+    )
+    ARRAY JOIN [f.1] AS placed_ms, [f.2] AS cents, [f.3] AS cancelled
+    WHERE cancelled = 0 AND cents > 0
+    GROUP BY customer_id, day
+)
+GROUP BY customer_id`
+
+const PROFILES_SQL = `
+SELECT customer_id, argMax(coalesce(email, ''), tuple(version, coalesce(email, ''))), max(version)
+FROM customers WHERE tenant_id = {t:UInt64}
+GROUP BY customer_id`
+
+/** Every customer of a tenant (with or without orders) and their aggregates, from the raw projections. */
+export async function loadTenantCustomers(store: Store, tenantId: number): Promise<BatchCustomer[]> {
+  const [aggRows, profileRows] = await Promise.all([
+    store.query({ query: AGGREGATES_SQL, query_params: { t: tenantId }, format: 'JSONCompactEachRow' }).then((r) => r.json<[number, number, number, number, number, number, number, number, number]>()),
+    store.query({ query: PROFILES_SQL, query_params: { t: tenantId }, format: 'JSONCompactEachRow' }).then((r) => r.json<[number, string, number]>()),
+  ])
+  const out = new Map<number, BatchCustomer>()
+  for (const [customerId, email, version] of profileRows) out.set(customerId, { customerId, email, emailVersion: Number(version), agg: EMPTY_AGGREGATES })
+  for (const [customerId, n, cents, firstAt, lastAt, days, firstDay, lastDay, firstDayCents] of aggRows) {
+    const c = out.get(customerId) ?? { customerId, email: '', emailVersion: 0, agg: EMPTY_AGGREGATES }
+    const x = Number(days) - 1
+    c.agg = {
+      orderCount: Number(n),
+      monetaryCents: Number(cents),
+      firstOrderAt: Number(firstAt),
+      lastOrderAt: Number(lastAt),
+      purchaseDays: Number(days),
+      firstDay: Number(firstDay),
+      lastDay: Number(lastDay),
+      repeatPurchases: x,
+      repeatSpanDays: Number(lastDay) - Number(firstDay),
+      repeatAvgCents: x > 0 ? (Number(cents) - Number(firstDayCents)) / x : 0,
+    }
+    out.set(customerId, c)
+  }
+  return [...out.values()].sort((a, b) => a.customerId - b.customerId)
+}
+
+export class AbortError extends Error {
+  constructor() {
+    super('processing cancelled')
+    this.name = 'AbortError'
+  }
+}
+
+const seconds = (ms: number) => Math.round(ms) / 1000
+const pct = (n: number, total: number) => (total ? Math.round((n / total) * 10000) / 100 : 0)
+
+export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine & { afterRun?: (tenantId: number) => void } {
+  const now = deps.now ?? Date.now
+  const opts = deps.features ?? DEFAULT_FEATURE_OPTIONS
+  const clvModel = deps.clvModel ?? 'mbgnbd'
+  const engine: ProcessingEngine & { afterRun?: (tenantId: number) => void } = {
+    async tenantExists(tenantId) {
+      const rs = await deps.store.query({
+        query: 'SELECT (SELECT count() FROM (SELECT 1 FROM orders WHERE tenant_id = {t:UInt64} LIMIT 1)) + (SELECT count() FROM (SELECT 1 FROM customers WHERE tenant_id = {t:UInt64} LIMIT 1)) AS n',
+        query_params: { t: tenantId },
+        format: 'JSONEachRow',
+      })
+      const [row] = await rs.json<{ n: number }>()
+      return Number(row?.n ?? 0) > 0
+    },
+    async customerCount(tenantId) {
+      const rs = await deps.store.query({ query: 'SELECT uniqExact(customer_id) AS n FROM customers WHERE tenant_id = {t:UInt64}', query_params: { t: tenantId }, format: 'JSONEachRow' })
+      const [row] = await rs.json<{ n: number }>()
+      return Number(row?.n ?? 0)
+    },
+    async run(tenantId: number, run: RunOptions): Promise<ProcessingResults> {
+      const check = () => {
+        if (run.signal.aborted) throw new AbortError()
+      }
+      const at = now()
+      const today = utcDay(at)
+      let t0 = performance.now()
+      const customers = await loadTenantCustomers(deps.store, tenantId)
+      check()
+      const previous = (await loadModels(deps.store, [tenantId])).get(tenantId) ?? null
+      const refit = run.analyses.includes('clv') || run.analyses.includes('churn') || !previous?.clv
+      const aggs = customers.map((c) => c.agg)
+      const rfmLoad = performance.now() - t0
+      t0 = performance.now()
+      const model = buildTenantModel(aggs, at, { clvModel, refitClv: refit, previous })
+      const fitMs = performance.now() - t0
+      await saveModel(deps.store, tenantId, model)
+
+      let clvMs = 0
+      let scoreMs = 0
+      let errors = 0
+      const values: (FeatureValues | null)[] = []
+      for (const c of customers) {
+        try {
+          let s = performance.now()
+          const part = model.clv && c.agg.orderCount > 0 ? clvFeatures(c.agg, model.clv, today, opts) : null
+          clvMs += performance.now() - s
+          s = performance.now()
+          values.push(computeFeatures(c.agg, model, at, opts, part))
+          scoreMs += performance.now() - s
+        } catch (err) {
+          errors++
+          values.push(null)
+          deps.logger.warn({ tenantId, customerId: c.customerId, err }, 'customer could not be scored')
+        }
+      }
+      t0 = performance.now()
+      const baseVersion = at * 1000
+      for (let i = 0; i < customers.length; i += run.batchSize) {
+        check()
+        const rows = []
+        for (let j = i; j < Math.min(customers.length, i + run.batchSize); j++) {
+          const c = customers[j]!
+          const v = values[j]
+          if (!v) continue
+          const id = { tenantId, customerId: c.customerId, partition: partitionFor(customerKey(tenantId, c.customerId), deps.partitions, () => 0), email: c.email, emailVersion: c.emailVersion }
+          rows.push(featureRow(id, c.agg, v, at, baseVersion + j))
+        }
+        if (rows.length) await deps.store.insert({ table: 'customer_features', values: rows, format: 'JSONEachRow' })
+        run.onProgress?.(Math.min(customers.length, i + run.batchSize), customers.length)
+      }
+      await writeSegmentSnapshot(deps.store, [tenantId], at)
+      const writeMs = performance.now() - t0
+      engine.afterRun?.(tenantId)
+
+      const scored = values.filter((v): v is FeatureValues => v !== null && v.frequency > 0)
+      const results: ProcessingResults = {}
+      if (run.analyses.includes('rfm')) {
+        const counts = new Map<string, number>()
+        for (const v of scored) if (v.segment) counts.set(v.segment, (counts.get(v.segment) ?? 0) + 1)
+        results.rfm = {
+          total_processed: scored.length,
+          segments: SEGMENTS.map((segment) => ({ segment, count: counts.get(segment) ?? 0, percentage: pct(counts.get(segment) ?? 0, scored.length) })),
+          processing_time: seconds(rfmLoad + scoreMs + writeMs),
+          errors,
+        }
+      }
+      if (run.analyses.includes('clv')) {
+        const withClv = scored.filter((v) => v.total_clv !== null)
+        results.clv = {
+          processed: withClv.length,
+          avg_clv: withClv.length ? Math.round((withClv.reduce((s, v) => s + v.total_clv!, 0) / withClv.length) * 100) / 100 : 0,
+          processing_time: seconds(fitMs + clvMs),
+        }
+      }
+      if (run.analyses.includes('churn')) {
+        const atRisk = scored.filter((v) => v.churn_risk === 'at_risk' || v.churn_risk === 'churning').length
+        const churned = scored.filter((v) => v.churn_risk === 'churned').length
+        results.churn = {
+          processed: scored.length,
+          at_risk: atRisk,
+          churn_rate: scored.length ? Math.round((churned / scored.length) * 10000) / 10000 : 0,
+          processing_time: seconds(scoreMs),
+        }
+      }
+      deps.logger.info({ tenantId, customers: customers.length, errors, ms: Math.round(rfmLoad + fitMs + clvMs + scoreMs + writeMs) }, 'tenant recomputed')
+      return results
+    },
+  }
+  return engine
+}
