@@ -1,0 +1,301 @@
+/**
+ * `npm run bench:features` (`cdp bench features`): the three figures of the feature pipeline.
+ *
+ *  (a) full recompute (the processing API's engine) of one tenant with --customers (1,000,000)
+ *      customers and --orders (10,000,000) orders, generated inside ClickHouse with SQL;
+ *  (b) incremental: events/s of the feature consumer through a backlog of generated history, then
+ *      p50/p99 freshness from publishing a first order to receiving its SegmentChanged on
+ *      cdp.segment-changes.v1 (a first order always moves a customer from no segment into one);
+ *  (c) BG/NBD, MBG/NBD and Gamma-Gamma maximum-likelihood fit time on the customers of (a).
+ *
+ * Embedded runtime by default (chdb + on-disk log); `--runtime kafka` uses KAFKA_BROKERS and
+ * SCHEMA_REGISTRY_URL for (b). Progress on stderr, a table and one JSON line on stdout.
+ */
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { randomUUID } from 'node:crypto'
+import { loadConfig, type Config } from '../common/config.ts'
+import { createLogger } from '../common/logger.ts'
+import { openRuntime, type Runtime } from '../common/runtime/context.ts'
+import { groupLag } from '../common/eventlog/port.ts'
+import { TOPICS } from '../common/topics.ts'
+import type { CustomerUpserted, OrderEvent, SegmentChanged } from '../common/events.ts'
+import { publishEvents } from '../pipelines/ingest/publisher.ts'
+import { generateEvents } from '../pipelines/ingest/synthetic/generate.ts'
+import { runFeatures } from '../pipelines/features/run.ts'
+import { createRecomputeEngine, loadTenantCustomers } from '../pipelines/features/recompute.ts'
+import { fitGammaGamma, TRANSACTION_MODELS } from '../pipelines/features/clv/index.ts'
+import { utcDay } from '../pipelines/features/order-facts.ts'
+import { parse, UsageError } from '../cli/args.ts'
+
+const FLAGS = {
+  customers: { type: 'string' },
+  orders: { type: 'string' },
+  'stream-customers': { type: 'string' },
+  'freshness-orders': { type: 'string' },
+  rate: { type: 'string' },
+  batch: { type: 'string' },
+  runtime: { type: 'string' },
+  only: { type: 'string' },
+} as const
+
+const HELP = `usage: cdp bench features [--customers N] [--orders N] [--stream-customers N] [--freshness-orders N] [--rate N] [--batch N] [--runtime embedded|kafka] [--only a,b,c]
+
+(a) full recompute of --customers (1,000,000) customers with --orders (10,000,000) orders,
+    rows written --batch (10,000) at a time;
+(b) incremental throughput over the history of --stream-customers (20,000) generated customers,
+    then freshness of --freshness-orders (3,000) first orders published at --rate (200) per second;
+(c) CLV fit time on the customers of (a).
+Output: progress on stderr; a table and one JSON line on stdout.
+`
+
+const T0 = performance.now()
+const progress = (msg: string) => process.stderr.write(`[bench ${((performance.now() - T0) / 1000).toFixed(1).padStart(6)}s] ${msg}\n`)
+const sig3 = (x: number) => (Number.isFinite(x) && x !== 0 ? Number(x.toPrecision(3)) : x)
+const secs = (ms: number) => Math.round(ms) / 1000
+
+function intFlag(v: string | undefined, name: string, def: number): number {
+  if (v === undefined) return def
+  const n = Number(v.replace(/[_,]/g, ''))
+  if (!Number.isSafeInteger(n) || n < 1) throw new UsageError(`--${name} must be a positive integer, got '${v}'`)
+  return n
+}
+
+function freshConfig(runtime: 'embedded' | 'distributed'): { config: Config; dir: string } {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cdp-bench-features-'))
+  const config = loadConfig(process.env, { runtime, dataDir: dir, logLevel: 'warn', batchSize: 5000, featuresTickMs: 3_600_000 })
+  return { config, dir }
+}
+
+// ---------------------------------------------------------------------------------------------
+// (a) and (c)
+
+/** Customers and orders of one tenant written straight into the raw projections by SQL (seconds, not minutes). */
+async function seedTenant(rt: Runtime, tenant: number, customers: number, orders: number): Promise<void> {
+  // Customer of an order: skewed (u² puts more orders on low ids), so frequencies range from 1 to hundreds.
+  // Placed times: uniform over the two years before 2025-07-01; 2 % cancelled, 3 % partially refunded.
+  await rt.store.command({
+    query: `INSERT INTO customers (tenant_id, customer_id, last_event_id, email, source, updated_at, version)
+            SELECT {t:UInt64}, number + 1, concat('c', toString(number)), concat('c', toString(number + 1), '@example.com'), 'bench',
+                   toDateTime64('2023-07-01 00:00:00', 3, 'UTC'), 1
+            FROM numbers({n:UInt64})`,
+    query_params: { t: tenant, n: customers },
+  })
+  await rt.store.command({
+    query: `INSERT INTO orders (tenant_id, customer_id, order_id, last_event_id, status, total, refunded_amount, currency, items_count, placed_at, updated_at, is_cancelled, source, version)
+            SELECT {t:UInt64}, customer_id, concat('o', toString(number)), concat('e', toString(number)), 'paid',
+                   toDecimal64(if(refunded, total_raw * 0.5, total_raw), 2), NULL, 'ARS', 1, placed, placed, cancelled, 'bench',
+                   toUInt64(toUnixTimestamp64Milli(placed)) * 4
+            FROM (
+                SELECT number,
+                       1 + toUInt64(floor({c:UInt64} * pow((cityHash64(number, 'c') % 1000000) / 1000000, 2))) AS customer_id,
+                       toDecimal64(5 + (cityHash64(number, 'v') % 2000000) / 100, 2) AS total_raw,
+                       cityHash64(number, 'x') % 100 < 2 AS cancelled,
+                       cityHash64(number, 'r') % 100 < 3 AS refunded,
+                       fromUnixTimestamp64Milli(toInt64(1688169600000 + cityHash64(number, 't') % 63158400000), 'UTC') AS placed
+                FROM numbers({n:UInt64})
+            )`,
+    query_params: { t: tenant, n: orders, c: customers },
+  })
+}
+
+async function benchRecompute(customers: number, orders: number, batch: number) {
+  const { config, dir } = freshConfig('embedded')
+  const logger = createLogger({ level: 'warn' })
+  const rt = await openRuntime(config, logger)
+  const tenant = 77
+  try {
+    progress(`(a) seeding ${customers.toLocaleString('en')} customers and ${orders.toLocaleString('en')} orders in ClickHouse ...`)
+    let t = performance.now()
+    await seedTenant(rt, tenant, customers, orders)
+    const seedMs = performance.now() - t
+    const now = Date.UTC(2025, 6, 1)
+    const engine = createRecomputeEngine({ store: rt.store, logger, partitions: config.partitions, now: () => now })
+    progress(`(a) seeded in ${secs(seedMs)} s; full recompute (rfm, clv, churn; batches of ${batch}) ...`)
+    let last = 0
+    t = performance.now()
+    const results = await engine.run(tenant, {
+      analyses: ['rfm', 'clv', 'churn'],
+      batchSize: batch,
+      force: true,
+      signal: new AbortController().signal,
+      onProgress: (done, total) => {
+        if (done - last >= total / 10 || done === total) {
+          last = done
+          progress(`(a) rows written ${done.toLocaleString('en')}/${total.toLocaleString('en')}`)
+        }
+      },
+    })
+    const recomputeMs = performance.now() - t
+
+    progress('(c) loading the aggregates of (a) for the fit timing ...')
+    const aggs = (await loadTenantCustomers(rt.store, tenant)).map((c) => c.agg).filter((a) => a.orderCount > 0)
+    const today = utcDay(now)
+    const data = aggs.map((a) => ({ x: a.repeatPurchases, tx: a.repeatSpanDays, T: Math.max(today - a.firstDay!, a.repeatSpanDays) }))
+    const spend = aggs.filter((a) => a.repeatPurchases > 0 && a.repeatAvgCents > 0).map((a) => ({ x: a.repeatPurchases, zbar: a.repeatAvgCents / 100 }))
+    const fits: Record<string, { seconds: number; params: unknown; patterns?: number; converged?: boolean }> = {}
+    for (const name of ['bgnbd', 'mbgnbd'] as const) {
+      t = performance.now()
+      const fit = TRANSACTION_MODELS[name].fit(data)
+      fits[name] = { seconds: secs(performance.now() - t), params: fit.params, patterns: fit.patterns, converged: fit.converged }
+      progress(`(c) ${name}: ${fits[name].seconds} s over ${fit.patterns.toLocaleString('en')} distinct (x, t_x, T) patterns`)
+    }
+    t = performance.now()
+    const gg = fitGammaGamma(spend)
+    fits.gammagamma = { seconds: secs(performance.now() - t), params: gg.params }
+    progress(`(c) gamma-gamma: ${fits.gammagamma.seconds} s over ${spend.length.toLocaleString('en')} repeat buyers`)
+    return {
+      a: {
+        customers,
+        orders,
+        batch,
+        seed_s: secs(seedMs),
+        recompute_s: secs(recomputeMs),
+        customers_per_s: sig3(customers / (recomputeMs / 1000)),
+        phases: { rfm_s: results.rfm!.processing_time, clv_s: results.clv!.processing_time, churn_s: results.churn!.processing_time },
+        segments: results.rfm!.segments,
+      },
+      c: { customers: data.length, repeat_buyers: spend.length, ...fits },
+    }
+  } finally {
+    await rt.close()
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// (b)
+
+function percentile(sorted: number[], p: number): number {
+  if (!sorted.length) return NaN
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!
+}
+
+async function benchIncremental(runtime: 'embedded' | 'distributed', streamCustomers: number, freshnessOrders: number, rate: number) {
+  const { config, dir } = freshConfig(runtime)
+  const logger = createLogger({ level: 'warn' })
+  const rt = await openRuntime(config, logger)
+  const tenant = 1_000_000 + Math.floor(Math.random() * 1e6)
+  const group = `bench-features-${randomUUID().slice(0, 8)}`
+  try {
+    progress(`(b) generating and publishing the history of ${streamCustomers.toLocaleString('en')} customers ...`)
+    let events = 0
+    let chunk: { orders: OrderEvent[]; customers: CustomerUpserted[] } = { orders: [], customers: [] }
+    const flush = async () => {
+      await publishEvents(rt.log, rt.codec, 'customers', chunk.customers)
+      await publishEvents(rt.log, rt.codec, 'orders', chunk.orders)
+      chunk = { orders: [], customers: [] }
+    }
+    for (const e of generateEvents({ tenantId: tenant, customers: streamCustomers, seed: 'bench-features', start: new Date(Date.UTC(2024, 0, 1)), end: new Date(Date.UTC(2025, 6, 1)) })) {
+      if (e.topic === 'orders') chunk.orders.push(e.value as OrderEvent)
+      else chunk.customers.push(e.value as CustomerUpserted)
+      events++
+      if (chunk.orders.length + chunk.customers.length >= 10_000) await flush()
+    }
+    await flush()
+    const lag = async () => (await groupLag(rt.log, group, TOPICS.orders.name)) + (await groupLag(rt.log, group, TOPICS.customers.name))
+    progress(`(b) ${events.toLocaleString('en')} events published; consuming the backlog ...`)
+    let t = performance.now()
+    const features = await runFeatures(rt, { name: group, tickMs: 3_600_000 })
+    for (;;) {
+      const left = await lag()
+      if (left === 0) break
+      await new Promise((r) => setTimeout(r, 200))
+    }
+    const backlogMs = performance.now() - t
+    progress(`(b) backlog: ${sig3(events / (backlogMs / 1000))} events/s; freshness of ${freshnessOrders} first orders at ${rate}/s ...`)
+
+    // Freshness: first orders of new customers, each answered by exactly one SegmentChanged.
+    const sentAt = new Map<number, number>()
+    const latencies: number[] = []
+    const readGroup = `${group}-changes`
+    const reader = await rt.log.consume({
+      groupId: readGroup,
+      topics: [TOPICS.segmentChanges.name],
+      fromBeginning: false,
+      maxBatch: 1000,
+      onBatch: async (b) => {
+        const at = performance.now()
+        for (const r of b.records) {
+          const e = await rt.codec.decode<SegmentChanged>(TOPICS.segmentChanges.name, r.value)
+          const sent = e.tenant_id === tenant ? sentAt.get(e.customer_id) : undefined
+          if (sent !== undefined && e.previous_segment === null) {
+            latencies.push(at - sent)
+            sentAt.delete(e.customer_id)
+          }
+        }
+      },
+    })
+    await new Promise((r) => setTimeout(r, 1500)) // let the reader join before the first order
+    const perTick = Math.max(1, Math.round(rate / 20))
+    t = performance.now()
+    for (let i = 0; i < freshnessOrders; ) {
+      const batch: OrderEvent[] = []
+      for (let k = 0; k < perTick && i < freshnessOrders; k++, i++) {
+        const customer = 10_000_000 + i
+        const at = Date.now()
+        batch.push({
+          event_id: randomUUID(), tenant_id: tenant, occurred_at: at, source: 'bench', event_type: 'placed', order_id: `fresh-${i}`,
+          customer_id: customer, status: 'paid', total: '1500.00', currency: 'ARS', refunded_amount: null,
+          items: [{ sku: 'sku-1', name: null, quantity: 1, unit_price: '1500.00' }], placed_at: at,
+        })
+      }
+      const sent = performance.now()
+      for (const o of batch) sentAt.set(o.customer_id, sent)
+      await publishEvents(rt.log, rt.codec, 'orders', batch)
+      const next = t + (i * 1000) / rate
+      const wait = next - performance.now()
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait))
+    }
+    const deadline = performance.now() + 60_000
+    while (sentAt.size && performance.now() < deadline) await new Promise((r) => setTimeout(r, 100))
+    await reader.stop()
+    await features.stop()
+    latencies.sort((a, b) => a - b)
+    return {
+      runtime,
+      events,
+      backlog_s: secs(backlogMs),
+      events_per_s: sig3(events / (backlogMs / 1000)),
+      freshness: { samples: latencies.length, missing: sentAt.size, rate_per_s: rate, p50_ms: Math.round(percentile(latencies, 50)), p99_ms: Math.round(percentile(latencies, 99)), max_ms: Math.round(latencies.at(-1) ?? NaN) },
+    }
+  } finally {
+    await rt.close()
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+export async function run(argv: string[]): Promise<number> {
+  const { values, positionals } = parse(argv, FLAGS)
+  if (values.help) {
+    process.stdout.write(HELP)
+    return 0
+  }
+  if (positionals.length) throw new UsageError(`unexpected arguments '${positionals.join(' ')}'\n\n${HELP}`)
+  const runtime = values.runtime ?? 'embedded'
+  if (runtime !== 'embedded' && runtime !== 'kafka') throw new UsageError(`--runtime must be embedded or kafka, got '${runtime}'`)
+  if (runtime === 'kafka' && !(process.env.KAFKA_BROKERS && process.env.SCHEMA_REGISTRY_URL)) throw new UsageError('--runtime kafka needs KAFKA_BROKERS and SCHEMA_REGISTRY_URL')
+  const only = new Set((values.only ?? 'a,b,c').split(',').map((s) => s.trim()))
+  const customers = intFlag(values.customers, 'customers', 1_000_000)
+  const orders = intFlag(values.orders, 'orders', 10_000_000)
+  const batch = intFlag(values.batch, 'batch', 10_000)
+  const out: Record<string, unknown> = { machine: { cpus: os.cpus().length, load1: os.loadavg()[0], node: process.version } }
+  if (only.has('a') || only.has('c')) Object.assign(out, await benchRecompute(customers, orders, batch))
+  if (only.has('b')) out.b = await benchIncremental(runtime === 'kafka' ? 'distributed' : 'embedded', intFlag(values['stream-customers'], 'stream-customers', 20_000), intFlag(values['freshness-orders'], 'freshness-orders', 3_000), intFlag(values.rate, 'rate', 200))
+
+  const a = out.a as Awaited<ReturnType<typeof benchRecompute>>['a'] | undefined
+  const b = out.b as Awaited<ReturnType<typeof benchIncremental>> | undefined
+  const c = out.c as { customers: number; bgnbd: { seconds: number }; mbgnbd: { seconds: number }; gammagamma: { seconds: number } } | undefined
+  const lines = ['', '| figure | value |', '|---|---|']
+  if (a) lines.push(`| (a) full recompute, ${a.customers.toLocaleString('en')} customers / ${a.orders.toLocaleString('en')} orders | ${a.recompute_s} s (${a.customers_per_s.toLocaleString('en')} customers/s) |`)
+  if (b) {
+    lines.push(`| (b) incremental throughput (${b.runtime}, ${b.events.toLocaleString('en')} events) | ${b.events_per_s.toLocaleString('en')} events/s |`)
+    lines.push(`| (b) freshness order → segment change (${b.freshness.samples} samples at ${b.freshness.rate_per_s}/s) | p50 ${b.freshness.p50_ms} ms, p99 ${b.freshness.p99_ms} ms |`)
+  }
+  if (c) lines.push(`| (c) fit at ${c.customers.toLocaleString('en')} customers | BG/NBD ${c.bgnbd.seconds} s, MBG/NBD ${c.mbgnbd.seconds} s, Gamma-Gamma ${c.gammagamma.seconds} s |`)
+  process.stdout.write(`${lines.join('\n')}\n\n${JSON.stringify(out)}\n`)
+  return 0
+}
