@@ -18,6 +18,12 @@ import { openStore, type Store } from '../common/store/clickhouse.ts'
 import { publishEvents } from '../pipelines/ingest/publisher.ts'
 import { generateOrderEvents } from '../pipelines/ingest/synthetic/generate.ts'
 import { PROJECTION_GROUP } from '../pipelines/projection/pipeline.ts'
+import { FEATURES_GROUP } from '../pipelines/features/engine.ts'
+import { aggregate, aggregateEvents } from '../pipelines/features/order-facts.ts'
+import { buildTenantModel, type TenantModel } from '../pipelines/features/model.ts'
+import { computeFeatures } from '../pipelines/features/features.ts'
+import { loadModels, saveModel } from '../pipelines/features/feature-store.ts'
+import { migrate } from '../common/store/clickhouse.ts'
 import type { OrderEvent } from '../common/events.ts'
 import type { EventLog, PartitionOffset } from '../common/eventlog/port.ts'
 import type { Config } from '../common/config.ts'
@@ -109,9 +115,8 @@ afterEach(async () => {
 // ---------------------------------------------------------------------------------------------
 // Shared pieces
 
-/** Publishes the 100,000 order events of `tenant`, in chunks, without opening chdb. */
-async function publishOrders(log: EventLog, codec: EventCodec, tenant: number): Promise<void> {
-  const gen = generateOrderEvents({
+const ordersOf = (tenant: number) =>
+  generateOrderEvents({
     tenantId: tenant,
     count: TOTAL,
     customers: 5_000,
@@ -119,8 +124,11 @@ async function publishOrders(log: EventLog, codec: EventCodec, tenant: number): 
     start: new Date(Date.UTC(2024, 0, 1)),
     end: new Date(Date.UTC(2025, 0, 1)),
   })
+
+/** Publishes the 100,000 order events of `tenant`, in chunks, without opening chdb. */
+async function publishOrders(log: EventLog, codec: EventCodec, tenant: number): Promise<void> {
   let chunk: OrderEvent[] = []
-  for (const e of gen) {
+  for (const e of ordersOf(tenant)) {
     chunk.push(e.value as OrderEvent)
     if (chunk.length === CHUNK) {
       await publishEvents(log, codec, 'orders', chunk)
@@ -167,6 +175,69 @@ async function assertExactlyOnce(chdbPath: string, tenant: number): Promise<void
     const raw = await count(store, 'SELECT count() AS n FROM order_events WHERE tenant_id = {t:UInt64}', tenant)
     expect(raw).toBeGreaterThanOrEqual(TOTAL)
     console.info(`[kill-restart] order_events rows for tenant before FINAL: ${raw} (${raw - TOTAL} redelivered duplicates not yet merged)`)
+  } finally {
+    await store.close()
+  }
+}
+
+async function openChildStore(chdbPath: string): Promise<Store> {
+  const url = inject('clickhouseUrl')
+  return openStore(url ? { url, database: 'cdp' } : { database: 'cdp', chdbPath })
+}
+
+/**
+ * Pins the tenant's model before the consumer starts (a version far in the future, so neither the
+ * first batch nor the tick replaces it): every feature row is then scored with known thresholds
+ * and CLV parameters, and the batch recompute below can use the very same model.
+ */
+async function pinModel(chdbPath: string, tenant: number): Promise<TenantModel> {
+  const aggs = [...aggregateEvents(Array.from(ordersOf(tenant), (e) => e.value as OrderEvent)).values()]
+  const model = { ...buildTenantModel(aggs, Date.UTC(2025, 0, 15), { clvModel: 'mbgnbd', refitClv: true }), version: Date.UTC(2100, 0, 1) }
+  const store = await openChildStore(chdbPath)
+  try {
+    await migrate(store, silentLogger)
+    await saveModel(store, tenant, model)
+  } finally {
+    await store.close()
+  }
+  return model
+}
+
+/** Stream equals batch: each stored feature row equals the pure recompute from the generated events. */
+async function assertFeaturesEqualBatch(chdbPath: string, tenant: number, pinned: TenantModel): Promise<void> {
+  const aggs = aggregateEvents(Array.from(ordersOf(tenant), (e) => e.value as OrderEvent))
+  const store = await openChildStore(chdbPath)
+  try {
+    expect((await loadModels(store, [tenant])).get(tenant)).toEqual(pinned)
+    const rs = await store.query({
+      query: `SELECT customer_id, toUnixTimestamp64Milli(processed_at) AS at, frequency, toInt64(monetary * 100) AS cents, purchase_days, repeat_purchases,
+                     repeat_span_days, recency_days, rfm_score, segment, predicted_value, churn_probability, churn_risk
+              FROM customer_features FINAL WHERE tenant_id = {t:UInt64} ORDER BY customer_id`,
+      query_params: { t: tenant },
+      format: 'JSONEachRow',
+    })
+    const rows = await rs.json<Record<string, number | string | null>>()
+    expect(rows.length).toBe(aggs.size)
+    for (const row of rows) {
+      const agg = aggs.get(`${tenant}:${row.customer_id}`) ?? aggregate([])
+      const v = computeFeatures(agg, pinned, Number(row.at))
+      expect(row, `customer ${row.customer_id}`).toEqual({
+        customer_id: row.customer_id,
+        at: row.at,
+        frequency: agg.orderCount,
+        cents: agg.monetaryCents,
+        purchase_days: agg.purchaseDays,
+        repeat_purchases: agg.repeatPurchases,
+        repeat_span_days: agg.repeatSpanDays,
+        recency_days: v.recency_days,
+        rfm_score: v.rfm_score,
+        segment: v.segment,
+        predicted_value: v.predicted_value,
+        churn_probability: v.churn_probability,
+        churn_risk: v.churn_risk,
+      })
+    }
+    console.info(`[kill-restart] features of ${rows.length} customers equal the batch recompute`)
   } finally {
     await store.close()
   }
@@ -233,6 +304,7 @@ describe('SIGKILL halfway and restart: nothing lost, nothing doubled', () => {
     const dataDir = tmpDir('cdp-kill-dist-')
     const config: Config = testConfig('distributed', { dataDir })
     const tenant = uniqueTenant()
+    let pinned: TenantModel | null = null
 
     // This process publishes through the log and the codec only: it never opens chdb here.
     const { log, codec: opened } = await openEventLog(config, silentLogger)
@@ -250,7 +322,13 @@ describe('SIGKILL halfway and restart: nothing lost, nothing doubled', () => {
       // A group of our own (CDP_CONSUMER_GROUP_PREFIX), so no other consumer joins it. It starts from
       // the beginning of the shared topic (other files' records come first): progress counts our range only.
       const prefix = `kill-${tenant}-`
-      const progress = async () => committedWithin(await log.committedOffsets(prefix + PROJECTION_GROUP, ORDERS), before, after)
+      // Both consumers of the role (raw projections and features) must have committed our records.
+      const progress = async () =>
+        Math.min(
+          committedWithin(await log.committedOffsets(prefix + PROJECTION_GROUP, ORDERS), before, after),
+          committedWithin(await log.committedOffsets(prefix + FEATURES_GROUP, ORDERS), before, after),
+        )
+      pinned = await pinModel(path.join(dataDir, 'clickhouse'), tenant)
       const t1 = Date.now()
       await killHalfwayAndRestart({
         env: {
@@ -272,6 +350,7 @@ describe('SIGKILL halfway and restart: nothing lost, nothing doubled', () => {
       await log.close()
     }
     await assertExactlyOnce(path.join(dataDir, 'clickhouse'), tenant)
+    await assertFeaturesEqualBatch(path.join(dataDir, 'clickhouse'), tenant, pinned!)
     fs.rmSync(dataDir, { recursive: true, force: true })
   })
 
@@ -299,14 +378,16 @@ describe('SIGKILL halfway and restart: nothing lost, nothing doubled', () => {
     expect(ends.reduce((s, e) => s + Number(e.offset), 0)).toBe(TOTAL)
 
     // The child's commits, read from the group's offsets file (atomically replaced on each commit).
-    const groupFile = path.join(logDir, 'groups', `${encodeURIComponent(PROJECTION_GROUP)}.json`)
-    const committed = (): PartitionOffset[] => {
-      if (!fs.existsSync(groupFile)) return []
-      const g = JSON.parse(fs.readFileSync(groupFile, 'utf8')) as Record<string, Record<string, string>>
+    const groupFile = (group: string) => path.join(logDir, 'groups', `${encodeURIComponent(group)}.json`)
+    const committed = (group: string): PartitionOffset[] => {
+      const file = groupFile(group)
+      if (!fs.existsSync(file)) return []
+      const g = JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, Record<string, string>>
       return Object.entries(g[ORDERS] ?? {}).map(([p, offset]) => ({ partition: Number(p), offset }))
     }
     const zero = ends.map((e) => ({ partition: e.partition, offset: '0' }))
-    const progress = async () => committedWithin(committed(), zero, ends)
+    const progress = async () => Math.min(committedWithin(committed(PROJECTION_GROUP), zero, ends), committedWithin(committed(FEATURES_GROUP), zero, ends))
+    const pinned = await pinModel(path.join(dataDir, 'clickhouse'), tenant)
 
     const t1 = Date.now()
     await killHalfwayAndRestart({
@@ -326,11 +407,13 @@ describe('SIGKILL halfway and restart: nothing lost, nothing doubled', () => {
     const reopened = await EmbeddedEventLog.open(logDir)
     try {
       expect(await reopened.committedOffsets(PROJECTION_GROUP, ORDERS)).toEqual(ends)
+      expect(await reopened.committedOffsets(FEATURES_GROUP, ORDERS)).toEqual(ends)
       expect(await reopened.endOffsets(ORDERS)).toEqual(ends)
     } finally {
       await reopened.close()
     }
     await assertExactlyOnce(path.join(dataDir, 'clickhouse'), tenant)
+    await assertFeaturesEqualBatch(path.join(dataDir, 'clickhouse'), tenant, pinned)
     fs.rmSync(dataDir, { recursive: true, force: true })
   })
 })
