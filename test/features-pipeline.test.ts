@@ -19,6 +19,10 @@ import { aggregate, aggregateEvents, factOf, mergeFact, type CustomerAggregates,
 import { computeFeatures } from '../pipelines/features/features.ts'
 import { loadModels } from '../pipelines/features/feature-store.ts'
 import { createRecomputeEngine, loadTenantCustomers } from '../pipelines/features/recompute.ts'
+import { createApp } from '../services/api/app.ts'
+import { SEGMENTS } from '../pipelines/features/segments.ts'
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { silentLogger, testConfig, uniqueName, waitFor } from './helpers.ts'
 
 const WINDOW = { start: new Date(Date.UTC(2024, 0, 1)), end: new Date(Date.UTC(2025, 6, 1)) }
@@ -267,4 +271,66 @@ describe('feature consumer (embedded log, chdb)', () => {
       expect(recomputed.map((r) => r.rfm_score)).toEqual(rows.map((r) => r.rfm_score))
     })
   }
+
+  it('POST /api/v2/cdp/process/{tenantId} runs the real recompute: the spec shape, counts that add up, 404 and 400', { timeout: 120_000 }, async () => {
+    const tenant = 601
+    const { orders, profiles } = history(tenant, 21, 60)
+    await publishEvents(rt.log, rt.codec, 'customers', profiles)
+    await publishEvents(rt.log, rt.codec, 'orders', orders)
+    const group = uniqueName('projection')
+    const projection = await runPipeline(projectionPipeline(rt.store, { name: group }), { log: rt.log, codec: rt.codec, logger: silentLogger })
+    await drain(group)
+    await projection.stop()
+
+    const engine = createRecomputeEngine({ store: rt.store, logger: silentLogger, partitions: rt.config.partitions, now: () => NOW })
+    const app = createApp({ logger: silentLogger, log: rt.log, codec: rt.codec, readiness: [], processing: { store: rt.store, engine, logger: silentLogger, replicaId: 'features-test' } })
+    const server = http.createServer(app)
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+    try {
+      const res = await fetch(`${base}/api/v2/cdp/process/${tenant}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ analyses: ['rfm', 'clv', 'churn'] }) })
+      expect(res.status).toBe(200)
+      const body = (await res.json()) as any
+      expect(Object.keys(body).sort()).toEqual(['message', 'results', 'success', 'tenant_id', 'total_time'])
+      expect(body.success).toBe(true)
+      expect(body.tenant_id).toBe(tenant)
+      expect(typeof body.total_time).toBe('number')
+      const buyers = [...byCustomer(aggregateEvents(orders), tenant).values()].filter((a) => a.orderCount > 0)
+      const { rfm, clv, churn } = body.results
+      expect(Object.keys(rfm).sort()).toEqual(['errors', 'processing_time', 'segments', 'total_processed'])
+      expect(rfm.total_processed).toBe(buyers.length)
+      expect(rfm.errors).toBe(0)
+      expect(rfm.segments.map((s: { segment: string }) => s.segment)).toEqual([...SEGMENTS])
+      expect(rfm.segments.reduce((n: number, s: { count: number }) => n + s.count, 0)).toBe(buyers.length)
+      for (const s of rfm.segments) expect(s.percentage).toBeCloseTo((100 * s.count) / buyers.length, 2)
+      expect(Object.keys(clv).sort()).toEqual(['avg_clv', 'processed', 'processing_time'])
+      expect(clv.processed).toBe(buyers.length)
+      expect(clv.avg_clv).toBeGreaterThan(0)
+      expect(Object.keys(churn).sort()).toEqual(['at_risk', 'churn_rate', 'processed', 'processing_time'])
+      expect(churn.processed).toBe(buyers.length)
+      // Counted from the stored rows: at_risk = at_risk + churning; churn_rate = churned / buyers.
+      const rs = await rt.store.query({
+        query: `SELECT countIf(churn_risk IN ('at_risk', 'churning')) AS at_risk, countIf(churn_risk = 'churned') AS churned, avg(total_clv) AS avg_clv
+                FROM customer_features FINAL WHERE tenant_id = {t:UInt64} AND frequency > 0`,
+        query_params: { t: tenant },
+        format: 'JSONEachRow',
+      })
+      const [stored] = await rs.json<{ at_risk: number; churned: number; avg_clv: number }>()
+      expect(churn.at_risk).toBe(Number(stored!.at_risk))
+      expect(churn.churn_rate).toBeCloseTo(Number(stored!.churned) / buyers.length, 4)
+      expect(clv.avg_clv).toBeCloseTo(Number(stored!.avg_clv), 1)
+
+      const status = (await (await fetch(`${base}/api/v2/cdp/process/status/${tenant}`)).json()) as any
+      expect(status.data.status).toBe('processed')
+      expect(status.data.records_processed).toBe(String(buyers.length))
+
+      const unknown = await fetch(`${base}/api/v2/cdp/process/999999`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })
+      expect(unknown.status).toBe(404)
+      expect(((await unknown.json()) as any).success).toBe(false)
+      const bad = await fetch(`${base}/api/v2/cdp/process/${tenant}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ analyses: ['rfm', 'ltv'] }) })
+      expect(bad.status).toBe(400)
+    } finally {
+      await new Promise<void>((r) => server.close(() => r()))
+    }
+  })
 })

@@ -5,7 +5,9 @@ import { createLogger, type Logger } from '../../common/logger.ts'
 import { openRuntime, type Runtime } from '../../common/runtime/context.ts'
 import { runPipeline, type RunningPipeline } from '../../common/runtime/pipeline.ts'
 import { projectionPipeline, PROJECTION_GROUP } from '../../pipelines/projection/pipeline.ts'
-import { runFeatures } from '../../pipelines/features/run.ts'
+import { runFeatures, type RunningFeatures } from '../../pipelines/features/run.ts'
+import { createRecomputeEngine } from '../../pipelines/features/recompute.ts'
+import { onTenantProcessed, startProcessingScheduler } from '../../services/api/processing/index.ts'
 import { createApp, createHealthApp } from '../../services/api/app.ts'
 import type { ReadinessCheck } from '../../services/api/health.ts'
 import { streamDemoTenant } from '../../pipelines/ingest/demo.ts'
@@ -42,10 +44,28 @@ export async function startRoles(config: Config, logger: Logger): Promise<Starte
   const runtime = await openRuntime(config, logger, { apiUrl })
   const pipelines: RunningPipeline[] = []
   const deps = { log: runtime.log, codec: runtime.codec, logger, maxBatch: config.batchSize }
+  let features: RunningFeatures | null = null
   if (roles.has('features')) {
     pipelines.push(await runPipeline(projectionPipeline(runtime.store, { name: config.consumerGroupPrefix + PROJECTION_GROUP }), deps))
-    pipelines.push(await runFeatures(runtime))
+    pipelines.push((features = await runFeatures(runtime)))
   }
+  // The processing API's engine: a full recompute per tenant from the raw projections. After a
+  // run, this process's feature consumer drops its cached model and rescores with the new one
+  // (consumers in other processes pick it up on their next tick).
+  const engine = createRecomputeEngine({
+    store: runtime.store,
+    logger,
+    partitions: config.partitions,
+    features: { horizonMonths: config.clvHorizonMonths, monthlyDiscountRate: config.clvMonthlyDiscountRate },
+    clvModel: config.clvModel,
+  })
+  const processing = { store: runtime.store, engine, logger }
+  const unsubscribe = onTenantProcessed((e) => {
+    if (!features) return
+    features.engine.invalidateModel(e.tenantId)
+    void features.tick().catch((err) => logger.error({ err }, 'rescoring after a processing run failed'))
+  })
+  const scheduler = roles.has('api') ? startProcessingScheduler({ ...processing }) : null
   for (const r of ['audience-sync', 'connectors'] as const) if (roles.has(r)) logger.warn({ role: r }, 'role has nothing to run yet in this version')
 
   const readiness: ReadinessCheck[] = [
@@ -53,7 +73,7 @@ export async function startRoles(config: Config, logger: Logger): Promise<Starte
     { name: 'pipelines', check: () => pipelines.every((p) => p.isRunning()) },
   ]
   const info = { runtime: config.runtime, roles: config.roles }
-  const app = roles.has('api') ? createApp({ logger, log: runtime.log, codec: runtime.codec, readiness, info }) : createHealthApp(readiness, info)
+  const app = roles.has('api') ? createApp({ logger, log: runtime.log, codec: runtime.codec, readiness, info, processing }) : createHealthApp(readiness, info)
   const port = roles.has('api') ? config.apiPort : config.metricsPort
   const server = http.createServer(app)
   await new Promise<void>((resolve, reject) => {
@@ -70,6 +90,8 @@ export async function startRoles(config: Config, logger: Logger): Promise<Starte
       logger.info('draining: finishing batches in hand')
       await new Promise<void>((r) => server.close(() => r()))
       server.closeAllConnections()
+      unsubscribe()
+      await scheduler?.stop()
       for (const p of pipelines) await p.stop()
       await runtime.close()
       logger.info('stopped')

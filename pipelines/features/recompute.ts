@@ -92,11 +92,11 @@ export class AbortError extends Error {
 const seconds = (ms: number) => Math.round(ms) / 1000
 const pct = (n: number, total: number) => (total ? Math.round((n / total) * 10000) / 100 : 0)
 
-export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine & { afterRun?: (tenantId: number) => void } {
+export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine {
   const now = deps.now ?? Date.now
   const opts = deps.features ?? DEFAULT_FEATURE_OPTIONS
   const clvModel = deps.clvModel ?? 'mbgnbd'
-  const engine: ProcessingEngine & { afterRun?: (tenantId: number) => void } = {
+  const engine: ProcessingEngine = {
     async tenantExists(tenantId) {
       const rs = await deps.store.query({
         query: 'SELECT (SELECT count() FROM (SELECT 1 FROM orders WHERE tenant_id = {t:UInt64} LIMIT 1)) + (SELECT count() FROM (SELECT 1 FROM customers WHERE tenant_id = {t:UInt64} LIMIT 1)) AS n',
@@ -164,7 +164,6 @@ export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine & {
       }
       await writeSegmentSnapshot(deps.store, [tenantId], at)
       const writeMs = performance.now() - t0
-      engine.afterRun?.(tenantId)
 
       const scored = values.filter((v): v is FeatureValues => v !== null && v.frequency > 0)
       const results: ProcessingResults = {}

@@ -4,6 +4,8 @@ import type { EventLog } from '../../common/eventlog/port.ts'
 import type { EventCodec } from '../../common/eventlog/codec.ts'
 import { healthRouter, type ReadinessCheck } from './health.ts'
 import { ingestRouter } from './ingest-routes.ts'
+import { processRouter } from './process-routes.ts'
+import type { ProcessingDeps } from './processing/deps.ts'
 import { errorHandler, notFound } from './errors.ts'
 
 export interface ApiDeps {
@@ -12,6 +14,8 @@ export interface ApiDeps {
   codec: EventCodec
   readiness: ReadinessCheck[]
   info?: Record<string, unknown>
+  /** Mounts the processing API (/api/v2/cdp/process/*) when given. */
+  processing?: ProcessingDeps
 }
 
 /** The Express query service. Routers per area; every error leaves as the common error body. */
@@ -30,6 +34,7 @@ export function createApp(deps: ApiDeps): Express {
   app.use(express.json({ limit: '20mb' }))
   app.use(healthRouter(deps.readiness, deps.info))
   app.use(ingestRouter({ log: deps.log, codec: deps.codec }))
+  if (deps.processing) app.use(processRouter(deps.processing))
   app.use(notFound)
   app.use(errorHandler)
   return app

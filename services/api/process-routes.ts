@@ -1,0 +1,127 @@
+import express, { type Request, type Response, type Router } from 'express'
+import { sendError } from './errors.ts'
+import type { ProcessingDeps } from './processing/deps.ts'
+import type { JobRow } from './processing/jobs-table.ts'
+import { ProcessingService } from './processing/service.ts'
+import { parseBody, parseTenantId, ProcessBodySchema, ScheduleBodySchema, type FieldError } from './processing/validation.ts'
+
+const BASE = '/api/v2/cdp/process'
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString())
+
+/**
+ * Processing endpoints (spec "Endpoints › Processing" 1–4, plus DELETE .../schedule). Every
+ * failure leaves as the common error body; see docs/processing.md for shapes and status codes.
+ */
+export function processRouter(deps: ProcessingDeps): Router {
+  const service = new ProcessingService(deps)
+  const router = express.Router()
+
+  /** Tenant id and body checked together (every field error at once), then the tenant must exist. */
+  async function tenantOf(req: Request, res: Response, errors: FieldError[] = []): Promise<number | undefined> {
+    const t = parseTenantId(req.params.tenantId as string | undefined)
+    if (!t.ok) errors.unshift(t.error)
+    if (errors.length) return void sendError(res, 400, 'Invalid request', { errors })
+    if (!t.ok) return undefined
+    if (!(await service.tenantExists(t.value))) return void sendError(res, 404, 'Tenant not found', { tenant_id: t.value })
+    return t.value
+  }
+
+  const conflict = (res: Response, tenantId: number, blocker: JobRow | undefined) =>
+    sendError(res, 409, 'A processing job is already running for this tenant', {
+      tenant_id: tenantId,
+      job_id: blocker?.job_id ?? null,
+      status: blocker?.status ?? null,
+      claimed_at: blocker ? iso(blocker.claimed_at) : null,
+    })
+
+  router.get(`${BASE}/status/:tenantId`, async (req, res) => {
+    const tenantId = await tenantOf(req, res)
+    if (tenantId === undefined) return
+    res.json({ success: true, data: await service.status(tenantId) })
+  })
+
+  router.post(`${BASE}/:tenantId`, async (req, res) => {
+    const errors: FieldError[] = []
+    const body = parseBody(ProcessBodySchema, req.body, errors)
+    const tenantId = await tenantOf(req, res, errors)
+    if (tenantId === undefined || !body) return
+    const out = await service.process(tenantId, body)
+    switch (out.kind) {
+      case 'processed':
+        return void res.json({
+          success: true,
+          message: `Processed ${body.analyses.join(', ')} for tenant ${tenantId}`,
+          tenant_id: tenantId,
+          results: out.results,
+          total_time: out.totalTime,
+        })
+      case 'cached':
+        return void res.json({
+          success: true,
+          message: `Processing results from cache (computed at ${iso(out.run.finishedAt)}); send force: true to recompute`,
+          tenant_id: tenantId,
+          results: out.results,
+          total_time: out.run.totalTime,
+        })
+      case 'conflict':
+        return conflict(res, tenantId, out.blocker)
+      case 'cancelled':
+        return sendError(res, 409, 'Processing cancelled', { tenant_id: tenantId, job_id: out.job.job_id })
+      default:
+        return sendError(res, 500, 'Processing failed', {
+          tenant_id: tenantId,
+          job_id: out.job.job_id,
+          message: `the run failed; GET ${BASE}/status/${tenantId} shows it, the service logs say why`,
+        })
+    }
+  })
+
+  router.post(`${BASE}/:tenantId/schedule`, async (req, res) => {
+    const errors: FieldError[] = []
+    const body = parseBody(ScheduleBodySchema, req.body, errors)
+    const tenantId = await tenantOf(req, res, errors)
+    if (tenantId === undefined || !body) return
+    const { schedule: s, replaced } = await service.schedule(tenantId, body)
+    res.status(201).json({
+      success: true,
+      message: `Processing scheduled for tenant ${tenantId}${s.recurring ? ` (${s.frequency})` : ''}${replaced.length ? `; replaced schedule ${replaced.join(', ')}` : ''}`,
+      data: {
+        schedule_id: s.schedule_id,
+        tenant_id: tenantId,
+        schedule_at: iso(s.schedule_at),
+        recurring: s.recurring,
+        frequency: s.frequency,
+        analyses: s.analyses,
+        next_run: iso(s.next_run),
+      },
+    })
+  })
+
+  router.delete(`${BASE}/:tenantId/schedule`, async (req, res) => {
+    const tenantId = await tenantOf(req, res)
+    if (tenantId === undefined) return
+    const removed = await service.unschedule(tenantId)
+    if (!removed.length) return sendError(res, 404, 'No active schedule', { tenant_id: tenantId })
+    res.json({ success: true, message: `Processing schedule removed for tenant ${tenantId}`, data: { tenant_id: tenantId, schedule_ids: removed.map((s) => s.schedule_id) } })
+  })
+
+  router.delete(`${BASE}/:tenantId/cancel`, async (req, res) => {
+    const tenantId = await tenantOf(req, res)
+    if (tenantId === undefined) return
+    const out = await service.cancel(tenantId)
+    switch (out.kind) {
+      case 'nothing':
+        return sendError(res, 404, 'No running or queued job', { tenant_id: tenantId })
+      case 'finished':
+        return sendError(res, 409, 'The job finished before it could be cancelled', { tenant_id: tenantId, job_id: out.job.job_id, status: out.job.status })
+      default:
+        return void res.json({
+          success: true,
+          message: out.kind === 'cancelled' ? `Processing job ${out.job.job_id} cancelled` : `Cancel requested; the replica running job ${out.job.job_id} stops it within a heartbeat`,
+          data: { tenant_id: tenantId, job_id: out.job.job_id, status: out.kind },
+        })
+    }
+  })
+
+  return router
+}
