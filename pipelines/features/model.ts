@@ -58,7 +58,10 @@ export function fitClv(aggs: readonly CustomerAggregates[], nowMs: number, model
   }
   if (data.length < MIN_CUSTOMERS_FOR_CLV) return null
   const fit = TRANSACTION_MODELS[modelName].fit(data)
-  const gg = spend.length >= 2 ? fitGammaGamma(spend).params : null
+  // Without usable repeat buyers the spend model is not identifiable: CLV falls back to each
+  // customer's own average order value (features.ts).
+  const ggFit = spend.length >= 2 ? fitGammaGamma(spend) : null
+  const gg = ggFit && ggFit.customers > 0 ? ggFit.params : null
   return { model: modelName, params: fit.params, ll: fit.ll, gg, fittedAt: nowMs, customers: data.length, repeaters: spend.length }
 }
 

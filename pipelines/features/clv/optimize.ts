@@ -1,0 +1,305 @@
+/**
+ * A small derivative-free minimiser for the maximum-likelihood fits: Nelder–Mead with the
+ * dimension-adaptive coefficients of Gao & Han (2012), box bounds and restarts.
+ *
+ * The fitters optimise log-parameters, so every point maps to positive parameters; the box keeps them
+ * finite when the likelihood is maximised on the boundary (all customers one-time buyers, a single
+ * customer, identical customers): the minimiser then stops at the bound instead of walking to
+ * ±Infinity, and the caller reports which parameters sit there.
+ *
+ * For large inputs (hundreds of thousands of distinct patterns) `minimizeWithWarmStart` runs
+ * Nelder–Mead on a sample and finishes with `newtonPolish` (finite differences, still no derivatives
+ * from the caller) on the full objective: ~2 s instead of ~16 s at 1M customers.
+ */
+
+export interface NelderMeadOptions {
+  /** Edge length of the initial simplex along each axis (default 0.5; log units in the fitters). */
+  initialStep?: number
+  /** Stop when the spread of f over the simplex is <= fTol … (default 1e-10). */
+  fTol?: number
+  /** … and every vertex is within xTol of the best one in each coordinate (default 1e-7). */
+  xTol?: number
+  /** Iteration cap per run (default 4000). */
+  maxIterations?: number
+  /** Restarts from the best point with a fresh simplex while they still improve f by more than fTol (default 3). */
+  restarts?: number
+  /** Inclusive box per coordinate; points outside are evaluated at the projection plus a quadratic penalty. */
+  lower?: readonly number[]
+  upper?: readonly number[]
+}
+
+export interface MinimizeResult {
+  x: number[]
+  fx: number
+  iterations: number
+  evaluations: number
+  /** The last run met both tolerances before its iteration cap. */
+  converged: boolean
+}
+
+const DEFAULTS = { initialStep: 0.5, fTol: 1e-10, xTol: 1e-7, maxIterations: 4000, restarts: 3 }
+
+/** Minimise f from x0. NaN or ±Infinity values of f count as +Infinity, so a bad region is simply avoided. */
+export function nelderMead(f: (x: readonly number[]) => number, x0: readonly number[], options: NelderMeadOptions = {}): MinimizeResult {
+  const opts = { ...DEFAULTS, ...options }
+  const n = x0.length
+  const lower = options.lower ?? []
+  const upper = options.upper ?? []
+  let evaluations = 0
+
+  const project = (x: readonly number[]): number[] =>
+    x.map((v, i) => Math.min(upper[i] ?? Infinity, Math.max(lower[i] ?? -Infinity, v)))
+  const objective = (x: readonly number[]): number => {
+    evaluations++
+    const p = project(x)
+    let outside = 0
+    for (let i = 0; i < n; i++) outside += (x[i]! - p[i]!) ** 2
+    const v = f(p)
+    return (Number.isFinite(v) ? v : Infinity) + outside
+  }
+
+  // Gao & Han: reflection 1, expansion 1 + 2/n, contraction 0.75 − 1/(2n), shrink 1 − 1/n.
+  const rho = 1
+  const chi = 1 + 2 / n
+  const psi = 0.75 - 1 / (2 * n)
+  const sigma = n > 1 ? 1 - 1 / n : 0.5
+
+  let best = project(x0)
+  let bestF = objective(best)
+  let iterations = 0
+  let converged = false
+
+  for (let run = 0; run <= opts.restarts; run++) {
+    const simplex: number[][] = [best.slice()]
+    for (let i = 0; i < n; i++) {
+      const v = best.slice()
+      v[i] = v[i]! + opts.initialStep
+      simplex.push(v)
+    }
+    const fs = simplex.map((v, i) => (i === 0 ? bestF : objective(v)))
+    converged = false
+    let it = 0
+    for (; it < opts.maxIterations; it++) {
+      // Sort vertices by value (n + 1 is tiny: insertion sort).
+      for (let i = 1; i <= n; i++) {
+        const v = simplex[i]!
+        const fv = fs[i]!
+        let j = i - 1
+        while (j >= 0 && fs[j]! > fv) {
+          simplex[j + 1] = simplex[j]!
+          fs[j + 1] = fs[j]!
+          j--
+        }
+        simplex[j + 1] = v
+        fs[j + 1] = fv
+      }
+      let fSpread = 0
+      let xSpread = 0
+      for (let i = 1; i <= n; i++) {
+        fSpread = Math.max(fSpread, Math.abs(fs[i]! - fs[0]!))
+        for (let k = 0; k < n; k++) xSpread = Math.max(xSpread, Math.abs(simplex[i]![k]! - simplex[0]![k]!))
+      }
+      if (fSpread <= opts.fTol && xSpread <= opts.xTol) {
+        converged = true
+        break
+      }
+
+      const centroid = new Array<number>(n).fill(0)
+      for (let i = 0; i < n; i++) for (let k = 0; k < n; k++) centroid[k]! += simplex[i]![k]! / n
+      const worst = simplex[n]!
+      const along = (t: number) => centroid.map((c, k) => c + t * (c - worst[k]!))
+
+      const xr = along(rho)
+      const fr = objective(xr)
+      if (fr < fs[0]!) {
+        const xe = along(rho * chi)
+        const fe = objective(xe)
+        if (fe < fr) {
+          simplex[n] = xe
+          fs[n] = fe
+        } else {
+          simplex[n] = xr
+          fs[n] = fr
+        }
+      } else if (fr < fs[n - 1]!) {
+        simplex[n] = xr
+        fs[n] = fr
+      } else {
+        const outside = fr < fs[n]!
+        const xc = along(outside ? rho * psi : -psi)
+        const fc = objective(xc)
+        if (fc <= (outside ? fr : fs[n]!)) {
+          simplex[n] = xc
+          fs[n] = fc
+        } else {
+          for (let i = 1; i <= n; i++) {
+            simplex[i] = simplex[i]!.map((v, k) => simplex[0]![k]! + sigma * (v - simplex[0]![k]!))
+            fs[i] = objective(simplex[i]!)
+          }
+        }
+      }
+    }
+    iterations += it
+    let bi = 0
+    for (let i = 1; i <= n; i++) if (fs[i]! < fs[bi]!) bi = i
+    const improved = bestF - fs[bi]!
+    if (fs[bi]! <= bestF) {
+      best = simplex[bi]!.slice()
+      bestF = fs[bi]!
+    }
+    // A restart that no longer moves the optimum ends the search.
+    if (run > 0 && improved <= opts.fTol && converged) break
+  }
+  const x = project(best)
+  return { x, fx: bestF, iterations, evaluations, converged }
+}
+
+export interface NewtonOptions {
+  /** Finite-difference step (default 1e-4; log units in the fitters). */
+  step?: number
+  /** Stop when the Newton step is below this in every coordinate (default 1e-7). */
+  xTol?: number
+  /** Iteration cap (default 30). */
+  maxIterations?: number
+  lower?: readonly number[]
+  upper?: readonly number[]
+}
+
+/**
+ * Polishes a minimum that Nelder–Mead has located roughly: Newton steps with a finite-difference
+ * gradient and Hessian (so still no derivatives from the caller), Levenberg damping when the Hessian
+ * is not positive definite, and a backtracking line search. Each iteration costs 1 + 2n + n(n−1)/2
+ * evaluations (15 for n = 4); from a nearby start it converges in 3–5 iterations, where Nelder–Mead
+ * needs hundreds of evaluations for the same precision. Reports `converged: false` (and returns the
+ * best point seen) when it cannot make progress, e.g. on a bound or a flat likelihood; callers then
+ * fall back to Nelder–Mead.
+ */
+export function newtonPolish(f: (x: readonly number[]) => number, x0: readonly number[], options: NewtonOptions = {}): MinimizeResult {
+  const h = options.step ?? 1e-4
+  const xTol = options.xTol ?? 1e-7
+  const maxIterations = options.maxIterations ?? 30
+  const n = x0.length
+  const lower = options.lower ?? []
+  const upper = options.upper ?? []
+  let evaluations = 0
+  const inside = (x: readonly number[]) => x.every((v, i) => v >= (lower[i] ?? -Infinity) && v <= (upper[i] ?? Infinity))
+  const F = (x: readonly number[]) => {
+    evaluations++
+    if (!inside(x)) return Infinity
+    const v = f(x)
+    return Number.isFinite(v) ? v : Infinity
+  }
+  let x = x0.slice()
+  let fx = F(x)
+  let converged = false
+  let it = 0
+  for (; it < maxIterations && Number.isFinite(fx); it++) {
+    const plus = new Array<number>(n)
+    const minus = new Array<number>(n)
+    const g = new Array<number>(n)
+    const H: number[][] = Array.from({ length: n }, () => new Array<number>(n).fill(0))
+    for (let i = 0; i < n; i++) {
+      plus[i] = F(shift(x, i, h))
+      minus[i] = F(shift(x, i, -h))
+      g[i] = (plus[i]! - minus[i]!) / (2 * h)
+      H[i]![i] = (plus[i]! - 2 * fx + minus[i]!) / (h * h)
+    }
+    for (let i = 0; i < n; i++) {
+      for (let j = i + 1; j < n; j++) {
+        const fij = F(shift(shift(x, i, h), j, h))
+        H[i]![j] = H[j]![i] = (fij - plus[i]! - plus[j]! + fx) / (h * h)
+      }
+    }
+    if (![...g, ...H.flat()].every(Number.isFinite)) break
+    // Levenberg damping: H + μI until Cholesky succeeds.
+    let d: number[] | undefined
+    const scale = Math.max(...H.map((row, i) => Math.abs(row[i]!)), 1e-12)
+    for (let mu = 0; mu <= 1e6 * scale; mu = mu === 0 ? 1e-8 * scale : mu * 10) {
+      d = solveCholesky(H.map((row, i) => row.map((v, j) => (i === j ? v + mu : v))), g.map((v) => -v))
+      if (d) break
+    }
+    if (!d) break
+    // Line search on the full step, then halving (Armijo).
+    const slope = d.reduce((s, v, i) => s + v * g[i]!, 0)
+    let t = 1
+    let moved = false
+    for (let k = 0; k < 30; k++, t /= 2) {
+      const candidate = x.map((v, i) => v + t * d[i]!)
+      const fc = F(candidate)
+      if (fc <= fx + 1e-4 * t * slope) {
+        x = candidate
+        fx = fc
+        moved = true
+        break
+      }
+    }
+    const stepSize = Math.max(...d.map((v) => Math.abs(v * t)))
+    if (stepSize <= xTol || (!moved && Math.max(...d.map(Math.abs)) <= 10 * xTol)) {
+      converged = true
+      break
+    }
+    if (!moved) break
+  }
+  return { x, fx, iterations: it, evaluations, converged }
+}
+
+function shift(x: readonly number[], i: number, by: number): number[] {
+  const y = x.slice()
+  y[i] = y[i]! + by
+  return y
+}
+
+/** Solves A·y = b for symmetric positive-definite A; undefined when A is not positive definite. */
+function solveCholesky(A: number[][], b: number[]): number[] | undefined {
+  const n = b.length
+  const L: number[][] = Array.from({ length: n }, () => new Array<number>(n).fill(0))
+  for (let i = 0; i < n; i++) {
+    for (let j = 0; j <= i; j++) {
+      let s = A[i]![j]!
+      for (let k = 0; k < j; k++) s -= L[i]![k]! * L[j]![k]!
+      if (i === j) {
+        if (!(s > 0)) return undefined
+        L[i]![i] = Math.sqrt(s)
+      } else {
+        L[i]![j] = s / L[j]![j]!
+      }
+    }
+  }
+  const y = new Array<number>(n)
+  for (let i = 0; i < n; i++) {
+    let s = b[i]!
+    for (let k = 0; k < i; k++) s -= L[i]![k]! * y[k]!
+    y[i] = s / L[i]![i]!
+  }
+  const x = new Array<number>(n)
+  for (let i = n - 1; i >= 0; i--) {
+    let s = y[i]!
+    for (let k = i + 1; k < n; k++) s -= L[k]![i]! * x[k]!
+    x[i] = s / L[i]![i]!
+  }
+  return x
+}
+
+/**
+ * The strategy for large inputs: Nelder–Mead on a cheap sampled objective finds the basin, then
+ * `newtonPolish` on the full objective converges in a few dozen evaluations (Nelder–Mead alone would
+ * need hundreds of full evaluations); if Newton stalls, Nelder–Mead finishes from where it stopped.
+ * Without a sample it is plain Nelder–Mead.
+ */
+export function minimizeWithWarmStart(
+  full: (x: readonly number[]) => number,
+  sample: ((x: readonly number[]) => number) | undefined,
+  x0: readonly number[],
+  options: NelderMeadOptions = {},
+): MinimizeResult {
+  if (!sample) return nelderMead(full, x0, options)
+  const warm = nelderMead(sample, x0, { ...options, fTol: 1e-9, xTol: 1e-5 })
+  const polished = newtonPolish(full, warm.x, { lower: options.lower, upper: options.upper })
+  const fallback = polished.converged ? undefined : nelderMead(full, polished.x, { initialStep: 0.05, restarts: 1, ...options })
+  const final = fallback ?? polished
+  return {
+    ...final,
+    iterations: warm.iterations + polished.iterations + (fallback?.iterations ?? 0),
+    evaluations: warm.evaluations + polished.evaluations + (fallback?.evaluations ?? 0),
+  }
+}

@@ -1,0 +1,151 @@
+/**
+ * Compression of per-customer (x, t_x, T) summaries into weighted patterns, as Fader & Hardie do in
+ * their spreadsheets and lifetimes does with `weights`: the likelihood is evaluated once per distinct
+ * pattern. Each pattern also points into tables of the distinct x, t_x and T values, so a likelihood
+ * evaluation computes ln Γ(r + x), ln(α + t_x) and ln(α + T) once per distinct value, not per customer.
+ */
+
+/** One customer (or `weight` identical customers): repeat purchases, recency and age in one time unit. */
+export interface RfmObservation {
+  /** Number of repeat purchases (purchase periods − 1). */
+  x: number
+  /** Time from the first to the last purchase (0 when x = 0). */
+  tx: number
+  /** Time from the first purchase to the end of the observation window. */
+  T: number
+  /** Number of customers with this pattern (default 1). */
+  weight?: number
+}
+
+export interface Patterns {
+  readonly size: number
+  readonly x: Float64Array
+  readonly tx: Float64Array
+  readonly T: Float64Array
+  readonly w: Float64Array
+  /** Index of each pattern's x, t_x and T in the distinct-value tables below. */
+  readonly xi: Int32Array
+  readonly txi: Int32Array
+  readonly Ti: Int32Array
+  readonly xs: Float64Array
+  readonly txs: Float64Array
+  readonly Ts: Float64Array
+  /** Σ w, Σ w·x and max T over the patterns. */
+  readonly totalWeight: number
+  readonly weightedX: number
+  readonly maxT: number
+}
+
+/** Rejects summaries no model can explain (a caller bug, not a data condition to model). */
+export function checkObservation(o: RfmObservation, i: number): void {
+  const { x, tx, T } = o
+  const w = o.weight ?? 1
+  const bad = (why: string) => new RangeError(`customer ${i}: ${why} (x=${x}, tx=${tx}, T=${T}, weight=${w})`)
+  if (!Number.isFinite(x) || x < 0) throw bad('x must be a finite number >= 0')
+  if (!Number.isFinite(T) || T < 0) throw bad('T must be a finite number >= 0')
+  if (!Number.isFinite(tx) || tx < 0 || tx > T) throw bad('tx must lie in [0, T]')
+  if (x === 0 && tx !== 0) throw bad('tx must be 0 when x = 0')
+  if (!Number.isFinite(w) || w < 0) throw bad('weight must be a finite number >= 0')
+}
+
+function distinctIndex(values: Float64Array): { table: Float64Array; index: Int32Array } {
+  const ids = new Map<number, number>()
+  const index = new Int32Array(values.length)
+  const table: number[] = []
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i]!
+    let id = ids.get(v)
+    if (id === undefined) {
+      id = table.length
+      ids.set(v, id)
+      table.push(v)
+    }
+    index[i] = id
+  }
+  return { table: Float64Array.from(table), index }
+}
+
+/** Build patterns from raw (x, t_x, T[, weight]) rows; zero-weight rows are dropped. */
+export function compressPatterns(data: readonly RfmObservation[]): Patterns {
+  // Nested maps keyed by numbers (x → T → t_x) avoid building a string key per customer.
+  const byX = new Map<number, Map<number, Map<number, number>>>()
+  const px: number[] = []
+  const ptx: number[] = []
+  const pT: number[] = []
+  const pw: number[] = []
+  for (let i = 0; i < data.length; i++) {
+    const o = data[i]!
+    checkObservation(o, i)
+    const w = o.weight ?? 1
+    if (w === 0) continue
+    let byT = byX.get(o.x)
+    if (!byT) byX.set(o.x, (byT = new Map()))
+    let byTx = byT.get(o.T)
+    if (!byTx) byT.set(o.T, (byTx = new Map()))
+    const id = byTx.get(o.tx)
+    if (id === undefined) {
+      byTx.set(o.tx, px.length)
+      px.push(o.x)
+      ptx.push(o.tx)
+      pT.push(o.T)
+      pw.push(w)
+    } else {
+      pw[id]! += w
+    }
+  }
+  return fromArrays(Float64Array.from(px), Float64Array.from(ptx), Float64Array.from(pT), Float64Array.from(pw))
+}
+
+function fromArrays(x: Float64Array, tx: Float64Array, T: Float64Array, w: Float64Array): Patterns {
+  const X = distinctIndex(x)
+  const TX = distinctIndex(tx)
+  const TT = distinctIndex(T)
+  let totalWeight = 0
+  let weightedX = 0
+  let maxT = 0
+  for (let i = 0; i < x.length; i++) {
+    totalWeight += w[i]!
+    weightedX += w[i]! * x[i]!
+    if (T[i]! > maxT) maxT = T[i]!
+  }
+  return {
+    size: x.length,
+    x,
+    tx,
+    T,
+    w,
+    xi: X.index,
+    txi: TX.index,
+    Ti: TT.index,
+    xs: X.table,
+    txs: TX.table,
+    Ts: TT.table,
+    totalWeight,
+    weightedX,
+    maxT,
+  }
+}
+
+/** The same patterns with time divided by `scale` (the fitters condition α by fitting in units of max T). */
+export function scalePatterns(p: Patterns, scale: number): Patterns {
+  const div = (a: Float64Array) => a.map((v) => v / scale)
+  return { ...p, tx: div(p.tx), T: div(p.T), txs: div(p.txs), Ts: div(p.Ts), maxT: p.maxT / scale }
+}
+
+/**
+ * A deterministic pseudo-random subset of about `target` patterns (weights kept), for a cheap warm
+ * start on large inputs. Sampling patterns uniformly keeps the sampled log-likelihood an unbiased
+ * (scaled) estimate of the full one, so its optimum is close to the full optimum.
+ */
+export function samplePatterns(p: Patterns, target: number): Patterns {
+  if (p.size <= target) return p
+  const keep: number[] = []
+  const threshold = (target / p.size) * 0x1_0000_0000
+  for (let i = 0; i < p.size; i++) {
+    // Knuth's multiplicative hash of the index: fixed, well spread, no RNG state.
+    const h = Math.imul(i + 1, 2654435761) >>> 0
+    if (h < threshold) keep.push(i)
+  }
+  const pick = (a: Float64Array) => Float64Array.from(keep, (i) => a[i]!)
+  return fromArrays(pick(p.x), pick(p.tx), pick(p.T), pick(p.w))
+}
