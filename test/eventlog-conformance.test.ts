@@ -118,6 +118,20 @@ describe.each(ADAPTERS)('event log conformance: %s', (_name, open) => {
     expect(got[0]!.offset).toBe('0')
   })
 
+  it('tells a sole member its assignment: every partition of every subscribed topic', async () => {
+    const a = await topicWith(3, 3)
+    const b = await topicWith(3, 2)
+    const assignments: { topic: string; partition: number }[][] = []
+    const handle = await log.consume({ groupId: uniqueName('g'), topics: [a, b], onBatch: async () => {}, onAssign: (x) => assignments.push(x) })
+    try {
+      await waitFor(async () => assignments.length > 0, { what: 'an assignment' })
+      const last = assignments.at(-1)!.map((x) => `${x.topic}/${x.partition}`).sort()
+      expect(last).toEqual([`${a}/0`, `${a}/1`, `${a}/2`, `${b}/0`, `${b}/1`].sort())
+    } finally {
+      await handle.stop()
+    }
+  })
+
   it('caps batches at maxBatch and keeps bytes, null keys and headers intact', async () => {
     const topic = uniqueName('conf')
     await log.createTopics([{ name: topic, partitions: 1, compacted: false }])

@@ -127,6 +127,14 @@ describe('feature consumer (embedded log, chdb)', () => {
     await waitFor(async () => (await groupLag(rt.log, group, TOPICS.orders.name)) + (await groupLag(rt.log, group, TOPICS.customers.name)) === 0, { what: `${group} caught up`, timeoutMs: 60_000 })
   }
 
+  /** A tenant's generated history, every event once, published in generation order. */
+  async function publishHistory(tenant: number, seed: number, customers: number) {
+    const h = history(tenant, seed, customers)
+    await publishEvents(rt.log, rt.codec, 'customers', h.profiles)
+    await publishEvents(rt.log, rt.codec, 'orders', h.orders)
+    return h
+  }
+
   async function segmentChanges(tenant: number): Promise<SegmentChanged[]> {
     const group = uniqueName('read-changes')
     const out: SegmentChanged[] = []
@@ -272,11 +280,38 @@ describe('feature consumer (embedded log, chdb)', () => {
     })
   }
 
+  it('time alone ages quiet customers: a restarted consumer that receives no event still rescores its partitions on the tick', { timeout: 120_000 }, async () => {
+    const tenant = 602
+    await publishHistory(tenant, 22, 50)
+    const group = uniqueName('features')
+    let clock = NOW
+    const now = () => clock
+    const first = await runFeatures(rt, { now, tickMs: 3_600_000, name: group })
+    await drain(group)
+    await first.tick()
+    await first.stop()
+    const before = new Map((await featureRows(tenant)).map((r) => [r.customer_id as number, r]))
+
+    clock += 120 * 86_400_000
+    const second = await runFeatures(rt, { now, tickMs: 3_600_000, name: group })
+    const r = await second.tick()
+    await second.stop()
+    expect(r.tenants).toBeGreaterThanOrEqual(1)
+    const after = await featureRows(tenant)
+    let buyers = 0
+    for (const row of after) {
+      const prev = before.get(row.customer_id as number)!
+      if (prev.recency_days === null) continue
+      buyers++
+      expect(row.recency_days, `customer ${row.customer_id}`).toBe((prev.recency_days as number) + 120)
+      expect(row.churn_risk).toBe('churned')
+    }
+    expect(buyers).toBeGreaterThan(20)
+  })
+
   it('POST /api/v2/cdp/process/{tenantId} runs the real recompute: the spec shape, counts that add up, 404 and 400', { timeout: 120_000 }, async () => {
     const tenant = 601
-    const { orders, profiles } = history(tenant, 21, 60)
-    await publishEvents(rt.log, rt.codec, 'customers', profiles)
-    await publishEvents(rt.log, rt.codec, 'orders', orders)
+    const { orders } = await publishHistory(tenant, 21, 60)
     const group = uniqueName('projection')
     const projection = await runPipeline(projectionPipeline(rt.store, { name: group }), { log: rt.log, codec: rt.codec, logger: silentLogger })
     await drain(group)

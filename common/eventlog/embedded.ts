@@ -298,6 +298,8 @@ export class EmbeddedEventLog implements EventLog {
       })
     }
 
+    opts.onAssign?.(positions.map(({ topic, partition }) => ({ topic, partition })))
+
     const commit = (topic: string, partition: number, next: number) => {
       const t = (group[topic] ??= {})
       t[String(partition)] = String(next)

@@ -98,6 +98,12 @@ export class KafkaEventLog implements EventLog {
     this.consumers.add(consumer)
     await consumer.connect()
     await consumer.subscribe({ topics: opts.topics, fromBeginning: opts.fromBeginning ?? true })
+    if (opts.onAssign) {
+      const onAssign = opts.onAssign
+      consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
+        onAssign(Object.entries(payload.memberAssignment).flatMap(([topic, partitions]) => partitions.map((partition) => ({ topic, partition }))))
+      })
+    }
     const maxBatch = opts.maxBatch ?? 5000
     await consumer.run({
       autoCommit: false,

@@ -47,6 +47,16 @@ export interface ConsumeOptions {
   onBatch(batch: Batch): Promise<void>
   /** Called when onBatch throws, before the redelivery; defaults to nothing. */
   onError?(err: unknown, batch: { topic: string; partition: number }): void
+  /**
+   * Called with this member's whole assignment whenever it changes (join and every rebalance;
+   * the embedded log assigns every partition once). Partitions missing from it were revoked.
+   */
+  onAssign?(assignment: TopicPartition[]): void
+}
+
+export interface TopicPartition {
+  topic: string
+  partition: number
 }
 
 export interface ConsumerHandle {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import type { EventLog, LogRecord, ConsumerHandle } from '../eventlog/port.ts'
+import type { EventLog, LogRecord, ConsumerHandle, TopicPartition } from '../eventlog/port.ts'
 import type { EventCodec } from '../eventlog/codec.ts'
 import { TOPICS } from '../topics.ts'
 import type { DeadLetter } from '../events.ts'
@@ -28,6 +28,8 @@ export interface PipelineDefinition<T> {
   process(record: LogRecord, codec: EventCodec): Promise<StepResult<T>>
   /** Writes the kept values of a batch. Must be idempotent: a batch can be delivered again. */
   sink(items: { record: LogRecord; value: T }[]): Promise<void>
+  /** This consumer's partitions, on join and after every rebalance (stateful pipelines keep state per partition). */
+  onAssign?(assignment: TopicPartition[]): void
 }
 
 export interface PipelineDeps {
@@ -62,6 +64,7 @@ export async function runPipeline<T>(def: PipelineDefinition<T>, deps: PipelineD
     fromBeginning: deps.fromBeginning ?? true,
     maxBatch: deps.maxBatch,
     onError: (err, where) => logger.error({ err, ...where }, 'batch failed; it will be delivered again'),
+    onAssign: def.onAssign ? (a) => def.onAssign!(a) : undefined,
     onBatch: async (batch) => {
       running = true
       const end = batchDuration.startTimer({ pipeline: def.name })

@@ -64,6 +64,8 @@ export class FeatureEngine {
   readonly name: string
   private readonly customers = new Map<string, CustomerState>()
   private readonly loaded = new Set<number>()
+  /** Partitions this consumer owns (from the log's assignment); null until the first one. */
+  private assigned: Set<number> | null = null
   private readonly nextOffset = new Map<string, bigint>()
   private readonly models = new Map<number, TenantModel>()
   private readonly now: () => number
@@ -109,7 +111,26 @@ export class FeatureEngine {
         return ok({ kind: 'customer', event: r.value })
       },
       sink: (items) => this.exclusive(() => this.apply(items)),
+      onAssign: (assignment) => void this.exclusive(async () => this.assign(assignment.map((a) => a.partition))),
     }
+  }
+
+  /**
+   * A rebalance: state of revoked partitions is dropped (their new owner restores it, and this
+   * consumer's tick must not rescore customers it no longer owns); newly assigned partitions are
+   * restored by the next batch or tick, so quiet customers still age.
+   */
+  private assign(partitions: number[]): void {
+    const keep = new Set(partitions)
+    for (const p of this.loaded) if (!keep.has(p)) this.unload(p)
+    this.assigned = keep
+    this.deps.logger.info({ pipeline: this.name, partitions: [...keep].sort((a, b) => a - b) }, 'partitions assigned')
+  }
+
+  private unload(p: number): void {
+    for (const [k, c] of this.customers) if (c.id.partition === p) this.customers.delete(k)
+    for (const k of this.nextOffset.keys()) if (k.endsWith(`:${p}`)) this.nextOffset.delete(k)
+    this.loaded.delete(p)
   }
 
   /**
@@ -127,7 +148,7 @@ export class FeatureEngine {
 
   private async loadPartition(p: number): Promise<void> {
     const started = Date.now()
-    for (const [k, c] of this.customers) if (c.id.partition === p) this.customers.delete(k)
+    this.unload(p)
     const [facts, stored] = await Promise.all([loadPartitionFacts(this.deps.store, p), loadPartitionCustomers(this.deps.store, p)])
     for (const s of stored) {
       const c = this.customer(s.tenantId, s.customerId, p)
@@ -274,6 +295,7 @@ export class FeatureEngine {
   tick(): Promise<{ tenants: number; changed: number; segmentChanges: number }> {
     return this.exclusive(async () => {
       const now = this.now()
+      for (const p of this.assigned ?? []) if (!this.loaded.has(p)) await this.loadPartition(p)
       const tenants = [...new Set([...this.customers.values()].map((c) => c.id.tenantId))]
       if (!tenants.length) return { tenants: 0, changed: 0, segmentChanges: 0 }
       const stored = await loadModels(this.deps.store, tenants)
