@@ -9,6 +9,7 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ run(argv
   replay: { summary: 'drop the ClickHouse projections and rebuild them from the event log', load: () => import('./commands/replay.ts') },
   migrate: { summary: 'create topics, register schemas and apply ClickHouse migrations', load: () => import('./commands/migrate.ts') },
   config: { summary: 'print the effective configuration (secrets masked)', load: () => import('./commands/config.ts') },
+  apikey: { summary: 'create, list or revoke tenant API keys (`cdp apikey create --tenant N`)', load: () => import('./commands/apikey.ts') },
   segments: { summary: 'print the RFM segment map (`--json`: every score 111..555 to its segment)', load: () => import('./commands/segments.ts') },
   eval: { summary: 'evaluate models on reference data: `cdp eval clv --summary FILE`', load: () => import('./commands/eval.ts') },
   bench: { summary: 'benchmarks: `cdp bench ingest`, `cdp bench features`', load: () => import('./commands/bench.ts') },

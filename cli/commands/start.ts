@@ -7,7 +7,8 @@ import { runPipeline, type RunningPipeline } from '../../common/runtime/pipeline
 import { projectionPipeline, PROJECTION_GROUP } from '../../pipelines/projection/pipeline.ts'
 import { runFeatures, type RunningFeatures } from '../../pipelines/features/run.ts'
 import { createRecomputeEngine } from '../../pipelines/features/recompute.ts'
-import { onTenantProcessed, startProcessingScheduler } from '../../services/api/processing/index.ts'
+import { onTenantProcessed, processingEvents, startProcessingScheduler } from '../../services/api/processing/index.ts'
+import { ResponseCache } from '../../services/api/analytics/cache.ts'
 import { createApp, createHealthApp } from '../../services/api/app.ts'
 import type { ReadinessCheck } from '../../services/api/health.ts'
 import { streamDemoTenant } from '../../pipelines/ingest/demo.ts'
@@ -60,7 +61,11 @@ export async function startRoles(config: Config, logger: Logger): Promise<Starte
     clvModel: config.clvModel,
   })
   const processing = { store: runtime.store, engine, logger }
+  // Analytics answers are cached per tenant; a processing run (or an invalidation) drops them.
+  const analytics = { store: runtime.store, logger, cache: new ResponseCache() }
+  const unsubscribeCache = processingEvents.onCacheInvalidated((e) => analytics.cache.invalidateTenant(e.tenantId))
   const unsubscribe = onTenantProcessed((e) => {
+    analytics.cache.invalidateTenant(e.tenantId)
     if (!features) return
     features.engine.invalidateModel(e.tenantId)
     void features.tick().catch((err) => logger.error({ err }, 'rescoring after a processing run failed'))
@@ -73,7 +78,7 @@ export async function startRoles(config: Config, logger: Logger): Promise<Starte
     { name: 'pipelines', check: () => pipelines.every((p) => p.isRunning()) },
   ]
   const info = { runtime: config.runtime, roles: config.roles }
-  const app = roles.has('api') ? createApp({ logger, log: runtime.log, codec: runtime.codec, readiness, info, processing }) : createHealthApp(readiness, info)
+  const app = roles.has('api') ? createApp({ logger, log: runtime.log, codec: runtime.codec, readiness, info, processing, analytics }) : createHealthApp(readiness, info)
   const port = roles.has('api') ? config.apiPort : config.metricsPort
   const server = http.createServer(app)
   await new Promise<void>((resolve, reject) => {
@@ -91,6 +96,7 @@ export async function startRoles(config: Config, logger: Logger): Promise<Starte
       await new Promise<void>((r) => server.close(() => r()))
       server.closeAllConnections()
       unsubscribe()
+      unsubscribeCache()
       await scheduler?.stop()
       for (const p of pipelines) await p.stop()
       await runtime.close()

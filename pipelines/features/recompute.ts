@@ -1,4 +1,5 @@
 import type { Store } from '../../common/store/clickhouse.ts'
+import { tenantExists } from '../../common/store/tenants.ts'
 import type { Logger } from '../../common/logger.ts'
 import { customerKey } from '../../common/events.ts'
 import { partitionFor } from '../../common/eventlog/partitioner.ts'
@@ -97,15 +98,7 @@ export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine {
   const opts = deps.features ?? DEFAULT_FEATURE_OPTIONS
   const clvModel = deps.clvModel ?? 'mbgnbd'
   const engine: ProcessingEngine = {
-    async tenantExists(tenantId) {
-      const rs = await deps.store.query({
-        query: 'SELECT (SELECT count() FROM (SELECT 1 FROM orders WHERE tenant_id = {t:UInt64} LIMIT 1)) + (SELECT count() FROM (SELECT 1 FROM customers WHERE tenant_id = {t:UInt64} LIMIT 1)) AS n',
-        query_params: { t: tenantId },
-        format: 'JSONEachRow',
-      })
-      const [row] = await rs.json<{ n: number }>()
-      return Number(row?.n ?? 0) > 0
-    },
+    tenantExists: (tenantId) => tenantExists(deps.store, tenantId),
     async customerCount(tenantId) {
       const rs = await deps.store.query({ query: 'SELECT uniqExact(customer_id) AS n FROM customers WHERE tenant_id = {t:UInt64}', query_params: { t: tenantId }, format: 'JSONEachRow' })
       const [row] = await rs.json<{ n: number }>()

@@ -7,6 +7,7 @@ import { ingestRouter } from './ingest-routes.ts'
 import { processRouter } from './process-routes.ts'
 import type { ProcessingDeps } from './processing/deps.ts'
 import { errorHandler, notFound } from './errors.ts'
+import { analyticsRouter, type AnalyticsDeps } from './analytics/router.ts'
 
 export interface ApiDeps {
   logger: Logger
@@ -16,6 +17,8 @@ export interface ApiDeps {
   info?: Record<string, unknown>
   /** Mounts the processing API (/api/v2/cdp/process/*) when given. */
   processing?: ProcessingDeps
+  /** Mounts the analytics endpoints (/api/v2/cdp/analytics/*, /api/cdp/v2/customers) when given. */
+  analytics?: AnalyticsDeps
 }
 
 /** The Express query service. Routers per area; every error leaves as the common error body. */
@@ -35,6 +38,7 @@ export function createApp(deps: ApiDeps): Express {
   app.use(healthRouter(deps.readiness, deps.info))
   app.use(ingestRouter({ log: deps.log, codec: deps.codec }))
   if (deps.processing) app.use(processRouter(deps.processing))
+  if (deps.analytics) app.use(analyticsRouter(deps.analytics))
   app.use(notFound)
   app.use(errorHandler)
   return app

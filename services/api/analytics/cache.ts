@@ -1,0 +1,35 @@
+/**
+ * Server-side response cache of the analytics endpoints, per tenant. Entries live `ttlMs` (spec
+ * "Limits": processing results 1 hour, demographic results 15 minutes) and a processing run of
+ * the tenant drops all of that tenant's entries.
+ */
+export class ResponseCache {
+  private readonly entries = new Map<number, Map<string, { at: number; ttl: number; value: unknown }>>()
+  constructor(private readonly now: () => number = Date.now, private readonly maxPerTenant = 500) {}
+
+  get<T>(tenantId: number, key: string): T | undefined {
+    const e = this.entries.get(tenantId)?.get(key)
+    if (!e) return undefined
+    if (this.now() - e.at >= e.ttl) {
+      this.entries.get(tenantId)!.delete(key)
+      return undefined
+    }
+    return e.value as T
+  }
+
+  set(tenantId: number, key: string, value: unknown, ttlMs: number): void {
+    let m = this.entries.get(tenantId)
+    if (!m) this.entries.set(tenantId, (m = new Map()))
+    if (m.size >= this.maxPerTenant) m.delete(m.keys().next().value!)
+    m.set(key, { at: this.now(), ttl: ttlMs, value })
+  }
+
+  invalidateTenant(tenantId: number): void {
+    this.entries.delete(tenantId)
+  }
+}
+
+export const PROCESSING_RESULTS_TTL_MS = 60 * 60_000
+export const DEMOGRAPHICS_TTL_MS = 15 * 60_000
+/** Recommended client caching of overview responses (spec "Limits"). */
+export const OVERVIEW_MAX_AGE_S = 300

@@ -1,0 +1,59 @@
+import type { z } from 'zod'
+import type { Store } from '../../../common/store/clickhouse.ts'
+import type { Logger } from '../../../common/logger.ts'
+import type { ResponseCache } from './cache.ts'
+import type { CommonOptions } from './options.ts'
+
+/** What an analytics endpoint module gets: the store, the clock and the cache. */
+export interface AnalyticsContext {
+  store: Store
+  logger: Logger
+  now: () => number
+  cache: ResponseCache
+}
+
+/** A column of an export: header and how to read it from a row. */
+export interface ExportColumn<R> {
+  header: string
+  value(row: R): string | number | boolean | null
+}
+
+/**
+ * One analytics endpoint: its path, its query schema (CommonQuery extended), the JSON body it
+ * answers with, and (when it has a row-level view) the rows an export streams.
+ */
+export interface AnalyticsEndpoint<Q extends CommonOptions = CommonOptions, R = Record<string, unknown>> {
+  path: string
+  summary: string
+  /** Query schema; unknown keys are rejected by the router. */
+  query: z.ZodType<Q>
+  /** Shared options that do not apply here (said in the OpenAPI description). */
+  ignores?: (keyof CommonOptions)[]
+  /** Overview responses carry `Cache-Control: max-age=300`. */
+  overview: boolean
+  /** Server-side cache TTL (ms); 0 = not cached. */
+  cacheTtlMs: number
+  body(ctx: AnalyticsContext, q: Q): Promise<unknown>
+  export?: {
+    columns: ExportColumn<R>[]
+    /** Rows in order; the router refuses (400) when there are more than the export limit. */
+    count(ctx: AnalyticsContext, q: Q): Promise<number>
+    rows(ctx: AnalyticsContext, q: Q, limit: number): AsyncIterable<R> | Promise<R[]>
+  }
+}
+
+/** Runs a parameterised query and returns its rows as objects. */
+export async function select<T>(store: Store, query: string, params: Record<string, unknown>): Promise<T[]> {
+  const rs = await store.query({ query, query_params: params, format: 'JSONEachRow' })
+  return rs.json<T>()
+}
+
+export const round2 = (x: number) => Math.round(x * 100) / 100
+/** Percent of a total, 2 decimals; 0 when the total is 0. */
+export const pct = (n: number, total: number) => (total ? round2((100 * n) / total) : 0)
+/** Signed percent string of a change, e.g. "+12.5%", "-3%", "0%"; null when there is no base. */
+export function signedPct(current: number, previous: number): string | null {
+  if (!previous) return null
+  const v = round2((100 * (current - previous)) / previous)
+  return `${v > 0 ? '+' : ''}${v}%`
+}
