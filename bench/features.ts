@@ -72,7 +72,7 @@ function freshConfig(runtime: 'embedded' | 'distributed'): { config: Config; dir
 // (a) and (c)
 
 /** Customers and orders of one tenant written straight into the raw projections by SQL (seconds, not minutes). */
-async function seedTenant(rt: Runtime, tenant: number, customers: number, orders: number): Promise<void> {
+export async function seedTenant(rt: Runtime, tenant: number, customers: number, orders: number): Promise<void> {
   // Customer of an order: skewed (u² puts more orders on low ids), so frequencies range from 1 to hundreds.
   // Placed times: uniform over the two years before 2025-07-01; 2 % cancelled, 3 % partially refunded.
   await rt.store.command({

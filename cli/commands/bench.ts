@@ -4,6 +4,7 @@ import { UsageError } from '../args.ts'
 const BENCHES: Record<string, () => Promise<{ run(argv: string[]): Promise<number | void> }>> = {
   ingest: () => import('../../bench/ingest.ts'),
   features: () => import('../../bench/features.ts'),
+  api: () => import('../../bench/api.ts'),
 }
 
 export async function run(argv: string[]): Promise<number | void> {

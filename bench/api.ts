@@ -1,0 +1,172 @@
+/**
+ * `npm run bench:api` (`cdp bench api`): latency of the analytics endpoints at 1,000,000 customers.
+ *
+ * 1. Seeds one tenant with --customers (1,000,000) customers and --orders (10,000,000) orders
+ *    straight into ClickHouse (SQL), and computes its features with the processing engine.
+ * 2. Starts the API as a separate process (`cdp start --roles api` on the same data dir).
+ * 3. From this process, sends --requests (200) requests per endpoint with --concurrency (8) in
+ *    flight, each with a different valid parameter (offset, days, dates…) so the server-side
+ *    cache does not answer; then one export of 50,000 rows as CSV.
+ * Prints p50/p99 per endpoint beside the spec's targets (overview < 100 ms, detailed < 500 ms,
+ * export < 2 s) as a table and one JSON line.
+ */
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { spawn, type ChildProcess } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { fileURLToPath } from 'node:url'
+import { loadConfig } from '../common/config.ts'
+import { createLogger } from '../common/logger.ts'
+import { openRuntime } from '../common/runtime/context.ts'
+import { createRecomputeEngine } from '../pipelines/features/recompute.ts'
+import { parse, UsageError } from '../cli/args.ts'
+import { seedTenant } from './features.ts'
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
+const FLAGS = { customers: { type: 'string' }, orders: { type: 'string' }, requests: { type: 'string' }, concurrency: { type: 'string' } } as const
+const HELP = `usage: cdp bench api [--customers N] [--orders N] [--requests N] [--concurrency N]
+`
+const T0 = performance.now()
+const progress = (msg: string) => process.stderr.write(`[bench ${((performance.now() - T0) / 1000).toFixed(1).padStart(6)}s] ${msg}\n`)
+const TENANT = 77
+
+function intFlag(v: string | undefined, name: string, def: number): number {
+  if (v === undefined) return def
+  const n = Number(v.replace(/[_,]/g, ''))
+  if (!Number.isSafeInteger(n) || n < 1) throw new UsageError(`--${name} must be a positive integer, got '${v}'`)
+  return n
+}
+
+interface Target {
+  name: string
+  kind: 'overview' | 'detailed'
+  url(i: number): string
+}
+
+const day = (offset: number) => new Date(Date.UTC(2025, 6, 1) - offset * 86_400_000).toISOString().slice(0, 10)
+
+/** One request per i, each with a different valid parameter so responses are computed, not cached. */
+const TARGETS: Target[] = [
+  { name: 'rfm', kind: 'overview', url: (i) => `/api/v2/cdp/analytics/rfm?tenant_id=${TENANT}&offset=${i}` },
+  { name: 'clv', kind: 'overview', url: (i) => `/api/v2/cdp/analytics/clv?tenant_id=${TENANT}&offset=${i}` },
+  { name: 'churn', kind: 'overview', url: (i) => `/api/v2/cdp/analytics/churn?tenant_id=${TENANT}&days_inactive=${i % 200}` },
+  { name: 'dashboard', kind: 'overview', url: (i) => `/api/v2/cdp/analytics/dashboard?tenant_id=${TENANT}&period=${['today', 'week', 'month', 'year'][i % 4]}&min_value=${i}` },
+  { name: 'segments/performance', kind: 'detailed', url: (i) => `/api/v2/cdp/analytics/segments/performance?tenant_id=${TENANT}&min_value=${i}` },
+  { name: 'cohorts', kind: 'detailed', url: (i) => `/api/v2/cdp/analytics/cohorts?tenant_id=${TENANT}&end_date=${day(i % 60)}` },
+  { name: 'customers', kind: 'detailed', url: (i) => `/api/cdp/v2/customers?tenant_id=${TENANT}&offset=${i * 50}` },
+]
+
+const TARGET_MS = { overview: 100, detailed: 500, export: 2000 }
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? NaN
+}
+
+async function load(base: string, token: string, t: Target, requests: number, concurrency: number) {
+  const latencies: number[] = []
+  const statuses = new Map<number, number>()
+  let next = 0
+  const worker = async () => {
+    while (next < requests) {
+      const i = next++
+      const start = performance.now()
+      const res = await fetch(base + t.url(i), { headers: { authorization: `Bearer ${token}` } })
+      await res.arrayBuffer()
+      latencies.push(performance.now() - start)
+      statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1)
+    }
+  }
+  await Promise.all(Array.from({ length: concurrency }, worker))
+  latencies.sort((a, b) => a - b)
+  return { p50: Math.round(percentile(latencies, 50)), p99: Math.round(percentile(latencies, 99)), statuses: Object.fromEntries(statuses) }
+}
+
+async function startApi(dataDir: string, token: string): Promise<{ child: ChildProcess; base: string }> {
+  const port = 20000 + Math.floor(Math.random() * 20000)
+  const env: NodeJS.ProcessEnv = { ...process.env, CDP_DATA_DIR: dataDir, CDP_ROLES: 'api', CDP_API_PORT: String(port), CDP_ADMIN_TOKEN: token, LOG_LEVEL: 'warn', NODE_ENV: 'development' }
+  const child = spawn(process.execPath, [path.join(ROOT, 'bin/cdp.mjs'), 'start'], { env, stdio: ['ignore', 'ignore', 'inherit'] })
+  const base = `http://127.0.0.1:${port}`
+  const deadline = Date.now() + 120_000
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`the API exited with ${child.exitCode}`)
+    try {
+      if ((await fetch(`${base}/health`)).ok) return { child, base }
+    } catch {
+      /* not up yet */
+    }
+    if (Date.now() > deadline) throw new Error('the API did not start within 120 s')
+    await new Promise((r) => setTimeout(r, 250))
+  }
+}
+
+export async function run(argv: string[]): Promise<number> {
+  const { values, positionals } = parse(argv, FLAGS)
+  if (values.help) {
+    process.stdout.write(HELP)
+    return 0
+  }
+  if (positionals.length) throw new UsageError(`unexpected arguments '${positionals.join(' ')}'\n\n${HELP}`)
+  const customers = intFlag(values.customers, 'customers', 1_000_000)
+  const orders = intFlag(values.orders, 'orders', 10_000_000)
+  const requests = intFlag(values.requests, 'requests', 200)
+  const concurrency = intFlag(values.concurrency, 'concurrency', 8)
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cdp-bench-api-'))
+  const token = randomBytes(24).toString('base64url')
+  let child: ChildProcess | null = null
+  try {
+    const config = loadConfig(process.env, { runtime: 'embedded', dataDir, logLevel: 'warn' })
+    const logger = createLogger({ level: 'warn' })
+    const rt = await openRuntime(config, logger)
+    let exportMax = 0
+    try {
+      progress(`seeding ${customers.toLocaleString('en')} customers and ${orders.toLocaleString('en')} orders ...`)
+      await seedTenant(rt, TENANT, customers, orders)
+      progress('computing features (processing engine) ...')
+      const engine = createRecomputeEngine({ store: rt.store, logger, partitions: config.partitions, now: () => Date.UTC(2025, 6, 1) })
+      await engine.run(TENANT, { analyses: ['rfm', 'clv', 'churn'], batchSize: 10_000, force: true, signal: new AbortController().signal })
+      // The spend below which about 50,000 buyers fall: the export filter (max_value).
+      const rs = await rt.store.query({
+        query: `SELECT toFloat64(monetary) AS m FROM customer_features FINAL WHERE tenant_id = {t:UInt64} AND frequency > 0 ORDER BY monetary LIMIT 1 OFFSET 49999`,
+        query_params: { t: TENANT },
+        format: 'JSONEachRow',
+      })
+      exportMax = Math.floor(((await rs.json<{ m: number }>())[0]?.m ?? 0) * 0.999)
+    } finally {
+      await rt.close() // chdb admits one process per data dir: hand it to the API
+    }
+    progress('starting the API in a separate process ...')
+    const api = await startApi(dataDir, token)
+    child = api.child
+    const results: Record<string, { kind: string; p50: number; p99: number; target_ms: number; statuses: Record<string, number> }> = {}
+    for (const t of TARGETS) {
+      await load(api.base, token, t, Math.min(20, requests), concurrency) // warm-up: connections, JIT, ClickHouse caches
+      const r = await load(api.base, token, t, requests, concurrency)
+      results[t.name] = { kind: t.kind, ...r, target_ms: TARGET_MS[t.kind] }
+      progress(`${t.name}: p50 ${r.p50} ms, p99 ${r.p99} ms (${JSON.stringify(r.statuses)})`)
+    }
+    const start = performance.now()
+    const res = await fetch(`${api.base}/api/cdp/v2/customers?tenant_id=${TENANT}&max_value=${exportMax}&format=csv`, { headers: { authorization: `Bearer ${token}` } })
+    const text = await res.text()
+    const exportMs = Math.round(performance.now() - start)
+    const exportRows = res.ok ? text.split('\r\n').filter(Boolean).length - 1 : 0
+    progress(`export: ${exportRows} rows in ${exportMs} ms (status ${res.status})`)
+
+    const lines = ['', `| endpoint (${requests} requests, ${concurrency} concurrent, ${customers.toLocaleString('en')} customers) | p50 | p99 | target |`, '|---|---|---|---|']
+    for (const [name, r] of Object.entries(results)) {
+      const failed = Object.entries(r.statuses).filter(([s]) => s !== '200')
+      const note = failed.length ? ` (non-200: ${failed.map(([s, n]) => `${n}× ${s}`).join(', ')})` : ''
+      lines.push(`| ${name} (${r.kind}) | ${r.p50} ms | ${r.p99} ms | < ${r.target_ms} ms ${r.p99 <= r.target_ms && !failed.length ? '✓' : '✗'}${note} |`)
+    }
+    lines.push(`| export, ${exportRows.toLocaleString('en')} rows CSV | ${exportMs} ms | | < 2000 ms ${exportMs <= 2000 && res.ok ? '✓' : `✗ (status ${res.status})`} |`)
+    const out = { customers, orders, requests, concurrency, endpoints: results, export: { rows: exportRows, ms: exportMs, status: res.status }, machine: { cpus: os.cpus().length, load1: os.loadavg()[0] } }
+    process.stdout.write(`${lines.join('\n')}\n\n${JSON.stringify(out)}\n`)
+    return 0
+  } finally {
+    if (child && child.exitCode === null) {
+      child.kill('SIGTERM')
+      await new Promise((r) => child!.once('exit', r))
+    }
+    fs.rmSync(dataDir, { recursive: true, force: true })
+  }
+}
