@@ -1,14 +1,184 @@
-import { CommonQuery } from './options.ts'
-import type { AnalyticsEndpoint } from './endpoint.ts'
+import { z } from 'zod'
+import { CHURN_DEFINITIONS, CHURN_RISKS, CHURN_THRESHOLDS } from '../../../pipelines/features/churn.ts'
+import { CommonQuery, boolParam, limitParam, offsetParam } from './options.ts'
+import { customerFilter, type SqlFilter } from './filters.ts'
+import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
+import { pct, round2, select, signedPct, type AnalyticsContext, type AnalyticsEndpoint, type ExportColumn } from './endpoint.ts'
 
-// Placeholder until this endpoint is implemented.
-export const churnEndpoint: AnalyticsEndpoint = {
+/**
+ * GET /api/v2/cdp/analytics/churn: risk levels, the at-risk list, predictions and 30-day
+ * trends. Definitions: docs/analytics-rfm-clv-churn.md.
+ */
+export const ChurnQuery = CommonQuery.extend({
+  risk_level: z.enum(CHURN_RISKS).optional(),
+  days_inactive: z.coerce.number().int().min(0).optional(),
+  include_predictions: boolParam.default(false),
+  limit: limitParam(100),
+  offset: offsetParam,
+}).strict()
+export type ChurnOptions = z.infer<typeof ChurnQuery>
+
+const DAY_MS = 86_400_000
+/** Trend and monthly windows. */
+export const CHURN_WINDOW_DAYS = 30
+/** |churn rate now − churn rate 30 days ago| below this (0.5 percentage points) is "stable". */
+export const CHURN_TREND_STABLE_BAND = 0.005
+
+const num = (v: unknown): number => (v === null || v === undefined ? 0 : Number(v))
+const ratio = (n: number, d: number, dp = 4) => (d ? Math.round((n / d) * 10 ** dp) / 10 ** dp : null)
+
+/** Scored customers (a churn level) matching the filters, risk_level and days_inactive. */
+export function churnFilter(q: ChurnOptions, nowMs: number): SqlFilter {
+  const f = customerFilter(q, nowMs)
+  const c = [f.where, 'f.churn_risk IS NOT NULL']
+  const params = { ...f.params }
+  if (q.risk_level) {
+    c.push('f.churn_risk = {risk_level:String}')
+    params.risk_level = q.risk_level
+  }
+  if (q.days_inactive !== undefined) {
+    c.push('f.recency_days >= {days_inactive:UInt32}')
+    params.days_inactive = q.days_inactive
+  }
+  return { where: c.join(' AND '), params }
+}
+
+export interface AtRiskRow {
+  customer_id: number
+  email: string
+  last_order_date: string | null
+  days_since_last_order: number | null
+  order_frequency_days: number | null
+  expected_order_date: string | null
+  days_overdue: number | null
+  churn_probability: number | null
+  churn_risk: string
+  recommended_action: string | null
+  potential_loss: number
+}
+
+async function atRiskRows(ctx: AnalyticsContext, q: ChurnOptions, limit: number, offset: number): Promise<AtRiskRow[]> {
+  const f = churnFilter(q, ctx.now())
+  const rows = await select<AtRiskRow & { customer_id: string; potential_loss: number | null }>(
+    ctx.store,
+    `SELECT f.customer_id AS customer_id, f.email AS email, toString(toDate(f.last_order_at)) AS last_order_date, f.recency_days AS days_since_last_order,
+            f.order_frequency_days AS order_frequency_days, toString(f.expected_order_date) AS expected_order_date, f.days_overdue AS days_overdue,
+            f.churn_probability AS churn_probability, assumeNotNull(f.churn_risk) AS churn_risk, f.recommended_action AS recommended_action,
+            f.potential_loss AS potential_loss
+     FROM customer_features AS f FINAL WHERE ${f.where} AND f.churn_risk IN ('at_risk', 'churning')
+     ORDER BY coalesce(f.potential_loss, 0) DESC, f.customer_id ASC
+     LIMIT {limit:UInt64} OFFSET {offset:UInt64}`,
+    { ...f.params, limit, offset },
+  )
+  return rows.map((r) => ({ ...r, customer_id: Number(r.customer_id), potential_loss: round2(num(r.potential_loss)) }))
+}
+
+async function body(ctx: AnalyticsContext, q: ChurnOptions) {
+  const nowMs = ctx.now()
+  const f = churnFilter(q, nowMs)
+  const [levelRows, windowRows, atRisk] = await Promise.all([
+    select<{ risk: string; customers: string; probability: number; loss: number }>(
+      ctx.store,
+      `SELECT assumeNotNull(f.churn_risk) AS risk, count() AS customers, sum(coalesce(f.churn_probability, 0)) AS probability, sum(coalesce(f.potential_loss, 0)) AS loss
+       FROM customer_features AS f FINAL WHERE ${f.where} GROUP BY risk`,
+      f.params,
+    ),
+    // The filtered customers' counting orders (not cancelled, total > 0) placed up to now, per customer.
+    select<Record<'existed_prev' | 'churned_prev' | 'crossed' | 'was_at_risk' | 'saved' | 'existed_now' | 'churned_now' | 'orders_30d' | 'orders_365d', string>>(
+      ctx.store,
+      `SELECT countIf(last_prev > 0) AS existed_prev,
+              countIf(last_prev > 0 AND intDiv({prev_ms:Int64} - last_prev, ${DAY_MS}) >= {churned_days:UInt32}) AS churned_prev,
+              countIf(last_prev > 0 AND intDiv({prev_ms:Int64} - last_prev, ${DAY_MS}) < {churned_days:UInt32} AND intDiv({now_ms:Int64} - last_now, ${DAY_MS}) >= {churned_days:UInt32}) AS crossed,
+              countIf(last_prev > 0 AND intDiv({prev_ms:Int64} - last_prev, ${DAY_MS}) BETWEEN {at_risk_days:UInt32} AND {churned_days:UInt32} - 1) AS was_at_risk,
+              countIf(last_prev > 0 AND intDiv({prev_ms:Int64} - last_prev, ${DAY_MS}) BETWEEN {at_risk_days:UInt32} AND {churned_days:UInt32} - 1 AND recent > 0) AS saved,
+              countIf(last_now > 0) AS existed_now,
+              countIf(last_now > 0 AND intDiv({now_ms:Int64} - last_now, ${DAY_MS}) >= {churned_days:UInt32}) AS churned_now,
+              sum(recent) AS orders_30d, sum(year) AS orders_365d
+       FROM (
+         SELECT customer_id,
+                maxIf(placed_ms, placed_ms < {prev_ms:Int64}) AS last_prev,
+                max(placed_ms) AS last_now,
+                countIf(placed_ms >= {prev_ms:Int64}) AS recent,
+                countIf(placed_ms >= {year_ms:Int64}) AS year
+         FROM (
+           SELECT customer_id, toUnixTimestamp64Milli(placed_at) AS placed_ms FROM orders FINAL
+           WHERE tenant_id = {tenant_id:UInt64} AND is_cancelled = 0 AND total > 0 AND toUnixTimestamp64Milli(placed_at) <= {now_ms:Int64}
+             AND customer_id IN (SELECT f.customer_id FROM customer_features AS f FINAL WHERE ${f.where})
+         )
+         GROUP BY customer_id
+       )`,
+      {
+        ...f.params,
+        now_ms: nowMs,
+        prev_ms: nowMs - CHURN_WINDOW_DAYS * DAY_MS,
+        year_ms: nowMs - 365 * DAY_MS,
+        at_risk_days: CHURN_THRESHOLDS.at_risk,
+        churned_days: CHURN_THRESHOLDS.churned,
+      },
+    ),
+    atRiskRows(ctx, q, q.limit, q.offset),
+  ])
+
+  const byLevel = new Map(levelRows.map((r) => [r.risk, r]))
+  const count = (level: string) => num(byLevel.get(level)?.customers)
+  const total = CHURN_RISKS.reduce((s, l) => s + count(l), 0)
+  const distribution = Object.fromEntries(CHURN_RISKS.map((l) => [l, { count: count(l), percentage: pct(count(l), total), definition: CHURN_DEFINITIONS[l] }]))
+  const sum = (levels: string[], k: 'probability' | 'loss') => levels.reduce((s, l) => s + num(byLevel.get(l)?.[k]), 0)
+
+  const w = windowRows[0]!
+  // Unrounded rates: the comparison is not distorted by rounding.
+  const rateNow = num(w.existed_now) ? num(w.churned_now) / num(w.existed_now) : null
+  const ratePrev = num(w.existed_prev) ? num(w.churned_prev) / num(w.existed_prev) : null
+  const trend =
+    rateNow === null || ratePrev === null || Math.abs(rateNow - ratePrev) < CHURN_TREND_STABLE_BAND ? 'stable' : rateNow > ratePrev ? 'increasing' : 'decreasing'
+  const orders365 = num(w.orders_365d)
+
+  return {
+    success: true,
+    data: {
+      overview: {
+        total_customers: total,
+        churn_rate: ratio(count('churned'), total) ?? 0,
+        monthly_churn_rate: ratio(num(w.crossed), num(w.existed_prev) - num(w.churned_prev)),
+        at_risk_count: count('at_risk') + count('churning'),
+        save_rate: ratio(num(w.saved), num(w.was_at_risk)),
+        distribution,
+      },
+      at_risk_customers: atRisk,
+      predictions: q.include_predictions
+        ? {
+            next_month_churn: Math.round(sum(['active', 'at_risk', 'churning'], 'probability')),
+            preventable_churn: Math.round(sum(['at_risk', 'churning'], 'probability')),
+            potential_save_value: round2(sum(['at_risk', 'churning'], 'loss')),
+          }
+        : { next_month_churn: null, preventable_churn: null, potential_save_value: null },
+      trends: {
+        churn_rate_trend: trend,
+        monthly_comparison: rateNow === null || ratePrev === null ? null : signedPct(rateNow, ratePrev),
+        seasonal_factor: orders365 ? round2(num(w.orders_30d) / ((orders365 * CHURN_WINDOW_DAYS) / 365)) : null,
+      },
+    },
+  }
+}
+
+const col = (header: keyof AtRiskRow): ExportColumn<AtRiskRow> => ({ header, value: (r) => r[header] })
+
+export const churnEndpoint: AnalyticsEndpoint<ChurnOptions, AtRiskRow> = {
   path: '/api/v2/cdp/analytics/churn',
-  summary: '',
-  query: CommonQuery.strict(),
+  summary: 'Churn risk: levels, at-risk customers, predictions and 30-day trends',
+  query: ChurnQuery,
   overview: true,
-  cacheTtlMs: 0,
-  async body() {
-    return { success: true, data: {} }
+  cacheTtlMs: PROCESSING_RESULTS_TTL_MS,
+  body,
+  export: {
+    columns: (
+      ['customer_id', 'email', 'last_order_date', 'days_since_last_order', 'order_frequency_days', 'expected_order_date', 'days_overdue', 'churn_probability', 'churn_risk', 'recommended_action', 'potential_loss'] as const
+    ).map(col),
+    async count(ctx, q) {
+      const f = churnFilter(q, ctx.now())
+      const [r] = await select<{ n: string }>(ctx.store, `SELECT count() AS n FROM customer_features AS f FINAL WHERE ${f.where} AND f.churn_risk IN ('at_risk', 'churning')`, f.params)
+      return num(r?.n)
+    },
+    rows: (ctx, q, limit) => atRiskRows(ctx, q, limit, 0),
   },
 }

@@ -1,14 +1,192 @@
-import { CommonQuery } from './options.ts'
-import type { AnalyticsEndpoint } from './endpoint.ts'
+import { z } from 'zod'
+import { CLV_TIER_HIGH_ABOVE, CLV_TIER_MEDIUM_FROM, DEFAULT_CLV_MONTHS } from '../../../pipelines/features/clv/lifetime-value.ts'
+import { CommonQuery, limitParam, offsetParam } from './options.ts'
+import { customerFilter, type SqlFilter } from './filters.ts'
+import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
+import { pct, round2, select, type AnalyticsContext, type AnalyticsEndpoint, type ExportColumn } from './endpoint.ts'
 
-// Placeholder until this endpoint is implemented.
-export const clvEndpoint: AnalyticsEndpoint = {
+/**
+ * GET /api/v2/cdp/analytics/clv: lifetime value overview, tiers, top customers and insights.
+ * min_value / max_value bound `total_clv` here (not net spend). Definitions:
+ * docs/analytics-rfm-clv-churn.md.
+ */
+export const CLV_TIERS = ['high', 'medium', 'low'] as const
+export const ClvQuery = CommonQuery.extend({
+  tier: z.enum(CLV_TIERS).optional(),
+  sort_by: z.enum(['clv', 'orders', 'recency']).default('clv'),
+  sort_order: z.enum(['asc', 'desc']).default('desc'),
+  limit: limitParam(100),
+  offset: offsetParam,
+}).strict()
+export type ClvOptions = z.infer<typeof ClvQuery>
+
+export const CLV_THRESHOLDS: Readonly<Record<(typeof CLV_TIERS)[number], string>> = {
+  high: `> ${CLV_TIER_HIGH_ABOVE}`,
+  medium: `${CLV_TIER_MEDIUM_FROM} - ${CLV_TIER_HIGH_ABOVE}`,
+  low: `< ${CLV_TIER_MEDIUM_FROM}`,
+}
+/** Share of customers (by total_clv, highest first) in high_value_concentration. */
+const TOP_SHARE = 0.2
+const DAY_MS = 86_400_000
+
+const num = (v: unknown): number => (v === null || v === undefined ? 0 : Number(v))
+
+/** Customers with a CLV (a model fit and a counting order) matching the filters; min/max on total_clv. */
+export function clvFilter(q: ClvOptions, nowMs: number): SqlFilter {
+  const { min_value, max_value, ...rest } = q
+  const f = customerFilter(rest, nowMs)
+  const c = [f.where, 'f.total_clv IS NOT NULL']
+  const params = { ...f.params }
+  if (q.tier) {
+    c.push('f.clv_tier = {tier:String}')
+    params.tier = q.tier
+  }
+  if (min_value !== undefined) {
+    c.push('f.total_clv >= {clv_min:Float64}')
+    params.clv_min = min_value
+  }
+  if (max_value !== undefined) {
+    c.push('f.total_clv <= {clv_max:Float64}')
+    params.clv_max = max_value
+  }
+  return { where: c.join(' AND '), params }
+}
+
+export interface ClvCustomerRow {
+  customer_id: number
+  email: string
+  historical_value: number
+  predicted_value: number
+  total_clv: number
+  total_orders: number
+  avg_order_value: number
+  customer_since: string | null
+  days_as_customer: number | null
+  clv_tier: string | null
+  growth_rate: number | null
+}
+
+const SORT_COLUMN = { clv: 'f.total_clv', orders: 'f.frequency', recency: 'f.recency_days' } as const
+
+async function customerRows(ctx: AnalyticsContext, q: ClvOptions, limit: number, offset: number): Promise<ClvCustomerRow[]> {
+  const nowMs = ctx.now()
+  const f = clvFilter(q, nowMs)
+  const dir = q.sort_order === 'asc' ? 'ASC' : 'DESC'
+  const rows = await select<{
+    customer_id: string
+    email: string
+    historical_value: number
+    predicted_value: number | null
+    total_clv: number
+    total_orders: number
+    avg_order_value: number
+    first_ms: string | null
+    clv_tier: string | null
+  }>(
+    ctx.store,
+    `SELECT f.customer_id AS customer_id, f.email AS email, toFloat64(f.historical_value) AS historical_value, f.predicted_value AS predicted_value,
+            f.total_clv AS total_clv, f.frequency AS total_orders, f.avg_order_value AS avg_order_value,
+            toUnixTimestamp64Milli(f.first_order_at) AS first_ms, f.clv_tier AS clv_tier
+     FROM customer_features AS f FINAL WHERE ${f.where}
+     ORDER BY ${SORT_COLUMN[q.sort_by]} ${dir}, f.customer_id ASC
+     LIMIT {limit:UInt64} OFFSET {offset:UInt64}`,
+    { ...f.params, limit, offset },
+  )
+  return rows.map((r) => {
+    const historical = num(r.historical_value)
+    const predicted = num(r.predicted_value)
+    const firstMs = r.first_ms === null ? null : Number(r.first_ms)
+    return {
+      customer_id: Number(r.customer_id),
+      email: r.email,
+      historical_value: round2(historical),
+      predicted_value: round2(predicted),
+      total_clv: round2(num(r.total_clv)),
+      total_orders: num(r.total_orders),
+      avg_order_value: round2(num(r.avg_order_value)),
+      customer_since: firstMs === null ? null : new Date(firstMs).toISOString().slice(0, 10),
+      days_as_customer: firstMs === null ? null : Math.max(0, Math.floor((nowMs - firstMs) / DAY_MS)),
+      clv_tier: r.clv_tier,
+      growth_rate: historical > 0 && r.predicted_value !== null ? Math.round((predicted / historical - 1) * 10_000) / 10_000 : null,
+    }
+  })
+}
+
+async function body(ctx: AnalyticsContext, q: ClvOptions) {
+  const nowMs = ctx.now()
+  const f = clvFilter(q, nowMs)
+  const [overviewRows, tierRows, top] = await Promise.all([
+    select<{ customers: string; avg_clv: number | null; median_clv: number | null; total_clv: number; top_clv: number; growing: string; predicted_sum: number; retention: number }>(
+      ctx.store,
+      `SELECT count() AS customers, avg(clv) AS avg_clv, quantileExactInclusive(0.5)(clv) AS median_clv, sum(clv) AS total_clv,
+              sumIf(clv, rn <= toUInt64(ceil(n_all * {top_share:Float64}))) AS top_clv,
+              countIf(predicted > historical) AS growing, sum(predicted) AS predicted_sum,
+              sumIf(clv, risk IN ('at_risk', 'churning')) AS retention
+       FROM (
+         SELECT assumeNotNull(f.total_clv) AS clv, coalesce(f.predicted_value, 0) AS predicted, toFloat64(f.historical_value) AS historical, f.churn_risk AS risk,
+                row_number() OVER (ORDER BY f.total_clv DESC, f.customer_id ASC) AS rn, count() OVER () AS n_all
+         FROM customer_features AS f FINAL WHERE ${f.where}
+       )`,
+      { ...f.params, top_share: TOP_SHARE },
+    ),
+    select<{ tier: string; customers: string; avg_value: number }>(
+      ctx.store,
+      `SELECT assumeNotNull(f.clv_tier) AS tier, count() AS customers, avg(f.total_clv) AS avg_value
+       FROM customer_features AS f FINAL WHERE ${f.where} AND f.clv_tier IS NOT NULL GROUP BY tier`,
+      f.params,
+    ),
+    customerRows(ctx, q, q.limit, q.offset),
+  ])
+  const o = overviewRows[0]!
+  const total = num(o.customers)
+  const totalClv = num(o.total_clv)
+  const byTier = new Map(tierRows.map((r) => [r.tier, r]))
+  const distribution = Object.fromEntries(
+    CLV_TIERS.map((t) => {
+      const r = byTier.get(t)
+      const n = num(r?.customers)
+      return [t, { count: n, percentage: pct(n, total), avg_value: round2(num(r?.avg_value)), threshold: CLV_THRESHOLDS[t] }]
+    }),
+  )
+  const topCount = Math.ceil(total * TOP_SHARE)
+  const growing = num(o.growing)
+  const retention = num(o.retention)
+  return {
+    success: true,
+    data: {
+      overview: {
+        total_customers: total,
+        avg_clv: round2(num(o.avg_clv)),
+        median_clv: round2(num(o.median_clv)),
+        total_clv: round2(totalClv),
+        distribution,
+      },
+      top_customers: top,
+      insights: {
+        high_value_concentration: `Top 20% of customers (${topCount} of ${total}) hold ${pct(num(o.top_clv), totalClv)}% of total CLV`,
+        growth_opportunity: `${growing} of ${total} customers (${pct(growing, total)}%) are predicted to spend more in the next ${DEFAULT_CLV_MONTHS} months than they have spent so far; predicted value is ${pct(num(o.predicted_sum), totalClv)}% of total CLV`,
+        retention_impact: `At-risk and churning customers hold ${round2(retention)} of CLV (${pct(retention, totalClv)}% of total CLV)`,
+      },
+    },
+  }
+}
+
+const col = (header: keyof ClvCustomerRow): ExportColumn<ClvCustomerRow> => ({ header, value: (r) => r[header] })
+
+export const clvEndpoint: AnalyticsEndpoint<ClvOptions, ClvCustomerRow> = {
   path: '/api/v2/cdp/analytics/clv',
-  summary: '',
-  query: CommonQuery.strict(),
+  summary: 'Customer lifetime value: overview, tiers, top customers and insights',
+  query: ClvQuery,
   overview: true,
-  cacheTtlMs: 0,
-  async body() {
-    return { success: true, data: {} }
+  cacheTtlMs: PROCESSING_RESULTS_TTL_MS,
+  body,
+  export: {
+    columns: (['customer_id', 'email', 'historical_value', 'predicted_value', 'total_clv', 'total_orders', 'avg_order_value', 'customer_since', 'days_as_customer', 'clv_tier', 'growth_rate'] as const).map(col),
+    async count(ctx, q) {
+      const f = clvFilter(q, ctx.now())
+      const [r] = await select<{ n: string }>(ctx.store, `SELECT count() AS n FROM customer_features AS f FINAL WHERE ${f.where}`, f.params)
+      return num(r?.n)
+    },
+    rows: (ctx, q, limit) => customerRows(ctx, q, limit, 0),
   },
 }

@@ -1,14 +1,212 @@
-import { CommonQuery } from './options.ts'
-import type { AnalyticsEndpoint } from './endpoint.ts'
+import { z } from 'zod'
+import { CommonQuery, dateParam, type CommonOptions } from './options.ts'
+import type { AnalyticsContext, AnalyticsEndpoint } from './endpoint.ts'
+import { round2, select, signedPct } from './endpoint.ts'
+import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
+import { customerScope, scopeClause } from './customers.ts'
 
-// Placeholder until this endpoint is implemented.
+export const COHORT_PERIODS = ['daily', 'weekly', 'monthly'] as const
+export type CohortPeriod = (typeof COHORT_PERIODS)[number]
+
+/** The retention offsets of the spec: `month_k` = the k-th period after the cohort's own. */
+export const RETENTION_OFFSETS = [0, 1, 2, 3, 6, 12] as const
+
+/** At most this many cohort periods between start_date and end_date (spec "Limits": 1000 results). */
+export const MAX_COHORT_PERIODS = 1000
+
+const DAY = 86_400_000
+
+export const CohortsQuery = CommonQuery.extend({
+  period: z.enum(COHORT_PERIODS).default('monthly'),
+  start_date: dateParam.optional(),
+  end_date: dateParam.optional(),
+})
+  .strict()
+  .superRefine((q, ctx) => {
+    if (q.start_date && q.end_date && q.start_date > q.end_date) {
+      ctx.addIssue({ code: 'custom', path: ['start_date'], message: 'start_date must not be after end_date', params: { code: 'invalid_range' } })
+    }
+  })
+
+export type CohortsOptions = Omit<CommonOptions, 'period'> & { period: CohortPeriod; start_date?: string; end_date?: string }
+
+// ------------------------------------------------------------------------------------------
+// Calendar (UTC), pure.
+
+const ymd = (ms: number) => new Date(ms).toISOString().slice(0, 10)
+const parseDay = (d: string) => Date.parse(`${d}T00:00:00Z`)
+
+/** Start (ms, UTC midnight) of the period holding `ms`: the day, its ISO week's Monday, or the 1st of the month. */
+export function periodStart(period: CohortPeriod, ms: number): number {
+  const day = Math.floor(ms / DAY) * DAY
+  if (period === 'daily') return day
+  if (period === 'weekly') return day - ((new Date(day).getUTCDay() + 6) % 7) * DAY
+  const d = new Date(day)
+  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1)
+}
+
+/** The start of the period `k` periods after the one starting at `start`. */
+export function addPeriods(period: CohortPeriod, start: number, k: number): number {
+  if (period === 'daily') return start + k * DAY
+  if (period === 'weekly') return start + 7 * k * DAY
+  const d = new Date(start)
+  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + k, 1)
+}
+
+/** Cohort label: `YYYY-MM-DD` (daily), ISO week `YYYY-Www` (weekly), `YYYY-MM` (monthly). */
+export function cohortLabel(period: CohortPeriod, start: number): string {
+  if (period === 'daily') return ymd(start)
+  if (period === 'monthly') return ymd(start).slice(0, 7)
+  // ISO 8601 week: the week (Monday start) belongs to the year of its Thursday.
+  const thursday = start + 3 * DAY
+  const year = new Date(thursday).getUTCFullYear()
+  const week = Math.floor((thursday - Date.UTC(year, 0, 1)) / (7 * DAY)) + 1
+  return `${year}-W${String(week).padStart(2, '0')}`
+}
+
+/** Default window: end_date = today (UTC) of the clock, start_date = the same day 12 months before (clamped to the month's end). */
+export function cohortWindow(q: Pick<CohortsOptions, 'start_date' | 'end_date'>, nowMs: number): { start: string; end: string } {
+  const end = q.end_date ?? ymd(nowMs)
+  if (q.start_date) return { start: q.start_date, end }
+  const e = new Date(parseDay(end))
+  const y = e.getUTCFullYear() - 1
+  const m = e.getUTCMonth()
+  const lastDay = new Date(Date.UTC(y, m + 1, 0)).getUTCDate()
+  return { start: ymd(Date.UTC(y, m, Math.min(e.getUTCDate(), lastDay))), end }
+}
+
+// ------------------------------------------------------------------------------------------
+
+export interface Cohort {
+  cohort: string
+  size: number
+  retention: Record<`month_${(typeof RETENTION_OFFSETS)[number]}`, number | null>
+  revenue: { total: number; per_customer: number; growth: string | null }
+}
+
+export interface CohortInsights {
+  best_cohort: string | null
+  worst_cohort: string | null
+  avg_retention_3m: number | null
+  trend: 'improving' | 'declining' | 'stable'
+}
+
+/** Percentage points by which the later half must beat (or trail) the earlier half to be a trend. */
+export const TREND_THRESHOLD_PP = 1
+
+/**
+ * Insights over the cohorts whose month_3 is known: best / worst by month_3 (ties: the earliest
+ * cohort), the unweighted mean of month_3, and the trend = mean month_3 of the later half of
+ * those cohorts minus that of the earlier half (the middle one dropped when odd): above +1
+ * point improving, below −1 point declining, otherwise (or fewer than 2 cohorts) stable.
+ */
+export function cohortInsights(cohorts: Cohort[]): CohortInsights {
+  const known = cohorts.filter((c) => c.retention.month_3 !== null) as (Cohort & { retention: { month_3: number } })[]
+  if (known.length === 0) return { best_cohort: null, worst_cohort: null, avg_retention_3m: null, trend: 'stable' }
+  let best = known[0]!
+  let worst = known[0]!
+  for (const c of known) {
+    if (c.retention.month_3 > best.retention.month_3) best = c
+    if (c.retention.month_3 < worst.retention.month_3) worst = c
+  }
+  const mean = (xs: typeof known) => xs.reduce((s, c) => s + c.retention.month_3, 0) / xs.length
+  let trend: CohortInsights['trend'] = 'stable'
+  const half = Math.floor(known.length / 2)
+  if (half >= 1) {
+    const diff = mean(known.slice(known.length - half)) - mean(known.slice(0, half))
+    trend = diff > TREND_THRESHOLD_PP ? 'improving' : diff < -TREND_THRESHOLD_PP ? 'declining' : 'stable'
+  }
+  return { best_cohort: best.cohort, worst_cohort: worst.cohort, avg_retention_3m: round2(mean(known)), trend }
+}
+
+const BUCKET: Record<CohortPeriod, { fn: string; unit: string }> = {
+  daily: { fn: 'toDate', unit: 'day' },
+  weekly: { fn: 'toMonday', unit: 'week' },
+  monthly: { fn: 'toStartOfMonth', unit: 'month' },
+}
+
+export async function cohortsBody(ctx: AnalyticsContext, q: CohortsOptions) {
+  const now = ctx.now()
+  const w = cohortWindow(q, now)
+  const first = periodStart(q.period, parseDay(w.start))
+  const last = periodStart(q.period, parseDay(w.end))
+  const endExclusive = parseDay(w.end) + DAY
+  if (first > last) throw Object.assign(new Error('start_date must not be after end_date'), { status: 400 })
+  const periods = q.period === 'daily' ? (last - first) / DAY + 1 : q.period === 'weekly' ? (last - first) / (7 * DAY) + 1 : 0
+  if (periods > MAX_COHORT_PERIODS) throw Object.assign(new Error(`at most ${MAX_COHORT_PERIODS} cohort periods between start_date and end_date`), { status: 400 })
+  const { fn, unit } = BUCKET[q.period]
+  // The cohort's own start/end dates play the role of date_from/date_to; period is the cohort grain.
+  const scope = customerScope({ ...q, period: undefined }, now, ['period', 'date_from', 'date_to'])
+  const rows = await select<{ cohort: string; k: number; customers: number; revenue: number }>(
+    ctx.store,
+    `WITH o AS (
+       SELECT customer_id, placed_at, toFloat64(total) AS amount
+       FROM orders FINAL
+       WHERE tenant_id = {tenant_id:UInt64} AND is_cancelled = 0 AND total > 0
+         AND placed_at < fromUnixTimestamp64Milli({end_ms:Int64}, 'UTC')${scopeClause(scope)}
+     ),
+     firsts AS (SELECT customer_id, ${fn}(min(placed_at)) AS cohort FROM o GROUP BY customer_id)
+     SELECT toString(firsts.cohort) AS cohort,
+            dateDiff('${unit}', firsts.cohort, ${fn}(o.placed_at)) AS k,
+            uniqExact(o.customer_id) AS customers,
+            sum(o.amount) AS revenue
+     FROM o INNER JOIN firsts ON firsts.customer_id = o.customer_id
+     WHERE firsts.cohort >= toDate({first:String}) AND firsts.cohort <= toDate({last:String})
+     GROUP BY cohort, k
+     ORDER BY cohort, k`,
+    { ...scope.params, end_ms: endExclusive, first: ymd(first), last: ymd(last) },
+  )
+  const byCohort = new Map<string, Map<number, { customers: number; revenue: number }>>()
+  for (const r of rows) {
+    let m = byCohort.get(r.cohort)
+    if (!m) byCohort.set(r.cohort, (m = new Map()))
+    m.set(Number(r.k), { customers: Number(r.customers), revenue: Number(r.revenue) })
+  }
+  const cohorts: Cohort[] = []
+  const endDay = parseDay(w.end)
+  for (const [day, ks] of [...byCohort].sort(([a], [b]) => (a < b ? -1 : 1))) {
+    const start = parseDay(day)
+    const size = ks.get(0)?.customers ?? 0
+    if (size === 0) continue
+    const retention = {} as Cohort['retention']
+    for (const k of RETENTION_OFFSETS) {
+      const elapsed = addPeriods(q.period, start, k) <= endDay
+      retention[`month_${k}`] = elapsed ? round2((100 * (ks.get(k)?.customers ?? 0)) / size) : null
+    }
+    const total = round2([...ks.values()].reduce((s, v) => s + v.revenue, 0))
+    const perCustomer = round2(total / size)
+    const prev = cohorts.at(-1)
+    cohorts.push({
+      cohort: cohortLabel(q.period, start),
+      size,
+      retention,
+      revenue: { total, per_customer: perCustomer, growth: prev ? signedPct(perCustomer, prev.revenue.per_customer) : null },
+    })
+  }
+  return {
+    success: true,
+    data: {
+      period: q.period,
+      start_date: w.start,
+      end_date: w.end,
+      cohorts,
+      insights: cohortInsights(cohorts),
+    },
+  }
+}
+
+/**
+ * GET /api/v2/cdp/analytics/cohorts — acquisition cohorts (first counting order) with retention
+ * at periods 0, 1, 2, 3, 6, 12 and revenue. Definitions: docs/analytics-cohorts-dashboard.md.
+ */
 export const cohortsEndpoint: AnalyticsEndpoint = {
   path: '/api/v2/cdp/analytics/cohorts',
-  summary: '',
-  query: CommonQuery.strict(),
+  summary:
+    'Cohorts by first counting order (period daily|weekly|monthly, default monthly; start_date default 12 months before end_date; end_date default today, UTC): size, retention month_0..month_12 in percent (null when that period has not started by end_date), revenue and insights',
+  // The router only needs tenant_id and format from the parsed query; `period` here is the cohort grain.
+  query: CohortsQuery as unknown as z.ZodType<CommonOptions>,
+  ignores: ['date_from', 'date_to', 'format'],
   overview: true,
-  cacheTtlMs: 0,
-  async body() {
-    return { success: true, data: {} }
-  },
+  cacheTtlMs: PROCESSING_RESULTS_TTL_MS,
+  body: (ctx, q) => cohortsBody(ctx, q as unknown as CohortsOptions),
 }

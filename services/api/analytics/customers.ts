@@ -1,14 +1,176 @@
-import { CommonQuery } from './options.ts'
-import type { AnalyticsEndpoint } from './endpoint.ts'
+import { CommonQuery, limitParam, offsetParam, type CommonOptions } from './options.ts'
+import type { AnalyticsContext, AnalyticsEndpoint, ExportColumn } from './endpoint.ts'
+import { select } from './endpoint.ts'
+import { customerFilter, type SqlFilter } from './filters.ts'
+import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
 
-// Placeholder until this endpoint is implemented.
-export const customersEndpoint: AnalyticsEndpoint = {
+/** Shared options that narrow the set of customers (see filters.ts). */
+const CUSTOMER_OPTIONS = ['segments', 'exclude_segments', 'min_value', 'max_value', 'customer_ids', 'email_domain', 'registration_source', 'date_from', 'date_to', 'period'] as const
+
+/**
+ * The customer scope of an endpoint: `customerFilter` over `customer_features` (alias `f`) with
+ * the options listed in `drop` removed (endpoints whose own `period`/dates mean something else),
+ * and whether any customer filter is left (`filtered`). Shared by the modules of this area
+ * (cohorts, segment performance, dashboard, customers).
+ */
+export function customerScope(q: CommonOptions, nowMs: number, drop: readonly (keyof CommonOptions)[] = []): SqlFilter & { filtered: boolean } {
+  const o: CommonOptions = { ...q }
+  for (const k of drop) delete o[k]
+  const f = customerFilter(o, nowMs)
+  const filtered = CUSTOMER_OPTIONS.some((k) => {
+    const v = o[k]
+    return v !== undefined && !(Array.isArray(v) && v.length === 0)
+  })
+  return { ...f, filtered }
+}
+
+/**
+ * `AND customer_id IN (…customer_features of the scope…)` for queries over orders or
+ * segment_changes, or '' when no customer filter applies (then every customer of the tenant
+ * counts, including one whose feature row is not written yet).
+ */
+export function scopeClause(s: { where: string; filtered: boolean }, column = 'customer_id'): string {
+  return s.filtered ? ` AND ${column} IN (SELECT f.customer_id FROM customer_features AS f FINAL WHERE ${s.where})` : ''
+}
+
+/** Milliseconds → ISO 8601 (UTC), null stays null. */
+export const isoOrNull = (ms: number | null | undefined): string | null => (ms === null || ms === undefined ? null : new Date(Number(ms)).toISOString())
+
+export const CustomersQuery = CommonQuery.extend({ limit: limitParam(50), offset: offsetParam }).strict()
+export type CustomersOptions = CommonOptions & { limit: number; offset: number }
+
+/** One item of the spec's "Customer (list item)", every field present. */
+export interface CustomerItem {
+  profile_id: string
+  email: string | null
+  first_name: string | null
+  last_name: string | null
+  estimated_age: number | null
+  inferred_gender: string | null
+  age_segment: string | null
+  generation: string | null
+  social_ads_age_range: string | null
+  search_ads_age_range: string | null
+  corrected_city: string | null
+  corrected_province: string | null
+  corrected_postal_code: string | null
+  region: string | null
+  location_confidence: number | null
+  location_correction_needed: boolean
+  is_location_validated: boolean
+  rfm_segment: string | null
+  historical_value: number
+  order_count: number
+  created_at: string | null
+  last_order_date: string | null
+}
+
+interface Row {
+  customer_id: number
+  email: string | null
+  first_name: string | null
+  last_name: string | null
+  segment: string | null
+  historical_value: number
+  frequency: number
+  created_ms: number | null
+  last_order_ms: number | null
+}
+
+const FROM = `FROM customer_features AS f FINAL
+  LEFT JOIN (SELECT customer_id, email, first_name, last_name, created_at FROM customers FINAL WHERE tenant_id = {tenant_id:UInt64}) AS c
+    ON c.customer_id = f.customer_id`
+
+function toItem(r: Row): CustomerItem {
+  return {
+    profile_id: String(r.customer_id),
+    email: r.email,
+    first_name: r.first_name,
+    last_name: r.last_name,
+    // Demographic enrichment (national id → age, name → gender, address correction) is not built
+    // yet: these fields are present and honestly empty (null / false).
+    estimated_age: null,
+    inferred_gender: null,
+    age_segment: null,
+    generation: null,
+    social_ads_age_range: null,
+    search_ads_age_range: null,
+    corrected_city: null,
+    corrected_province: null,
+    corrected_postal_code: null,
+    region: null,
+    location_confidence: null,
+    location_correction_needed: false,
+    is_location_validated: false,
+    rfm_segment: r.segment,
+    historical_value: Number(r.historical_value),
+    order_count: Number(r.frequency),
+    created_at: isoOrNull(r.created_ms),
+    last_order_date: isoOrNull(r.last_order_ms),
+  }
+}
+
+async function count(ctx: AnalyticsContext, q: CustomersOptions): Promise<number> {
+  const s = customerScope(q, ctx.now())
+  const [row] = await select<{ n: number }>(ctx.store, `SELECT count() AS n FROM customer_features AS f FINAL WHERE ${s.where}`, s.params)
+  return Number(row?.n ?? 0)
+}
+
+async function page(ctx: AnalyticsContext, q: CustomersOptions, limit: number, offset: number): Promise<CustomerItem[]> {
+  const s = customerScope(q, ctx.now())
+  const rows = await select<Row>(
+    ctx.store,
+    `SELECT f.customer_id AS customer_id,
+            coalesce(c.email, nullIf(f.email, '')) AS email,
+            c.first_name AS first_name, c.last_name AS last_name,
+            f.segment AS segment,
+            toFloat64(f.historical_value) AS historical_value,
+            f.frequency AS frequency,
+            toUnixTimestamp64Milli(c.created_at) AS created_ms,
+            toUnixTimestamp64Milli(f.last_order_at) AS last_order_ms
+     ${FROM}
+     WHERE ${s.where}
+     ORDER BY f.customer_id
+     LIMIT {limit:UInt32} OFFSET {offset:UInt64}`,
+    { ...s.params, limit, offset },
+  )
+  return rows.map(toItem)
+}
+
+const col = (k: keyof CustomerItem): ExportColumn<CustomerItem> => ({ header: k, value: (r) => r[k] })
+
+/**
+ * GET /api/cdp/v2/customers — the tenant's customers (one per `customer_features` row), ordered
+ * by customer id, a page at a time; all shared customer filters apply. See
+ * docs/analytics-cohorts-dashboard.md.
+ */
+export const customersEndpoint: AnalyticsEndpoint<CustomersOptions, CustomerItem> = {
   path: '/api/cdp/v2/customers',
-  summary: '',
-  query: CommonQuery.strict(),
-  overview: true,
-  cacheTtlMs: 0,
-  async body() {
-    return { success: true, data: {} }
+  summary: 'Customer list: every field of the spec\'s "Customer (list item)", paged (limit 1..1000, default 50; offset), ordered by customer id',
+  query: CustomersQuery,
+  overview: false,
+  cacheTtlMs: PROCESSING_RESULTS_TTL_MS,
+  async body(ctx, q) {
+    const [total, customers] = await Promise.all([count(ctx, q), page(ctx, q, q.limit, q.offset)])
+    return {
+      success: true,
+      data: {
+        customers,
+        pagination: { total, limit: q.limit, offset: q.offset, has_next: q.offset + customers.length < total },
+      },
+    }
+  },
+  export: {
+    columns: (
+      [
+        'profile_id', 'email', 'first_name', 'last_name', 'estimated_age', 'inferred_gender', 'age_segment', 'generation',
+        'social_ads_age_range', 'search_ads_age_range', 'corrected_city', 'corrected_province', 'corrected_postal_code', 'region',
+        'location_confidence', 'location_correction_needed', 'is_location_validated', 'rfm_segment', 'historical_value',
+        'order_count', 'created_at', 'last_order_date',
+      ] as const
+    ).map(col),
+    count,
+    /** Every customer of the scope (not just the page), in customer id order, at most `limit`. */
+    rows: (ctx, q, limit) => page(ctx, q, limit, 0),
   },
 }

@@ -1,14 +1,169 @@
-import { CommonQuery } from './options.ts'
-import type { AnalyticsEndpoint } from './endpoint.ts'
+import { z } from 'zod'
+import { CommonQuery, resolveWindow, type CommonOptions } from './options.ts'
+import type { AnalyticsContext, AnalyticsEndpoint } from './endpoint.ts'
+import { round2, select, signedPct } from './endpoint.ts'
+import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
+import { customerScope, scopeClause } from './customers.ts'
+import { SEGMENTS } from '../../../pipelines/features/segments.ts'
 
-// Placeholder until this endpoint is implemented.
-export const dashboardEndpoint: AnalyticsEndpoint = {
+const DAY = 86_400_000
+/** Churned = more than this many days without a counting order (the churn model's boundary). */
+export const CHURN_DAYS = 90
+
+export const DASHBOARD_PERIODS = ['today', 'week', 'month', 'year'] as const
+
+export const DashboardQuery = CommonQuery.extend({ period: z.enum(DASHBOARD_PERIODS).default('month') }).strict()
+export type DashboardOptions = CommonOptions & { period: (typeof DASHBOARD_PERIODS)[number] }
+
+/**
+ * Segment rank for movements: the spec's table order, Champions (0, best) … Lost (10, worst).
+ * A change to a lower rank number is an upgrade, to a higher one a downgrade.
+ */
+export const SEGMENT_RANK: Readonly<Record<string, number>> = Object.fromEntries(SEGMENTS.map((s, i) => [s, i]))
+
+/** Alert rules, checked in this order. */
+export const ALERT_RULES = {
+  churnRate: 0.3,
+  revenueDropPct: -20,
+  atRiskShare: 0.2,
+} as const
+
+/** The dashboard window [from, to) and the same-length window before it. */
+export function dashboardWindows(period: DashboardOptions['period'], nowMs: number) {
+  const w = resolveWindow({ period }, nowMs)!
+  const len = w.to - w.from
+  return { from: w.from, to: w.to, prevFrom: w.from - len, prevTo: w.from, days: Math.ceil((w.to - w.from) / DAY) }
+}
+
+export async function dashboardBody(ctx: AnalyticsContext, q: DashboardOptions) {
+  const now = ctx.now()
+  const win = dashboardWindows(q.period, now)
+  // period is the dashboard's window, date_from/date_to do not apply; the other filters choose customers.
+  const scope = customerScope(q, now, ['period', 'date_from', 'date_to'])
+  const inScope = scopeClause(scope)
+  const p = { ...scope.params, from: win.from, to: win.to, prev_from: win.prevFrom, churn_from: win.from - CHURN_DAYS * DAY, churn_to: now - CHURN_DAYS * DAY, segments: SEGMENTS }
+  const ts = (name: string) => `fromUnixTimestamp64Milli({${name}:Int64}, 'UTC')`
+
+  const [features, orders, daily, segRows, moves] = await Promise.all([
+    select<{ total: number; churned: number; clv: number | null }>(
+      ctx.store,
+      `SELECT count() AS total, countIf(f.churn_risk = 'churned') AS churned, avgOrNull(f.total_clv) AS clv
+       FROM customer_features AS f FINAL WHERE ${scope.where}`,
+      p,
+    ),
+    // Per customer: counting orders in the window and before it, first and last counting order.
+    select<{ active: number; orders: number; revenue: number; prev_revenue: number; new_customers: number; returning: number; churned: number }>(
+      ctx.store,
+      `SELECT countIf(n_cur > 0) AS active, sum(n_cur) AS orders, sum(rev_cur) AS revenue, sum(rev_prev) AS prev_revenue,
+              countIf(first_at >= ${ts('from')} AND first_at < ${ts('to')}) AS new_customers,
+              countIf(n_cur > 0 AND first_at < ${ts('from')}) AS returning,
+              countIf(last_at >= ${ts('churn_from')} AND last_at < ${ts('churn_to')}) AS churned
+       FROM (
+         SELECT customer_id,
+                countIf(placed_at >= ${ts('from')} AND placed_at < ${ts('to')}) AS n_cur,
+                sumIf(toFloat64(total), placed_at >= ${ts('from')} AND placed_at < ${ts('to')}) AS rev_cur,
+                sumIf(toFloat64(total), placed_at >= ${ts('prev_from')} AND placed_at < ${ts('from')}) AS rev_prev,
+                min(placed_at) AS first_at, max(placed_at) AS last_at
+         FROM orders FINAL
+         WHERE tenant_id = {tenant_id:UInt64} AND is_cancelled = 0 AND total > 0 AND placed_at < ${ts('to')}${inScope}
+         GROUP BY customer_id
+       )`,
+      p,
+    ),
+    select<{ day: number; revenue: number }>(
+      ctx.store,
+      `SELECT intDiv(toUnixTimestamp64Milli(placed_at) - {from:Int64}, 86400000) AS day, sum(toFloat64(total)) AS revenue
+       FROM orders FINAL
+       WHERE tenant_id = {tenant_id:UInt64} AND is_cancelled = 0 AND total > 0
+         AND placed_at >= ${ts('from')} AND placed_at < ${ts('to')}${inScope}
+       GROUP BY day`,
+      p,
+    ),
+    select<{ segment: string; n: number }>(
+      ctx.store,
+      `SELECT f.segment AS segment, count() AS n FROM customer_features AS f FINAL WHERE ${scope.where} AND f.segment IS NOT NULL GROUP BY segment`,
+      p,
+    ),
+    // A change published twice (at least once delivery) has another event_id but the same content: counted once.
+    select<{ upgrades: number; downgrades: number }>(
+      ctx.store,
+      `SELECT uniqExactIf(key, indexOf({segments:Array(String)}, segment) < indexOf({segments:Array(String)}, previous_segment)) AS upgrades,
+              uniqExactIf(key, indexOf({segments:Array(String)}, segment) > indexOf({segments:Array(String)}, previous_segment)) AS downgrades
+       FROM (
+         SELECT tuple(customer_id, occurred_at, previous_segment, segment) AS key, assumeNotNull(previous_segment) AS previous_segment, assumeNotNull(segment) AS segment
+         FROM segment_changes FINAL
+         WHERE tenant_id = {tenant_id:UInt64} AND previous_segment IS NOT NULL AND segment IS NOT NULL
+           AND has({segments:Array(String)}, previous_segment) AND has({segments:Array(String)}, segment)
+           AND occurred_at >= ${ts('from')} AND occurred_at < ${ts('to')}${inScope}
+       )`,
+      p,
+    ),
+  ])
+
+  const f = features[0] ?? { total: 0, churned: 0, clv: null }
+  const o = orders[0] ?? { active: 0, orders: 0, revenue: 0, prev_revenue: 0, new_customers: 0, returning: 0, churned: 0 }
+  const totalCustomers = Number(f.total)
+  const churnRate = totalCustomers ? Math.round((Number(f.churned) / totalCustomers) * 10_000) / 10_000 : 0
+  const revenue = round2(Number(o.revenue))
+  const prevRevenue = round2(Number(o.prev_revenue))
+  const nOrders = Number(o.orders)
+  const chart: number[] = Array.from({ length: win.days }, () => 0)
+  for (const d of daily) chart[Number(d.day)] = round2(Number(d.revenue))
+
+  const counts = new Map(segRows.map((r) => [r.segment, Number(r.n)]))
+  const segmented = [...counts.values()].reduce((a, b) => a + b, 0)
+  const distribution = SEGMENTS.map((segment) => {
+    const count = counts.get(segment) ?? 0
+    return { segment, count, percentage: segmented ? round2((100 * count) / segmented) : 0 }
+  })
+  const change = signedPct(revenue, prevRevenue)
+
+  const alerts: { type: string; message: string; action: string }[] = []
+  if (churnRate > ALERT_RULES.churnRate) {
+    alerts.push({ type: 'churn', message: `Churn rate is ${round2(churnRate * 100)}% (above ${ALERT_RULES.churnRate * 100}%)`, action: 'Run a win-back campaign for churned and at-risk customers' })
+  }
+  if (prevRevenue > 0 && (100 * (revenue - prevRevenue)) / prevRevenue < ALERT_RULES.revenueDropPct) {
+    alerts.push({ type: 'revenue', message: `Revenue ${change} against the previous ${q.period}`, action: 'Review campaigns, stock and pricing of the period' })
+  }
+  const atRisk = (counts.get('At Risk') ?? 0) + (counts.get('Cannot Lose Them') ?? 0)
+  if (segmented && atRisk / segmented > ALERT_RULES.atRiskShare) {
+    alerts.push({ type: 'segments', message: `${round2((100 * atRisk) / segmented)}% of customers are At Risk or Cannot Lose Them`, action: 'Prioritise retention offers for high-value lapsing customers' })
+  }
+
+  return {
+    success: true,
+    data: {
+      period: q.period,
+      kpis: {
+        total_customers: totalCustomers,
+        active_customers: Number(o.active),
+        total_revenue: revenue,
+        avg_order_value: nOrders ? round2(revenue / nOrders) : 0,
+        customer_lifetime_value: f.clv === null ? null : round2(Number(f.clv)),
+        churn_rate: churnRate,
+        nps_score: null,
+      },
+      trends: {
+        revenue: { current: revenue, previous: prevRevenue, change, chart },
+        customers: { new: Number(o.new_customers), returning: Number(o.returning), churned: Number(o.churned) },
+      },
+      segments: {
+        distribution,
+        movements: { upgrades: Number(moves[0]?.upgrades ?? 0), downgrades: Number(moves[0]?.downgrades ?? 0) },
+      },
+      alerts,
+    },
+  }
+}
+
+/** GET /api/v2/cdp/analytics/dashboard — KPIs, trends, segments and alerts of a period; definitions in docs/analytics-cohorts-dashboard.md. */
+export const dashboardEndpoint: AnalyticsEndpoint<DashboardOptions> = {
   path: '/api/v2/cdp/analytics/dashboard',
-  summary: '',
-  query: CommonQuery.strict(),
+  summary:
+    'Dashboard of a period (today|week|month|year, default month; UTC days ending now): KPIs, revenue against the previous period of the same length with a daily chart, new/returning/churned customers, segment distribution and movements, alerts',
+  query: DashboardQuery,
+  ignores: ['date_from', 'date_to', 'format'],
   overview: true,
-  cacheTtlMs: 0,
-  async body() {
-    return { success: true, data: {} }
-  },
+  cacheTtlMs: PROCESSING_RESULTS_TTL_MS,
+  body: dashboardBody,
 }

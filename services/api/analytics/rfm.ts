@@ -1,14 +1,209 @@
-import { CommonQuery } from './options.ts'
-import type { AnalyticsEndpoint } from './endpoint.ts'
+import { z } from 'zod'
+import { SEGMENTS, SEGMENT_DESCRIPTIONS, type Segment } from '../../../pipelines/features/segments.ts'
+import { CommonQuery, boolParam, limitParam, offsetParam } from './options.ts'
+import { customerFilter } from './filters.ts'
+import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
+import { pct, round2, select, signedPct, type AnalyticsContext, type AnalyticsEndpoint } from './endpoint.ts'
+import { SEGMENT_ACTIONS } from './segment-actions.ts'
 
-// Placeholder until this endpoint is implemented.
-export const rfmEndpoint: AnalyticsEndpoint = {
+/**
+ * GET /api/v2/cdp/analytics/rfm: the tenant's RFM overview, per-segment distribution, 30-day
+ * trends and segment membership. Definitions: docs/analytics-rfm-clv-churn.md.
+ */
+export const RfmQuery = CommonQuery.extend({
+  segment: z.enum(SEGMENTS).optional(),
+  limit: limitParam(100),
+  offset: offsetParam,
+  include_details: boolParam.default(false),
+}).strict()
+export type RfmOptions = z.infer<typeof RfmQuery>
+
+const DAY_MS = 86_400_000
+/** Trends compare against the latest snapshot at least this many days old. */
+export const TREND_WINDOW_DAYS = 30
+/** next_update = processing_date + this: the features tick refreshes every customer at least hourly (models refit every hour). */
+export const RFM_REFRESH_MS = 60 * 60_000
+/** Provinces listed per segment. */
+const TOP_PROVINCES = 3
+
+const num = (v: unknown): number => (v === null || v === undefined ? 0 : Number(v))
+const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v))
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString())
+
+interface SegRow {
+  segment: Segment
+  customers: string
+  avg_recency: number | null
+  avg_frequency: number | null
+  avg_monetary: number | null
+}
+
+/** The scored customers (a segment) matching the shared filters, each with its profile's province. */
+function base(q: RfmOptions, nowMs: number) {
+  const f = customerFilter(q, nowMs)
+  const from = `customer_features AS f FINAL
+    LEFT JOIN (SELECT customer_id, nullIf(trim(coalesce(province, '')), '') AS province FROM customers FINAL WHERE tenant_id = {tenant_id:UInt64}) AS c
+      ON c.customer_id = f.customer_id`
+  return { from, where: `${f.where} AND f.segment IS NOT NULL`, params: f.params }
+}
+
+async function body(ctx: AnalyticsContext, q: RfmOptions) {
+  const nowMs = ctx.now()
+  const b = base(q, nowMs)
+  const segParams = { ...b.params, ...(q.segment ? { only_segment: q.segment } : {}) }
+  const segWhere = q.segment ? `${b.where} AND f.segment = {only_segment:String}` : b.where
+
+  const [overviewRows, segRows, processedRows, provinceRows, idRows, trends] = await Promise.all([
+    select<{ customers: string; avg_recency: number | null; avg_frequency: number | null; avg_monetary: number | null; revenue: number; with_location: string }>(
+      ctx.store,
+      `SELECT count() AS customers, avg(f.recency_days) AS avg_recency, avg(f.frequency) AS avg_frequency, avg(toFloat64(f.monetary)) AS avg_monetary,
+              sum(toFloat64(f.monetary)) AS revenue, countIf(c.province IS NOT NULL) AS with_location
+       FROM ${b.from} WHERE ${b.where}`,
+      b.params,
+    ),
+    select<SegRow>(
+      ctx.store,
+      `SELECT assumeNotNull(f.segment) AS segment, count() AS customers, avg(f.recency_days) AS avg_recency, avg(f.frequency) AS avg_frequency,
+              avg(toFloat64(f.monetary)) AS avg_monetary
+       FROM ${b.from} WHERE ${segWhere} GROUP BY segment`,
+      segParams,
+    ),
+    select<{ processed_ms: string | null }>(
+      ctx.store,
+      `SELECT toUnixTimestamp64Milli(maxOrNull(processed_at)) AS processed_ms FROM customer_features FINAL WHERE tenant_id = {tenant_id:UInt64}`,
+      { tenant_id: q.tenant_id },
+    ),
+    select<{ segment: Segment; province: string; n: string }>(
+      ctx.store,
+      `SELECT assumeNotNull(f.segment) AS segment, assumeNotNull(c.province) AS province, count() AS n
+       FROM ${b.from} WHERE ${segWhere} AND c.province IS NOT NULL
+       GROUP BY segment, province ORDER BY segment, n DESC, province`,
+      segParams,
+    ),
+    q.include_details
+      ? select<{ segment: Segment; ids: string[] }>(
+          ctx.store,
+          `SELECT segment, groupArray(customer_id) AS ids FROM (
+             SELECT assumeNotNull(f.segment) AS segment, f.customer_id AS customer_id,
+                    row_number() OVER (PARTITION BY f.segment ORDER BY f.customer_id) AS rn
+             FROM ${b.from} WHERE ${segWhere}
+             ORDER BY segment, customer_id
+           ) WHERE rn > {offset:UInt64} AND rn <= {offset:UInt64} + {limit:UInt64}
+           GROUP BY segment`,
+          { ...segParams, offset: q.offset, limit: q.limit },
+        )
+      : Promise.resolve([]),
+    rfmTrends(ctx, q.tenant_id, nowMs),
+  ])
+
+  const o = overviewRows[0]!
+  const total = num(o.customers)
+  const withLocation = num(o.with_location)
+  const bySeg = new Map(segRows.map((r) => [r.segment, r]))
+  const ids = new Map(idRows.map((r) => [r.segment, r.ids.map(Number)]))
+  const provinces = new Map<string, string[]>()
+  for (const r of provinceRows) {
+    const list = provinces.get(r.segment) ?? []
+    if (list.length < TOP_PROVINCES) list.push(r.province)
+    provinces.set(r.segment, list)
+  }
+  const processedMs = numOrNull(processedRows[0]?.processed_ms)
+  const shown = q.segment ? [q.segment] : [...SEGMENTS]
+
+  const distribution = shown.map((segment) => {
+    const r = bySeg.get(segment)
+    const n = num(r?.customers)
+    return {
+      segment,
+      customer_count: n,
+      percentage: pct(n, total),
+      avg_recency: round2(num(r?.avg_recency)),
+      avg_frequency: round2(num(r?.avg_frequency)),
+      avg_monetary: round2(num(r?.avg_monetary)),
+      characteristics: { description: SEGMENT_DESCRIPTIONS[segment], recommended_actions: [...SEGMENT_ACTIONS[segment]] },
+      // Age and gender are not stored yet (a later issue adds them): null and empty, never guessed.
+      demographics: { avg_age: null, male_count: 0, female_count: 0, top_provinces: provinces.get(segment) ?? [], age_segments: {}, generations: {} },
+    }
+  })
+
+  const segments_detail: Record<string, { count: number; percentage: number; customer_ids?: number[] }> = {}
+  for (const d of distribution) {
+    segments_detail[d.segment] = { count: d.customer_count, percentage: d.percentage, ...(q.include_details ? { customer_ids: ids.get(d.segment) ?? [] } : {}) }
+  }
+
+  return {
+    success: true,
+    message: `RFM analysis for tenant ${q.tenant_id}`,
+    data: {
+      overview: {
+        total_customers: total,
+        avg_recency: round2(num(o.avg_recency)),
+        avg_frequency: round2(num(o.avg_frequency)),
+        avg_monetary: round2(num(o.avg_monetary)),
+        total_revenue: round2(num(o.revenue)),
+        last_calculation: iso(processedMs),
+        demographics: {
+          customers_with_age: 0,
+          avg_age: null,
+          male_customers: 0,
+          female_customers: 0,
+          customers_with_location: withLocation,
+          completion_rates: { age: 0, gender: 0, location: pct(withLocation, total) },
+        },
+      },
+      distribution,
+      trends,
+      segments_detail,
+    },
+    metadata: {
+      tenant_id: q.tenant_id,
+      processing_date: iso(processedMs),
+      next_update: iso(processedMs === null ? null : processedMs + RFM_REFRESH_MS),
+    },
+  }
+}
+
+/**
+ * Tenant-wide (the shared filters do not apply: snapshots are per segment only). Current = the
+ * live features; previous = the latest `segment_daily` snapshot dated at least 30 days before
+ * today (UTC). Null when there is no such snapshot or its base is 0.
+ */
+export async function rfmTrends(ctx: AnalyticsContext, tenantId: number, nowMs: number) {
+  const cutoffDay = new Date(Math.floor(nowMs / DAY_MS) * DAY_MS - TREND_WINDOW_DAYS * DAY_MS).toISOString().slice(0, 10)
+  const [now, prev] = await Promise.all([
+    select<{ champions: string; at_risk: string; customers: string; monetary_sum: number }>(
+      ctx.store,
+      `SELECT countIf(segment = 'Champions') AS champions, countIf(segment = 'At Risk') AS at_risk, count() AS customers, sum(toFloat64(monetary)) AS monetary_sum
+       FROM customer_features FINAL WHERE tenant_id = {tenant_id:UInt64} AND segment IS NOT NULL`,
+      { tenant_id: tenantId },
+    ),
+    select<{ day: string; champions_n: string; at_risk_n: string; customers_n: string; monetary_sum: number }>(
+      ctx.store,
+      `SELECT day, sumIf(customers, segment = 'Champions') AS champions_n, sumIf(customers, segment = 'At Risk') AS at_risk_n, sum(customers) AS customers_n, sum(toFloat64(monetary)) AS monetary_sum
+       FROM segment_daily FINAL
+       WHERE tenant_id = {tenant_id:UInt64} AND day = (SELECT max(day) FROM segment_daily WHERE tenant_id = {tenant_id:UInt64} AND day <= toDate({cutoff:String}))
+       GROUP BY day`,
+      { tenant_id: tenantId, cutoff: cutoffDay },
+    ),
+  ])
+  const c = now[0]!
+  const p = prev[0]
+  if (!p) return { champions_growth: null, at_risk_increase: null, avg_monetary_change: null }
+  const avgNow = num(c.customers) ? num(c.monetary_sum) / num(c.customers) : 0
+  const avgPrev = num(p.customers_n) ? num(p.monetary_sum) / num(p.customers_n) : 0
+  return {
+    champions_growth: signedPct(num(c.champions), num(p.champions_n)),
+    at_risk_increase: signedPct(num(c.at_risk), num(p.at_risk_n)),
+    avg_monetary_change: signedPct(avgNow, avgPrev),
+  }
+}
+
+export const rfmEndpoint: AnalyticsEndpoint<RfmOptions> = {
   path: '/api/v2/cdp/analytics/rfm',
-  summary: '',
-  query: CommonQuery.strict(),
+  summary: 'RFM overview, segment distribution, 30-day trends and segment membership',
+  query: RfmQuery,
+  ignores: ['format'],
   overview: true,
-  cacheTtlMs: 0,
-  async body() {
-    return { success: true, data: {} }
-  },
+  cacheTtlMs: PROCESSING_RESULTS_TTL_MS,
+  body,
 }

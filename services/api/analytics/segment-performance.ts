@@ -1,14 +1,109 @@
-import { CommonQuery } from './options.ts'
-import type { AnalyticsEndpoint } from './endpoint.ts'
+import { CommonQuery, type CommonOptions } from './options.ts'
+import type { AnalyticsContext, AnalyticsEndpoint } from './endpoint.ts'
+import { round2, select, signedPct } from './endpoint.ts'
+import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
+import { customerScope } from './customers.ts'
+import { SEGMENTS, type Segment } from '../../../pipelines/features/segments.ts'
 
-// Placeholder until this endpoint is implemented.
+const DAY = 86_400_000
+/** A customer is retained when their last counting order is at most this many days old. */
+export const RETENTION_WINDOW_DAYS = 90
+/** growth_rate and vs_last_month compare with the segment_daily snapshot this many days before today. */
+export const COMPARISON_DAYS = 30
+
+/**
+ * Recommendations: a segment with customers gets its action; potential_impact = share × the
+ * segment's revenue (net spend of its customers), as a money string with 2 decimals.
+ */
+export const RECOMMENDATION_RULES: ReadonlyArray<{ segment: Segment; action: string; share: number }> = [
+  { segment: 'Champions', action: 'reward and referral program', share: 0.05 },
+  { segment: 'Potential Loyalists', action: 'loyalty program enrolment', share: 0.1 },
+  { segment: 'Recent Customers', action: 'onboarding sequence with a second-purchase offer', share: 0.1 },
+  { segment: 'Need Attention', action: 'personalised limited-time offer', share: 0.1 },
+  { segment: 'About to Sleep', action: 'reactivation campaign', share: 0.15 },
+  { segment: 'At Risk', action: 'win-back campaign', share: 0.25 },
+  { segment: 'Cannot Lose Them', action: 'personal outreach with an exclusive offer', share: 0.3 },
+]
+
+interface SegRow {
+  segment: string
+  size: number
+  revenue: number
+  orders: number
+  retained: number
+}
+
+const frac = (n: number, d: number) => (d ? Math.round((n / d) * 10_000) / 10_000 : 0)
+
+export async function segmentPerformanceBody(ctx: AnalyticsContext, q: CommonOptions) {
+  const now = ctx.now()
+  const scope = customerScope(q, now)
+  const today = Math.floor(now / DAY) * DAY
+  const rows = await select<SegRow>(
+    ctx.store,
+    `SELECT f.segment AS segment, count() AS size, toFloat64(sum(f.monetary)) AS revenue, sum(f.frequency) AS orders,
+            countIf(f.last_order_at >= fromUnixTimestamp64Milli({retained_from:Int64}, 'UTC')) AS retained
+     FROM customer_features AS f FINAL
+     WHERE ${scope.where} AND f.segment IS NOT NULL
+     GROUP BY segment`,
+    { ...scope.params, retained_from: now - RETENTION_WINDOW_DAYS * DAY },
+  )
+  const by = new Map(rows.map((r) => [r.segment, { size: Number(r.size), revenue: Number(r.revenue), orders: Number(r.orders), retained: Number(r.retained) }]))
+  // segment_daily is tenant-wide: compared only when no customer filter narrows the sizes.
+  let before: Map<string, number> | null = null
+  if (!scope.filtered) {
+    const snap = await select<{ segment: string; customers: number }>(
+      ctx.store,
+      `SELECT segment, customers FROM segment_daily FINAL WHERE tenant_id = {tenant_id:UInt64} AND day = toDate({day:String})`,
+      { tenant_id: q.tenant_id, day: new Date(today - COMPARISON_DAYS * DAY).toISOString().slice(0, 10) },
+    )
+    if (snap.length) before = new Map(snap.map((r) => [r.segment, Number(r.customers)]))
+  }
+  const total = { size: 0, revenue: 0, retained: 0 }
+  for (const v of by.values()) {
+    total.size += v.size
+    total.revenue += v.revenue
+    total.retained += v.retained
+  }
+  const avgRevenuePerCustomer = total.size ? total.revenue / total.size : 0
+  const avgRetention = frac(total.retained, total.size)
+  const segments = SEGMENTS.map((name) => {
+    const v = by.get(name) ?? { size: 0, revenue: 0, orders: 0, retained: 0 }
+    const prev = before ? (before.get(name) ?? 0) : null
+    const retention = frac(v.retained, v.size)
+    return {
+      name,
+      metrics: {
+        size: v.size,
+        revenue: round2(v.revenue),
+        avg_order_value: v.orders ? round2(v.revenue / v.orders) : 0,
+        order_frequency: v.size ? round2(v.orders / v.size) : 0,
+        retention_rate: retention,
+        growth_rate: prev ? frac(v.size - prev, prev) : null,
+      },
+      comparison: {
+        vs_avg_revenue: v.size ? signedPct(v.revenue / v.size, avgRevenuePerCustomer) : null,
+        vs_avg_retention: v.size ? signedPct(retention, avgRetention) : null,
+        vs_last_month: prev ? signedPct(v.size, prev) : null,
+      },
+    }
+  })
+  const recommendations = RECOMMENDATION_RULES.flatMap((r) => {
+    const v = by.get(r.segment)
+    if (!v?.size) return []
+    return [{ segment: r.segment, action: r.action, potential_impact: (round2(v.revenue * r.share)).toFixed(2) }]
+  })
+  return { success: true, data: { segments, recommendations } }
+}
+
+/** GET /api/v2/cdp/analytics/segments/performance — per-segment metrics; definitions in docs/analytics-cohorts-dashboard.md. */
 export const segmentPerformanceEndpoint: AnalyticsEndpoint = {
   path: '/api/v2/cdp/analytics/segments/performance',
-  summary: '',
+  summary:
+    'Segment performance: per segment (all 11, spec order) size, revenue (net spend), average order value, orders per customer, 90-day retention, growth vs the snapshot 30 days before; comparisons and recommendations',
   query: CommonQuery.strict(),
+  ignores: ['format'],
   overview: true,
-  cacheTtlMs: 0,
-  async body() {
-    return { success: true, data: {} }
-  },
+  cacheTtlMs: PROCESSING_RESULTS_TTL_MS,
+  body: segmentPerformanceBody,
 }
