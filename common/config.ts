@@ -51,6 +51,12 @@ export const ConfigSchema = z
     clvMonthlyDiscountRate: z.coerce.number().min(0).max(1).default(0.01),
     /** A tenant's CLV model is refitted when older than this (ms), and on every processing run. */
     clvRefitIntervalMs: z.coerce.number().int().min(1000).default(3_600_000),
+    /** Admin bearer token (all tenants). Required in production; development generates one (docs/auth.md). */
+    adminToken: z.string().min(16).optional(),
+    /** Analytics endpoints: requests per minute per API key (spec: 100). */
+    rateLimitAnalyticsPerMinute: z.coerce.number().int().min(1).default(100),
+    /** Demographics-related endpoints: requests per 15 minutes per IP (spec: 1,000 in production, 10,000 otherwise). */
+    rateLimitDemographicsPer15Min: z.coerce.number().int().min(1).optional(),
   })
   .superRefine((c, ctx) => {
     if (c.runtime === 'distributed') {
@@ -90,10 +96,13 @@ export const ENV_NAMES: Record<keyof z.input<typeof ConfigSchema>, string> = {
   clvHorizonMonths: 'CDP_CLV_HORIZON_MONTHS',
   clvMonthlyDiscountRate: 'CDP_CLV_MONTHLY_DISCOUNT_RATE',
   clvRefitIntervalMs: 'CDP_CLV_REFIT_INTERVAL_MS',
+  adminToken: 'CDP_ADMIN_TOKEN',
+  rateLimitAnalyticsPerMinute: 'CDP_RATE_LIMIT_ANALYTICS_PER_MINUTE',
+  rateLimitDemographicsPer15Min: 'CDP_RATE_LIMIT_DEMOGRAPHICS_PER_15MIN',
 }
 
 /** Config keys whose values are secrets: never logged, never returned. */
-export const SECRET_KEYS = ['schemaRegistryPassword', 'clickhousePassword'] as const
+export const SECRET_KEYS = ['schemaRegistryPassword', 'clickhousePassword', 'adminToken'] as const
 
 export class ConfigError extends Error {
   constructor(public readonly issues: { path: string; message: string }[]) {

@@ -9,6 +9,8 @@ export const REDACT_PATHS = [
   'app_token', '*.app_token', 'app_secret', '*.app_secret', 'client_secret', '*.client_secret',
   'access_token', '*.access_token', 'refresh_token', '*.refresh_token', 'developer_token', '*.developer_token',
   'authorization', '*.authorization', 'req.headers.authorization', 'req.headers["x-api-key"]', '*.headers["x-api-key"]',
+  'headers.authorization', '*.headers.authorization', 'headers.cookie', '*.headers.cookie', 'req.headers.cookie',
+  'adminToken', '*.adminToken', 'api_key', '*.api_key', 'apiKey', '*.apiKey', 'key_hash', '*.key_hash',
   'credentials', '*.credentials',
 ]
 

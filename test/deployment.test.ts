@@ -31,13 +31,24 @@ const compose = parseYaml(read('docker-compose.yml'), { merge: true }) as { serv
 const services = compose.services
 
 /**
+ * Variables the operator must set (`${VAR:?message}`: compose refuses to start without them), with
+ * the sample values these tests use. Only secrets belong here; everything else has a default.
+ */
+const OPERATOR_SUPPLIED: Record<string, string> = { CDP_ADMIN_TOKEN: 'sample-admin-token-0123456789' }
+
+/**
  * Compose's variable interpolation, resolved with the file's own defaults only (never this machine's
- * environment): `${VAR:-default}`, `${VAR-default}`, `${VAR}` (empty), `$$` (a literal `$`).
+ * environment): `${VAR:-default}`, `${VAR-default}`, `${VAR}` (empty), `$$` (a literal `$`), and
+ * `${VAR:?msg}` from OPERATOR_SUPPLIED (any other required variable is an error).
  */
 function interpolate(value: string): string {
   return value.replace(/\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?])([^}]*))?\}/g, (match, name: string | undefined, op: string | undefined, arg: string | undefined) => {
     if (match === '$$') return '$'
-    if (op?.endsWith('?')) throw new Error(`\${${name}} is required by docker-compose.yml and has no default`)
+    if (op?.endsWith('?')) {
+      const sample = OPERATOR_SUPPLIED[name!]
+      if (sample === undefined) throw new Error(`\${${name}} is required by docker-compose.yml and has no default`)
+      return sample
+    }
     return op?.endsWith('-') ? (arg ?? '') : ''
   })
 }

@@ -1,5 +1,99 @@
-import { UsageError } from '../args.ts'
+import path from 'node:path'
+import { loadConfig, type Config } from '../../common/config.ts'
+import { createLogger, type Logger } from '../../common/logger.ts'
+import { migrate, openStore, type Store } from '../../common/store/clickhouse.ts'
+import { EmbeddedEventLog } from '../../common/eventlog/embedded.ts'
+import { embeddedLogDir } from '../../common/runtime/context.ts'
+import { ApiKeyStore } from '../../services/api/api-keys.ts'
+import { RUNTIME_FLAGS, UsageError, configFlags, parse } from '../args.ts'
 
-export async function run(_argv: string[]): Promise<number> {
-  throw new UsageError('cdp apikey is not implemented yet')
+const FLAGS = { ...RUNTIME_FLAGS, tenant: { type: 'string' }, name: { type: 'string' }, id: { type: 'string' } } as const
+
+const HELP = `usage: cdp apikey create --tenant N [--name LABEL]
+       cdp apikey list [--tenant N]
+       cdp apikey revoke --id KEY_ID
+       (each also takes --data-dir DIR, --runtime embedded|distributed)
+
+Tenant API keys for the query service (docs/auth.md). \`create\` prints the key once, as JSON on
+stdout: only its SHA-256 is stored, so it cannot be shown again. \`list\` shows ids, names and
+dates, never keys. \`revoke\` takes effect on running APIs within a minute (their key cache).
+On the embedded runtime the store (chdb) belongs to one process: stop \`cdp start\` first.
+`
+
+class StoreBusyError extends Error {}
+
+/** The store as the runtime opens it (server or chdb), migrated; chdb only when no process holds the data directory. */
+async function openKeyStore(config: Config, logger: Logger): Promise<Store> {
+  if (!config.clickhouseUrl) {
+    const holder = EmbeddedEventLog.lockHolder(embeddedLogDir(config))
+    if (holder) {
+      throw new StoreBusyError(
+        `the embedded store under ${path.resolve(config.dataDir)} is in use by process ${holder.pid} (cdp start${holder.apiUrl ? ` at ${holder.apiUrl}` : ''}); ` +
+          'chdb allows one process per data directory: stop it, manage keys, then start it again (or use a ClickHouse server: CLICKHOUSE_URL)',
+      )
+    }
+  }
+  const store = await openStore({
+    url: config.clickhouseUrl,
+    username: config.clickhouseUsername,
+    password: config.clickhousePassword,
+    database: config.clickhouseDatabase,
+    chdbPath: path.resolve(config.dataDir, 'clickhouse'),
+  })
+  try {
+    await migrate(store, logger)
+  } catch (err) {
+    await store.close().catch(() => {})
+    throw err
+  }
+  return store
+}
+
+function tenantOf(v: string | undefined): number {
+  const n = v !== undefined && /^\d{1,16}$/.test(v) ? Number(v) : NaN
+  if (!Number.isSafeInteger(n) || n <= 0) throw new UsageError('--tenant must be a positive integer')
+  return n
+}
+
+export async function run(argv: string[]): Promise<number> {
+  const { values, positionals } = parse(argv, FLAGS)
+  const action = positionals[0]
+  if (values.help || !action) {
+    process.stdout.write(HELP)
+    return values.help ? 0 : 2
+  }
+  if (!['create', 'list', 'revoke'].includes(action)) throw new UsageError(`unknown apikey action '${action}': create, list or revoke`)
+  const tenant = action === 'create' || (action === 'list' && values.tenant !== undefined) ? tenantOf(values.tenant) : undefined
+  if (action === 'revoke' && !values.id) throw new UsageError('revoke needs --id KEY_ID (see `cdp apikey list`)')
+
+  const config = loadConfig(process.env, configFlags(values, Object.keys(RUNTIME_FLAGS)))
+  const logger = createLogger({ level: config.logLevel === 'info' ? 'warn' : config.logLevel })
+  let store: Store
+  try {
+    store = await openKeyStore(config, logger)
+  } catch (err) {
+    if (!(err instanceof StoreBusyError)) throw err
+    process.stderr.write(`cdp apikey: ${err.message}\n`)
+    return 1
+  }
+  try {
+    const keys = new ApiKeyStore(store)
+    if (action === 'create') {
+      const created = await keys.create(tenant!, values.name ?? '')
+      process.stdout.write(`${JSON.stringify(created)}\n`)
+      process.stderr.write('Store this key now: only its hash is kept, it cannot be shown again.\n')
+    } else if (action === 'list') {
+      process.stdout.write(`${JSON.stringify({ keys: await keys.list(tenant) })}\n`)
+    } else {
+      const revoked = await keys.revoke(values.id!)
+      if (!revoked) {
+        process.stderr.write(`cdp apikey: no key with id ${values.id}\n`)
+        return 1
+      }
+      process.stdout.write(`${JSON.stringify(revoked)}\n`)
+    }
+  } finally {
+    await store.close()
+  }
+  return 0
 }

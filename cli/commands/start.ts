@@ -1,6 +1,8 @@
+import fs from 'node:fs'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { loadConfig, redactConfig, type Config } from '../../common/config.ts'
+import { randomBytes } from 'node:crypto'
+import { ConfigError, loadConfig, redactConfig, type Config } from '../../common/config.ts'
 import { createLogger, type Logger } from '../../common/logger.ts'
 import { openRuntime, type Runtime } from '../../common/runtime/context.ts'
 import { runPipeline, type RunningPipeline } from '../../common/runtime/pipeline.ts'
@@ -11,7 +13,11 @@ import { onTenantProcessed, processingEvents, startProcessingScheduler } from '.
 import { ResponseCache } from '../../services/api/analytics/cache.ts'
 import { createApp, createHealthApp } from '../../services/api/app.ts'
 import type { ReadinessCheck } from '../../services/api/health.ts'
-import { streamDemoTenant } from '../../pipelines/ingest/demo.ts'
+import { DEMO_TENANT, streamDemoTenant } from '../../pipelines/ingest/demo.ts'
+import { adminTokenFile } from '../../pipelines/ingest/sink.ts'
+import { ApiKeyStore } from '../../services/api/api-keys.ts'
+import type { AuthDeps } from '../../services/api/auth.ts'
+import { defaultRateLimits } from '../../services/api/rate-limit.ts'
 import { RUNTIME_FLAGS, configFlags, parse } from '../args.ts'
 
 const FLAGS = {
@@ -26,7 +32,10 @@ const HELP = `usage: cdp start [--demo] [--roles api,features,...] [--api-port N
 
 Starts the roles of this process (default: all, in one process on the embedded runtime:
 event log and ClickHouse (chdb) under ./data, API on http://127.0.0.1:8080).
---demo also generates a demo tenant (tenant 1) and streams its customers and orders.
+--demo also generates a demo tenant (tenant 1) and streams its customers and orders, and prints
+an API key for tenant 1 once. Every API route except /health, /ready, /metrics needs
+Authorization: Bearer <key>; CDP_ADMIN_TOKEN reaches every tenant (required in production; in
+development one is generated into <data-dir>/admin-token). See docs/auth.md.
 SIGTERM or Ctrl-C drains: the batch in hand is written and committed before exit.
 `
 
@@ -38,9 +47,38 @@ export interface Started {
   stop(): Promise<void>
 }
 
+/**
+ * The admin token: CDP_ADMIN_TOKEN; in production there is no default (the API refuses to start);
+ * in development one is generated once into <dataDir>/admin-token (mode 0600) and reused.
+ * The token itself is never logged, only the file that holds it.
+ */
+export function resolveAdminToken(config: Config, logger: Logger): string {
+  if (config.adminToken) return config.adminToken
+  if (config.nodeEnv === 'production') {
+    throw new ConfigError([{ path: 'adminToken (CDP_ADMIN_TOKEN)', message: 'is required in production: the API does not start without an admin token (docs/auth.md)' }])
+  }
+  const file = adminTokenFile(config)
+  let token = ''
+  try {
+    token = fs.readFileSync(file, 'utf8').trim()
+  } catch {
+    // not there yet
+  }
+  if (token.length < 16) {
+    fs.mkdirSync(config.dataDir, { recursive: true })
+    token = randomBytes(32).toString('base64url')
+    fs.writeFileSync(file, `${token}\n`, { mode: 0o600 })
+  }
+  fs.chmodSync(file, 0o600)
+  logger.warn({ file }, 'CDP_ADMIN_TOKEN is not set: using the development admin token stored in this file; set CDP_ADMIN_TOKEN in production')
+  return token
+}
+
 /** The composition root of a process: opens the runtime, starts its roles and the HTTP server. */
 export async function startRoles(config: Config, logger: Logger): Promise<Started> {
   const roles = new Set(config.roles)
+  // Before anything is opened: a production API without an admin token does not start.
+  const adminToken = roles.has('api') ? resolveAdminToken(config, logger) : ''
   const apiUrl = roles.has('api') ? `http://${config.apiHost}:${config.apiPort}` : undefined
   const runtime = await openRuntime(config, logger, { apiUrl })
   const pipelines: RunningPipeline[] = []
@@ -78,7 +116,15 @@ export async function startRoles(config: Config, logger: Logger): Promise<Starte
     { name: 'pipelines', check: () => pipelines.every((p) => p.isRunning()) },
   ]
   const info = { runtime: config.runtime, roles: config.roles }
-  const app = roles.has('api') ? createApp({ logger, log: runtime.log, codec: runtime.codec, readiness, info, processing, analytics }) : createHealthApp(readiness, info)
+  const auth: AuthDeps = {
+    adminToken,
+    keys: new ApiKeyStore(runtime.store),
+    rateLimits: {
+      analyticsPerMinute: config.rateLimitAnalyticsPerMinute,
+      demographicsPer15Min: config.rateLimitDemographicsPer15Min ?? defaultRateLimits(config.nodeEnv).demographicsPer15Min,
+    },
+  }
+  const app = roles.has('api') ? createApp({ logger, log: runtime.log, codec: runtime.codec, readiness, info, processing, analytics, auth }) : createHealthApp(readiness, info)
   const port = roles.has('api') ? config.apiPort : config.metricsPort
   const server = http.createServer(app)
   await new Promise<void>((resolve, reject) => {
@@ -115,6 +161,20 @@ export async function run(argv: string[]): Promise<number> {
   const logger = createLogger({ level: config.logLevel })
   logger.info({ config: redactConfig(config) }, 'starting')
   const started = await startRoles(config, logger)
+  if (config.demo && config.roles.includes('api')) {
+    // Printed once, on stdout as plain text, never into the JSON log.
+    const created = await new ApiKeyStore(started.runtime.store).create(DEMO_TENANT, 'demo')
+    process.stdout.write(
+      [
+        '',
+        `Demo API key for tenant ${DEMO_TENANT} (shown once; key id ${created.key_id}):`,
+        `  ${created.key}`,
+        'Try:',
+        `  curl -H "Authorization: Bearer ${created.key}" "${started.url}/api/v2/cdp/analytics/dashboard?tenant_id=${DEMO_TENANT}"`,
+        '',
+      ].join('\n') + '\n',
+    )
+  }
   const demo = config.demo ? streamDemoTenant(started.runtime, logger) : null
   await new Promise<void>((resolve) => {
     const onSignal = (sig: string) => {

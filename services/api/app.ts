@@ -8,6 +8,9 @@ import { processRouter } from './process-routes.ts'
 import type { ProcessingDeps } from './processing/deps.ts'
 import { errorHandler, notFound } from './errors.ts'
 import { analyticsRouter, type AnalyticsDeps } from './analytics/router.ts'
+import { docsRouter } from './docs-page.ts'
+import { createAuth, type AuthDeps } from './auth.ts'
+import { analyticsLimiter, defaultRateLimits, demographicsLimiter } from './rate-limit.ts'
 
 export interface ApiDeps {
   logger: Logger
@@ -19,6 +22,11 @@ export interface ApiDeps {
   processing?: ProcessingDeps
   /** Mounts the analytics endpoints (/api/v2/cdp/analytics/*, /api/cdp/v2/customers) when given. */
   analytics?: AnalyticsDeps
+  /**
+   * Bearer authentication, tenant isolation and rate limits (docs/auth.md). When given, every
+   * route except /health, /ready, /metrics, /openapi.json and /docs needs a token.
+   */
+  auth?: AuthDeps
 }
 
 /** The Express query service. Routers per area; every error leaves as the common error body. */
@@ -34,8 +42,21 @@ export function createApp(deps: ApiDeps): Express {
     })
     next()
   })
+  // With auth: the per-IP limit and the token check come before the body is parsed (no 20 MB
+  // parse for a caller without a key); the tenant check needs the body (ingest), so it comes after.
+  const auth = deps.auth ? createAuth(deps.auth) : null
+  const limits = deps.auth ? { ...defaultRateLimits('development'), now: deps.auth.now, ...deps.auth.rateLimits } : null
+  if (auth && limits) {
+    app.use(demographicsLimiter(limits))
+    app.use(auth.authenticate)
+  }
   app.use(express.json({ limit: '20mb' }))
   app.use(healthRouter(deps.readiness, deps.info))
+  app.use(docsRouter()) // GET /openapi.json and /docs, public like /health
+  if (auth && limits) {
+    app.use(auth.authorize)
+    app.use(analyticsLimiter(limits))
+  }
   app.use(ingestRouter({ log: deps.log, codec: deps.codec }))
   if (deps.processing) app.use(processRouter(deps.processing))
   if (deps.analytics) app.use(analyticsRouter(deps.analytics))

@@ -1,0 +1,195 @@
+import { createHash, timingSafeEqual } from 'node:crypto'
+import type { Request, RequestHandler, Response } from 'express'
+import { sendError } from './errors.ts'
+import { hashKey, type KeyVerifier } from './api-keys.ts'
+import type { RateLimitOptions } from './rate-limit.ts'
+
+/**
+ * Bearer authentication and tenant isolation (docs/auth.md).
+ *
+ * - `Authorization: Bearer <CDP_ADMIN_TOKEN>` reaches every tenant.
+ * - `Authorization: Bearer <tenant key>` reaches its own tenant only: the tenant a request names
+ *   (per route family, see `requestedTenants`) must be the key's, else 403.
+ * - Missing, malformed, unknown or revoked → 401 with `WWW-Authenticate: Bearer`.
+ * Verified keys are cached for `cacheTtlMs` (60 s): a revocation takes effect within that time.
+ */
+export interface AuthDeps {
+  /** The admin token; compared in constant time. Required: start.ts refuses to run without one. */
+  adminToken: string
+  keys: KeyVerifier
+  /** How long a key lookup (found or not) is trusted; default 60 s. */
+  cacheTtlMs?: number
+  now?: () => number
+  /** Rate limits; default: the spec's numbers for development. */
+  rateLimits?: Partial<RateLimitOptions>
+}
+
+export interface Principal {
+  kind: 'admin' | 'tenant'
+  /** The key's tenant; undefined for the admin token. */
+  tenantId?: number
+  keyId?: string
+}
+
+/** Paths that never need a token (liveness, readiness, metrics, the API description). */
+export const PUBLIC_PATHS = new Set(['/health', '/ready', '/metrics', '/openapi.json', '/docs'])
+export const isPublicPath = (path: string) => PUBLIC_PATHS.has(path.toLowerCase()) || path.toLowerCase().startsWith('/docs/')
+
+const BEARER = /^Bearer[ ]+([A-Za-z0-9._~+/=-]{1,512})[ ]*$/i
+
+const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest()
+
+/** Constant-time equality of two secrets of any length (compares their SHA-256 digests). */
+export function secretEquals(a: string, b: string): boolean {
+  return timingSafeEqual(digest(a), digest(b))
+}
+
+/** A bounded cache of key lookups, by the key's hash (the plain key is not kept). */
+class KeyCache {
+  private readonly entries = new Map<string, { value: Principal | null; expires: number }>()
+  constructor(private readonly ttlMs: number, private readonly now: () => number, private readonly max = 10_000) {}
+  get(hash: string): Principal | null | undefined {
+    const e = this.entries.get(hash)
+    if (!e) return undefined
+    if (e.expires <= this.now()) {
+      this.entries.delete(hash)
+      return undefined
+    }
+    return e.value
+  }
+  set(hash: string, value: Principal | null): void {
+    if (this.entries.size >= this.max) this.entries.delete(this.entries.keys().next().value!)
+    this.entries.set(hash, { value, expires: this.now() + this.ttlMs })
+  }
+  clear(): void {
+    this.entries.clear()
+  }
+}
+
+function unauthorized(res: Response, details: string): void {
+  res.setHeader('WWW-Authenticate', 'Bearer realm="cdp"')
+  sendError(res, 401, 'Unauthorized', details)
+}
+
+/** A tenant id as a request spells it: a positive integer (number or digits), else null. */
+function tenantValue(v: unknown): number | null {
+  if (typeof v === 'number') return Number.isSafeInteger(v) && v > 0 ? v : null
+  if (typeof v === 'string' && /^\s*\+?\d{1,16}\s*$/.test(v)) {
+    const n = Number(v.trim())
+    return Number.isSafeInteger(n) && n > 0 ? n : null
+  }
+  return null
+}
+
+const isBlank = (v: unknown) => v === undefined || v === null || (typeof v === 'string' && v.trim() === '')
+
+/**
+ * The tenants a request asks for, per route family; `null` when the route family is unknown
+ * (a tenant key is then refused: new route families must be added here). Entries are the raw
+ * values; `undefined` entries mean "not given" (the handler's own validation answers 400).
+ *
+ * - analytics and the customer list (/api/v2/cdp/analytics/*, /api/cdp/v2/*): `?tenant_id=`
+ * - processing (/api/v2/cdp/process/{tenantId}…, …/status/{tenantId}): the path segment
+ * - ingest (/api/v2/cdp/ingest/*): every event's `tenant_id` in the body
+ */
+export function requestedTenants(req: Request): unknown[] | null {
+  // Express routes match case-insensitively; so does this.
+  const path = req.path.toLowerCase()
+  if (path.startsWith('/api/v2/cdp/analytics/') || path.startsWith('/api/cdp/v2/')) {
+    const q = (req.query as Record<string, unknown>).tenant_id
+    return Array.isArray(q) ? (q.length ? q : [undefined]) : [q]
+  }
+  if (path.startsWith('/api/v2/cdp/process/')) {
+    const segs = path.slice('/api/v2/cdp/process/'.length).split('/')
+    const seg = segs[0] === 'status' ? segs[1] : segs[0]
+    return [seg === undefined || seg === '' ? undefined : safeDecode(seg)]
+  }
+  if (path.startsWith('/api/v2/cdp/ingest/')) {
+    const events = (req.body as { events?: unknown } | undefined)?.events
+    if (!Array.isArray(events)) return [undefined]
+    return events.map((e) => (e !== null && typeof e === 'object' ? (e as Record<string, unknown>).tenant_id : undefined))
+  }
+  return null
+}
+
+function safeDecode(s: string): string {
+  try {
+    return decodeURIComponent(s)
+  } catch {
+    return s
+  }
+}
+
+/** Checks a tenant key against what the request asks for: null when allowed, else why not. */
+export function tenantDenial(req: Request, tenantId: number): string | null {
+  const asked = requestedTenants(req)
+  if (asked === null) return 'this key is limited to its tenant and cannot use this endpoint'
+  for (const v of asked) {
+    if (isBlank(v)) continue // not given: the endpoint's validation answers 400
+    if (tenantValue(v) !== tenantId) return `this key belongs to tenant ${tenantId} and cannot access another tenant`
+  }
+  return null
+}
+
+export interface AuthMiddleware {
+  /** Who is calling: 401 unless a valid token; sets req.auth. Runs before the body is parsed. */
+  authenticate: RequestHandler
+  /** Tenant isolation: 403 when a tenant key asks for another tenant. Runs after body parsing. */
+  authorize: RequestHandler
+  /** Forgets every cached key lookup (tests; an in-process revocation). */
+  clearCache(): void
+}
+
+export function createAuth(deps: AuthDeps): AuthMiddleware {
+  if (!deps.adminToken) throw new Error('an admin token is required')
+  const now = deps.now ?? Date.now
+  const cache = new KeyCache(deps.cacheTtlMs ?? 60_000, now)
+
+  const resolve = async (token: string): Promise<Principal | null> => {
+    if (secretEquals(token, deps.adminToken)) return { kind: 'admin' }
+    const h = hashKey(token)
+    const hit = cache.get(h)
+    if (hit !== undefined) return hit
+    const found = await deps.keys.verify(token)
+    const p: Principal | null = found ? { kind: 'tenant', tenantId: found.tenantId, keyId: found.keyId } : null
+    cache.set(h, p)
+    return p
+  }
+
+  const authenticate: RequestHandler = async (req, res, next) => {
+    if (isPublicPath(req.path)) return next()
+    try {
+      const header = req.headers.authorization
+      if (!header) return unauthorized(res, 'send Authorization: Bearer <api key>')
+      const m = BEARER.exec(header)
+      if (!m) return unauthorized(res, 'the Authorization header must be: Bearer <api key>')
+      const principal = await resolve(m[1]!)
+      if (!principal) return unauthorized(res, 'the API key is unknown or revoked')
+      req.auth = principal
+      next()
+    } catch (err) {
+      next(err)
+    }
+  }
+
+  const authorize: RequestHandler = (req, res, next) => {
+    if (isPublicPath(req.path)) return next()
+    const p = req.auth
+    // Defence in depth: authenticate runs first and never lets a request through without one.
+    if (!p) return unauthorized(res, 'send Authorization: Bearer <api key>')
+    if (p.kind === 'tenant') {
+      const denial = tenantDenial(req, p.tenantId!)
+      if (denial) return sendError(res, 403, 'Forbidden', denial)
+    }
+    next()
+  }
+
+  return { authenticate, authorize, clearCache: () => cache.clear() }
+}
+
+declare module 'express-serve-static-core' {
+  interface Request {
+    /** Who is calling, set by the auth middleware. */
+    auth?: Principal
+  }
+}

@@ -1,0 +1,126 @@
+import type { Request, RequestHandler } from 'express'
+import { sendError } from './errors.ts'
+
+/**
+ * In-memory fixed-window rate limits (spec "Limits"). Counters live in this process: with N API
+ * replicas behind a load balancer a client can make up to N times the limit. A fixed window can
+ * let up to twice the limit through across a window boundary; both are accepted trade-offs for
+ * a limiter that needs no shared store (docs/auth.md).
+ */
+export interface RateRule {
+  name: string
+  /** Requests allowed per window. */
+  limit: number
+  windowMs: number
+  /** Which requests the rule counts. */
+  applies(req: Request): boolean
+  /** Whose counter a request counts against (an IP, a key id). */
+  keyOf(req: Request): string
+}
+
+interface Window {
+  start: number
+  count: number
+}
+
+export class FixedWindowLimiter {
+  private readonly windows = new Map<string, Window>()
+  private lastSweep = 0
+
+  constructor(readonly rule: RateRule, private readonly now: () => number = Date.now, private readonly maxKeys = 100_000) {}
+
+  /** Counts one request; says whether it is allowed, what remains and when the window resets. */
+  hit(key: string): { allowed: boolean; remaining: number; resetMs: number } {
+    const now = this.now()
+    this.sweep(now)
+    let w = this.windows.get(key)
+    if (!w || now - w.start >= this.rule.windowMs) {
+      if (!w && this.windows.size >= this.maxKeys) this.windows.delete(this.windows.keys().next().value!)
+      w = { start: now, count: 0 }
+      this.windows.set(key, w)
+    }
+    w.count++
+    const resetMs = w.start + this.rule.windowMs - now
+    return { allowed: w.count <= this.rule.limit, remaining: Math.max(0, this.rule.limit - w.count), resetMs }
+  }
+
+  /** Drops expired windows now and then, so idle clients do not accumulate. */
+  private sweep(now: number): void {
+    if (now - this.lastSweep < this.rule.windowMs) return
+    this.lastSweep = now
+    for (const [k, w] of this.windows) if (now - w.start >= this.rule.windowMs) this.windows.delete(k)
+  }
+}
+
+/**
+ * Middleware over a set of rules: every rule that applies counts the request; when any is over
+ * its limit the answer is 429 with Retry-After (seconds) and the common error body. RateLimit-Limit
+ * and RateLimit-Remaining describe the tightest applicable rule (also across several of these
+ * middlewares on one request).
+ */
+export function rateLimit(rules: RateRule[], now: () => number = Date.now): RequestHandler {
+  const limiters = rules.map((r) => new FixedWindowLimiter(r, now))
+  return (req, res, next) => {
+    let blocked: { rule: RateRule; resetMs: number } | null = null
+    for (const l of limiters) {
+      if (!l.rule.applies(req)) continue
+      const r = l.hit(`${l.rule.name}:${l.rule.keyOf(req)}`)
+      const shown = res.getHeader('RateLimit-Remaining')
+      if (shown === undefined || r.remaining < Number(shown)) {
+        res.setHeader('RateLimit-Limit', String(l.rule.limit))
+        res.setHeader('RateLimit-Remaining', String(r.remaining))
+        res.setHeader('RateLimit-Reset', String(Math.ceil(r.resetMs / 1000)))
+      }
+      if (!r.allowed && (!blocked || r.resetMs > blocked.resetMs)) blocked = { rule: l.rule, resetMs: r.resetMs }
+    }
+    if (!blocked) return next()
+    const retryAfter = Math.max(1, Math.ceil(blocked.resetMs / 1000))
+    res.setHeader('Retry-After', String(retryAfter))
+    sendError(res, 429, 'Too many requests', {
+      code: 'RATE_LIMIT_EXCEEDED',
+      limit: blocked.rule.limit,
+      window_seconds: Math.round(blocked.rule.windowMs / 1000),
+      retry_after: retryAfter,
+    })
+  }
+}
+
+export const ANALYTICS_PREFIXES = ['/api/v2/cdp/analytics/', '/api/cdp/v2/']
+export const DEMOGRAPHICS_PATHS = ['/api/v2/cdp/analytics/demographics', '/api/cdp/v2/analytics/demographics', '/api/cdp/v2/customers']
+
+// Express routes match case-insensitively, so the limits do too.
+const underAny = (path: string, prefixes: string[]) => {
+  const l = path.toLowerCase()
+  return prefixes.some((p) => (p.endsWith('/') ? l.startsWith(p) : l === p || l.startsWith(`${p}/`)))
+}
+
+export const isAnalyticsPath = (path: string) => underAny(path, ANALYTICS_PREFIXES)
+export const isDemographicsPath = (path: string) => underAny(path, DEMOGRAPHICS_PATHS)
+
+export interface RateLimitOptions {
+  /** Analytics endpoints, per key (admin token: per IP) per minute. Spec: 100. */
+  analyticsPerMinute: number
+  /** Demographics-related endpoints, per IP per 15 minutes. Spec: 1,000 in production, 10,000 in development. */
+  demographicsPer15Min: number
+  now?: () => number
+}
+
+/** The spec's numbers for an environment. */
+export function defaultRateLimits(nodeEnv: string): Omit<RateLimitOptions, 'now'> {
+  return { analyticsPerMinute: 100, demographicsPer15Min: nodeEnv === 'production' ? 1000 : 10_000 }
+}
+
+const ipOf = (req: Request) => req.ip ?? req.socket.remoteAddress ?? 'unknown'
+
+/** Per-IP demographics limit: mounted before authentication, so unauthenticated floods count too. */
+export function demographicsLimiter(o: RateLimitOptions): RequestHandler {
+  return rateLimit([{ name: 'demographics', limit: o.demographicsPer15Min, windowMs: 15 * 60_000, applies: (r) => isDemographicsPath(r.path), keyOf: ipOf }], o.now)
+}
+
+/** Per-key analytics limit: mounted after authentication (req.auth names the key). */
+export function analyticsLimiter(o: RateLimitOptions): RequestHandler {
+  return rateLimit(
+    [{ name: 'analytics', limit: o.analyticsPerMinute, windowMs: 60_000, applies: (r) => isAnalyticsPath(r.path), keyOf: (r) => (r.auth?.keyId ? `key:${r.auth.keyId}` : `ip:${ipOf(r)}`) }],
+    o.now,
+  )
+}

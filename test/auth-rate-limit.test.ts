@@ -1,0 +1,347 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import http from 'node:http'
+import net from 'node:net'
+import fs from 'node:fs'
+import path from 'node:path'
+import { execFile, spawn } from 'node:child_process'
+import { promisify } from 'node:util'
+import { Writable } from 'node:stream'
+import type { AddressInfo } from 'node:net'
+import type { Express } from 'express'
+import { migrate, openStore, type Store } from '../common/store/clickhouse.ts'
+import { openEventLog } from '../common/runtime/context.ts'
+import type { EventLog } from '../common/eventlog/port.ts'
+import type { EventCodec } from '../common/eventlog/codec.ts'
+import { createLogger } from '../common/logger.ts'
+import { loadConfig, redactConfig } from '../common/config.ts'
+import { createApp } from '../services/api/app.ts'
+import { ApiKeyStore, hashKey, type CreatedKey } from '../services/api/api-keys.ts'
+import type { AuthDeps } from '../services/api/auth.ts'
+import { defaultRateLimits } from '../services/api/rate-limit.ts'
+import { silentLogger, testConfig, tmpDir, waitFor } from './helpers.ts'
+
+const ADMIN = 'test-admin-token-0123456789abcdef'
+const CDP = path.resolve(import.meta.dirname, '../bin/cdp.mjs')
+
+let store: Store
+let log: EventLog
+let codec: EventCodec
+let keys: ApiKeyStore
+let keyA: CreatedKey // tenant 1
+let keyB: CreatedKey // tenant 2
+const servers: http.Server[] = []
+
+beforeAll(async () => {
+  store = await openStore({ database: 'cdp', chdbPath: tmpDir() })
+  await migrate(store, silentLogger)
+  ;({ log, codec } = await openEventLog(testConfig('embedded'), silentLogger))
+  keys = new ApiKeyStore(store)
+  keyA = await keys.create(1, 'tenant one')
+  keyB = await keys.create(2, 'tenant two')
+})
+afterAll(async () => {
+  for (const s of servers) await new Promise<void>((r) => s.close(() => r()))
+  await log?.close()
+  await store?.close()
+})
+
+/** A clock the tests move by hand. */
+function clock(start = Date.UTC(2025, 0, 1)) {
+  let t = start
+  return { now: () => t, advance: (ms: number) => void (t += ms) }
+}
+
+async function serve(overrides: Partial<AuthDeps> = {}): Promise<{ base: string; app: Express }> {
+  const app = createApp({
+    logger: silentLogger,
+    log,
+    codec,
+    readiness: [{ name: 'store', check: async () => (await store.ping()).success }],
+    analytics: { store, logger: silentLogger },
+    auth: { adminToken: ADMIN, keys, ...overrides },
+  })
+  const server = http.createServer(app)
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  servers.push(server)
+  return { base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, app }
+}
+
+const bearer = (token: string) => ({ authorization: `Bearer ${token}` })
+const get = (base: string, p: string, headers: Record<string, string> = {}) => fetch(`${base}${p}`, { headers })
+const post = (base: string, p: string, body: unknown, headers: Record<string, string> = {}) =>
+  fetch(`${base}${p}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) })
+
+const order = (tenant: number | string, id: string) => ({ tenant_id: tenant, customer_id: 7, order_id: id, total: 10, occurred_at: '2025-03-01T12:00:00Z', items: [] })
+
+async function expectCommonError(res: Response, status: number) {
+  expect(res.status).toBe(status)
+  const body = (await res.json()) as Record<string, unknown>
+  expect(body).toMatchObject({ success: false, error: expect.any(String) })
+  expect(body).toHaveProperty('details')
+  return body
+}
+
+describe('authentication', () => {
+  let base: string
+  beforeAll(async () => {
+    ;({ base } = await serve())
+  })
+
+  it('401 with WWW-Authenticate and the common body without a usable bearer token; the token is never echoed', async () => {
+    for (const headers of [{}, { authorization: 'Basic dXNlcjpwYXNz' }, { authorization: 'Bearer' }, bearer('cdp_1_not-a-real-key'), bearer(`${ADMIN}x`)]) {
+      const res = await get(base, '/api/v2/cdp/analytics/rfm?tenant_id=1', headers)
+      expect(res.headers.get('www-authenticate')).toMatch(/^Bearer/)
+      const body = await expectCommonError(res, 401)
+      expect(JSON.stringify(body)).not.toContain('not-a-real-key')
+      expect(JSON.stringify(body)).not.toContain(ADMIN)
+    }
+    // A key of the right shape that was never issued.
+    const forged = `cdp_1_${'A'.repeat(43)}`
+    await expectCommonError(await get(base, '/api/v2/cdp/analytics/rfm?tenant_id=1', bearer(forged)), 401)
+    // Every route family, including ones not mounted here, is behind the token.
+    await expectCommonError(await post(base, '/api/v2/cdp/ingest/orders', { events: [order(1, 'X')] }), 401)
+    await expectCommonError(await post(base, '/api/v2/cdp/process/1', {}), 401)
+    await expectCommonError(await get(base, '/api/cdp/v2/customers?tenant_id=1'), 401)
+  })
+
+  it('health, readiness, metrics and the API description stay public', async () => {
+    expect((await get(base, '/health')).status).toBe(200)
+    expect((await get(base, '/ready')).status).toBe(200)
+    expect((await get(base, '/metrics')).status).toBe(200)
+    for (const p of ['/openapi.json', '/docs']) expect([200, 301, 404]).toContain((await get(base, p)).status)
+  })
+
+  it('a tenant key reaches its tenant: query, path and ingest body', async () => {
+    expect([200, 404]).toContain((await get(base, '/api/v2/cdp/analytics/rfm?tenant_id=1', bearer(keyA.key))).status)
+    expect([200, 404]).toContain((await get(base, '/api/cdp/v2/customers?tenant_id=1', bearer(keyA.key))).status)
+    // No processing router in this app: past auth means 404, not 401/403.
+    expect((await post(base, '/api/v2/cdp/process/1', {}, bearer(keyA.key))).status).toBe(404)
+    expect((await get(base, '/api/v2/cdp/process/status/1', bearer(keyA.key))).status).toBe(404)
+    const res = await post(base, '/api/v2/cdp/ingest/orders', { events: [order(1, 'A-1'), order('1', 'A-2')] }, bearer(keyA.key))
+    expect(res.status).toBe(202)
+  })
+
+  it('a tenant key asking for another tenant gets 403 on every route family', async () => {
+    const cases: [string, Promise<Response>][] = [
+      ['analytics', get(base, '/api/v2/cdp/analytics/rfm?tenant_id=2', bearer(keyA.key))],
+      ['analytics, upper-case path', get(base, '/API/v2/cdp/analytics/rfm?tenant_id=2', bearer(keyA.key))],
+      ['analytics, repeated tenant_id', get(base, '/api/v2/cdp/analytics/rfm?tenant_id=1&tenant_id=2', bearer(keyA.key))],
+      ['analytics, odd spelling', get(base, '/api/v2/cdp/analytics/rfm?tenant_id=0x2', bearer(keyA.key))],
+      ['customers', get(base, '/api/cdp/v2/customers?tenant_id=2', bearer(keyA.key))],
+      ['demographics alias', get(base, '/api/cdp/v2/analytics/demographics?tenant_id=2', bearer(keyA.key))],
+      ['process', post(base, '/api/v2/cdp/process/2', {}, bearer(keyA.key))],
+      ['process status', get(base, '/api/v2/cdp/process/status/2', bearer(keyA.key))],
+      ['process schedule', post(base, '/api/v2/cdp/process/2/schedule', {}, bearer(keyA.key))],
+      ['process cancel', fetch(`${base}/api/v2/cdp/process/2/cancel`, { method: 'DELETE', headers: bearer(keyA.key) })],
+      ['ingest', post(base, '/api/v2/cdp/ingest/orders', { events: [order(2, 'B-1')] }, bearer(keyA.key))],
+      ['ingest, one of many', post(base, '/api/v2/cdp/ingest/orders', { events: [order(1, 'A-3'), order(2, 'B-2')] }, bearer(keyA.key))],
+      ['ingest customers', post(base, '/api/v2/cdp/ingest/customers', { events: [{ tenant_id: 2, customer_id: 1 }] }, bearer(keyA.key))],
+      ['unknown route family', get(base, '/api/v2/tenant-integrations/2', bearer(keyA.key))],
+      ['other tenant the other way', get(base, '/api/v2/cdp/analytics/clv?tenant_id=1', bearer(keyB.key))],
+    ]
+    for (const [what, p] of cases) {
+      const res = await p
+      expect(res.status, what).toBe(403)
+      const body = await expectCommonError(res, 403)
+      expect(JSON.stringify(body)).not.toContain(keyA.key)
+    }
+  })
+
+  it('the admin token reaches every tenant', async () => {
+    for (const t of [1, 2, 99]) expect([200, 404]).toContain((await get(base, `/api/v2/cdp/analytics/rfm?tenant_id=${t}`, bearer(ADMIN))).status)
+    expect((await post(base, '/api/v2/cdp/ingest/orders', { events: [order(2, 'ADM-1'), order(3, 'ADM-2')] }, bearer(ADMIN))).status).toBe(202)
+    expect((await post(base, '/api/v2/cdp/process/2', {}, bearer(ADMIN))).status).toBe(404)
+  })
+
+  it('errors keep the common body and never leak a stack or SQL', async () => {
+    const res = await fetch(`${base}/api/v2/cdp/ingest/orders`, { method: 'POST', headers: { 'content-type': 'application/json', ...bearer(keyA.key) }, body: '{nope' })
+    const body = await expectCommonError(res, 400)
+    expect(JSON.stringify(body)).not.toMatch(/at .*\.ts:\d+|SELECT /)
+  })
+})
+
+describe('key storage and revocation', () => {
+  it('stores only hashes: the plain key appears nowhere in the table', async () => {
+    const rs = await store.query({ query: 'SELECT * FROM api_keys', format: 'TabSeparatedWithNames' })
+    const dump = await rs.text()
+    expect(dump).toContain(hashKey(keyA.key))
+    expect(dump).not.toContain(keyA.key)
+    expect(dump).not.toContain(keyA.key.slice(-20))
+    const listed = JSON.stringify(await keys.list(1))
+    expect(listed).toContain(keyA.key_id)
+    expect(listed).not.toContain(keyA.key)
+    expect(listed).not.toContain(hashKey(keyA.key))
+  })
+
+  it('a revoked key is refused once the cache entry expires (60 s)', async () => {
+    const c = clock()
+    const { base } = await serve({ now: c.now })
+    const k = await keys.create(3, 'to revoke')
+    const url = '/api/v2/cdp/analytics/rfm?tenant_id=3'
+    expect([200, 404]).toContain((await get(base, url, bearer(k.key))).status)
+    expect(await keys.revoke(k.key_id)).toMatchObject({ key_id: k.key_id, revoked_at: expect.any(String) })
+    expect(await keys.verify(k.key)).toBeNull()
+    // Still cached: accepted until the entry expires.
+    c.advance(59_000)
+    expect([200, 404]).toContain((await get(base, url, bearer(k.key))).status)
+    c.advance(1_001)
+    await expectCommonError(await get(base, url, bearer(k.key)), 401)
+    expect((await keys.list(3))[0]).toMatchObject({ key_id: k.key_id, revoked_at: expect.any(String) })
+    // Revoking twice is harmless; an unknown id is null.
+    expect((await keys.revoke(k.key_id))?.revoked_at).toBeTruthy()
+    expect(await keys.revoke('key_nope')).toBeNull()
+  })
+})
+
+describe('rate limits', () => {
+  it('the 101st analytics request of a key in a minute is 429 with Retry-After; the next window allows it again', async () => {
+    const c = clock()
+    const { base } = await serve({ now: c.now })
+    const url = '/api/v2/cdp/analytics/rfm?tenant_id=1'
+    for (let i = 0; i < 100; i++) {
+      const res = await get(base, url, bearer(keyA.key))
+      expect([200, 404], `request ${i + 1}`).toContain(res.status)
+      if (i === 0) {
+        expect(res.headers.get('ratelimit-limit')).toBe('100')
+        expect(res.headers.get('ratelimit-remaining')).toBe('99')
+      }
+    }
+    c.advance(20_000)
+    const limited = await get(base, url, bearer(keyA.key))
+    expect(limited.headers.get('retry-after')).toBe('40')
+    expect(limited.headers.get('ratelimit-remaining')).toBe('0')
+    expect(await expectCommonError(limited, 429)).toMatchObject({ details: { code: 'RATE_LIMIT_EXCEEDED', retry_after: 40 } })
+    // Per key: another tenant's key is not affected, and the limit does not leak across keys.
+    expect([200, 404]).toContain((await get(base, '/api/v2/cdp/analytics/rfm?tenant_id=2', bearer(keyB.key))).status)
+    // Non-analytics routes are not counted.
+    expect((await post(base, '/api/v2/cdp/process/1', {}, bearer(keyA.key))).status).toBe(404)
+    c.advance(40_000)
+    expect([200, 404]).toContain((await get(base, url, bearer(keyA.key))).status)
+  })
+
+  it('demographics-related paths: 1,000 per 15 minutes per IP in production, 10,000 in development, counted before auth', async () => {
+    expect(defaultRateLimits('production').demographicsPer15Min).toBe(1000)
+    expect(defaultRateLimits('development').demographicsPer15Min).toBe(10_000)
+    expect(defaultRateLimits('production').analyticsPerMinute).toBe(100)
+
+    const c = clock()
+    const prod = await serve({ now: c.now, rateLimits: { ...defaultRateLimits('production'), analyticsPerMinute: 1_000_000 } })
+    const url = '/api/cdp/v2/analytics/demographics?tenant_id=1'
+    const first = await get(prod.base, url)
+    expect(first.status).toBe(401) // counted even without a key
+    expect(first.headers.get('ratelimit-limit')).toBe('1000')
+    for (let i = 1; i < 1000; i++) expect((await get(prod.base, i % 2 ? url : '/api/cdp/v2/customers?tenant_id=1')).status).not.toBe(429)
+    const limited = await get(prod.base, '/api/v2/cdp/analytics/demographics?tenant_id=1', bearer(ADMIN))
+    expect(limited.headers.get('retry-after')).toBe('900')
+    await expectCommonError(limited, 429)
+    // Other analytics endpoints are not demographics-related.
+    expect([200, 404]).toContain((await get(prod.base, '/api/v2/cdp/analytics/rfm?tenant_id=1', bearer(ADMIN))).status)
+    c.advance(15 * 60_000)
+    expect((await get(prod.base, url, bearer(ADMIN))).status).not.toBe(429)
+
+    const dev = await serve({ now: c.now })
+    expect((await get(dev.base, url, bearer(ADMIN))).headers.get('ratelimit-limit')).toBe('100') // the tighter rule is shown
+    const devCustomers = await get(dev.base, '/api/cdp/v2/customers?tenant_id=1')
+    expect(devCustomers.status).toBe(401)
+    expect(devCustomers.headers.get('ratelimit-limit')).toBe('10000')
+  })
+})
+
+describe('secrets stay out of logs and config output', () => {
+  it('the logger redacts authorization headers and tokens; the config masks the admin token', () => {
+    const lines: string[] = []
+    const sink = new Writable({ write: (chunk, _enc, cb) => (lines.push(String(chunk)), cb()) })
+    const logger = createLogger({ level: 'info', destination: sink as never })
+    logger.info({ req: { headers: { authorization: `Bearer ${keyA.key}` } }, headers: { authorization: 'Bearer h1' }, adminToken: 'adm1', config: { adminToken: 'adm2' }, api_key: 'k1' }, 'x')
+    const out = lines.join('')
+    for (const s of [keyA.key, 'h1', 'adm1', 'adm2', 'k1']) expect(out).not.toContain(s)
+    const c = loadConfig({ CDP_ADMIN_TOKEN: 'an-admin-token-long-enough' })
+    expect(c.adminToken).toBe('an-admin-token-long-enough')
+    expect(JSON.stringify(redactConfig(c))).not.toContain('an-admin-token-long-enough')
+  })
+})
+
+describe('cdp apikey and cdp start', () => {
+  const run = promisify(execFile)
+  const cdp = (args: string[], env: Record<string, string> = {}) =>
+    run('node', [CDP, ...args], { env: { ...process.env, LOG_LEVEL: 'warn', ...env }, maxBuffer: 64 << 20, timeout: 120_000 })
+
+  async function freePort(): Promise<number> {
+    const s = net.createServer()
+    await new Promise<void>((r) => s.listen(0, '127.0.0.1', r))
+    const port = (s.address() as AddressInfo).port
+    await new Promise<void>((r) => s.close(() => r()))
+    return port
+  }
+
+  it('create prints a key that authenticates against `cdp start`; the demo prints one; import authenticates with the dev admin token; revoke and list', async () => {
+    const dir = path.join(tmpDir(), 'data')
+    const env = { CDP_DATA_DIR: dir, NODE_ENV: 'development', CDP_ADMIN_TOKEN: '' }
+    const created = JSON.parse((await cdp(['apikey', 'create', '--tenant', '5', '--name', 'ci'], env)).stdout)
+    expect(created).toMatchObject({ tenant_id: 5, name: 'ci', key: expect.stringMatching(/^cdp_5_[A-Za-z0-9_-]{43}$/), key_id: expect.any(String) })
+    const listed = (await cdp(['apikey', 'list', '--tenant', '5'], env)).stdout
+    expect(listed).toContain(created.key_id)
+    expect(listed).not.toContain(created.key)
+    await expect(cdp(['apikey', 'create'], env)).rejects.toMatchObject({ code: 2 })
+
+    const port = await freePort()
+    const child = spawn('node', [CDP, 'start', '--demo', '--roles', 'api', '--api-port', String(port)], { env: { ...process.env, ...env, LOG_LEVEL: 'info' } })
+    let out = ''
+    child.stdout.on('data', (d) => (out += d))
+    child.stderr.on('data', (d) => (out += d))
+    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)))
+    try {
+      const url = await waitFor(async () => /"url":"(http:[^"]+)"/.exec(out)?.[1], { what: 'the API url in the log', timeoutMs: 60_000 })
+      const demoKey = await waitFor(async () => /^\s+(cdp_1_[A-Za-z0-9_-]{43})$/m.exec(out)?.[1], { what: 'the demo key on stdout' })
+      expect(out).toContain(`curl -H "Authorization: Bearer ${demoKey}"`)
+      // The development admin token: in a 0600 file named in a warning, never in the log.
+      const tokenFile = path.join(dir, 'admin-token')
+      const admin = fs.readFileSync(tokenFile, 'utf8').trim()
+      expect(fs.statSync(tokenFile).mode & 0o777).toBe(0o600)
+      expect(out).toContain(tokenFile)
+      expect(out).not.toContain(admin)
+      expect(out.split('\n').filter((l) => l.startsWith('{')).join('\n')).not.toContain(demoKey)
+
+      expect((await fetch(`${url}/health`)).status).toBe(200)
+      expect((await fetch(`${url}/api/cdp/v2/customers?tenant_id=5`)).status).toBe(401)
+      expect([200, 404]).toContain((await fetch(`${url}/api/cdp/v2/customers?tenant_id=5`, { headers: bearer(created.key) })).status)
+      expect((await fetch(`${url}/api/cdp/v2/customers?tenant_id=1`, { headers: bearer(created.key) })).status).toBe(403)
+      expect([200, 404]).toContain((await fetch(`${url}/api/v2/cdp/analytics/rfm?tenant_id=1`, { headers: bearer(demoKey) })).status)
+      expect((await fetch(`${url}/api/v2/cdp/analytics/rfm?tenant_id=5`, { headers: bearer(demoKey) })).status).toBe(403)
+
+      // While start holds the embedded store, apikey says so instead of failing obscurely.
+      const busy = await cdp(['apikey', 'list'], env).then(() => null, (e: { code: number; stderr: string }) => e)
+      expect(busy?.code).toBe(1)
+      expect(busy?.stderr).toMatch(/in use by process \d+.*stop it/)
+
+      // cdp import goes through the running API with the admin token from the file.
+      const file = path.join(path.dirname(dir), 'orders.jsonl')
+      fs.writeFileSync(file, `${JSON.stringify({ customer_id: 1, order_id: 'I-1', total: 5, occurred_at: '2025-01-01T00:00:00Z' })}\n`)
+      const imported = JSON.parse((await cdp(['import', file, '--tenant', '5'], env)).stdout)
+      expect(imported).toMatchObject({ tenant_id: 5, accepted: 1, rejected: 0 })
+      // With a wrong admin token the import is refused (401).
+      await expect(cdp(['import', file, '--tenant', '5'], { ...env, CDP_ADMIN_TOKEN: 'wrong-admin-token-0123456789' })).rejects.toMatchObject({ code: 1 })
+    } finally {
+      child.kill('SIGTERM')
+      expect(await exited).toBe(0)
+    }
+
+    const revoked = JSON.parse((await cdp(['apikey', 'revoke', '--id', created.key_id], env)).stdout)
+    expect(revoked).toMatchObject({ key_id: created.key_id, tenant_id: 5, revoked_at: expect.any(String) })
+    const after = JSON.parse((await cdp(['apikey', 'list'], env)).stdout) as { keys: { key_id: string; revoked_at: string | null; name: string }[] }
+    expect(after.keys.find((k) => k.key_id === created.key_id)?.revoked_at).toBeTruthy()
+    expect(after.keys.find((k) => k.name === 'demo')?.revoked_at).toBeNull()
+    expect(JSON.stringify(after)).not.toContain(created.key)
+  })
+
+  it('in production the API refuses to start without CDP_ADMIN_TOKEN', async () => {
+    const dir = path.join(tmpDir(), 'data')
+    const res = await cdp(['start', '--roles', 'api', '--api-port', '0'], { CDP_DATA_DIR: dir, NODE_ENV: 'production', CDP_ADMIN_TOKEN: '' }).then(
+      () => ({ code: 0, stderr: '' }),
+      (e: { code: number; stderr: string }) => e,
+    )
+    expect(res.code).toBe(2)
+    expect(res.stderr).toContain('CDP_ADMIN_TOKEN')
+    expect(fs.existsSync(path.join(dir, 'admin-token'))).toBe(false)
+  })
+})
