@@ -84,7 +84,9 @@ async function load(base: string, token: string, t: Target, requests: number, co
 
 async function startApi(dataDir: string, token: string): Promise<{ child: ChildProcess; base: string }> {
   const port = 20000 + Math.floor(Math.random() * 20000)
-  const env: NodeJS.ProcessEnv = { ...process.env, CDP_DATA_DIR: dataDir, CDP_ROLES: 'api', CDP_API_PORT: String(port), CDP_ADMIN_TOKEN: token, LOG_LEVEL: 'warn', NODE_ENV: 'development' }
+  const env: NodeJS.ProcessEnv = { ...process.env, CDP_DATA_DIR: dataDir, CDP_ROLES: 'api', CDP_API_PORT: String(port), CDP_ADMIN_TOKEN: token, LOG_LEVEL: 'warn', NODE_ENV: 'development',
+    // Latency, not the limiter, is measured: lift the per-key and per-IP limits for the load.
+    CDP_RATE_LIMIT_ANALYTICS_PER_MINUTE: '1000000', CDP_RATE_LIMIT_DEMOGRAPHICS_PER_15MIN: '1000000' }
   const child = spawn(process.execPath, [path.join(ROOT, 'bin/cdp.mjs'), 'start'], { env, stdio: ['ignore', 'ignore', 'inherit'] })
   const base = `http://127.0.0.1:${port}`
   const deadline = Date.now() + 120_000
