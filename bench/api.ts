@@ -120,20 +120,20 @@ export async function run(argv: string[]): Promise<number> {
     const config = loadConfig(process.env, { runtime: 'embedded', dataDir, logLevel: 'warn' })
     const logger = createLogger({ level: 'warn' })
     const rt = await openRuntime(config, logger)
-    let exportMax = 0
+    let exportMin = 0
     try {
       progress(`seeding ${customers.toLocaleString('en')} customers and ${orders.toLocaleString('en')} orders ...`)
       await seedTenant(rt, TENANT, customers, orders)
       progress('computing features (processing engine) ...')
       const engine = createRecomputeEngine({ store: rt.store, logger, partitions: config.partitions, now: () => Date.UTC(2025, 6, 1) })
       await engine.run(TENANT, { analyses: ['rfm', 'clv', 'churn'], batchSize: 10_000, force: true, signal: new AbortController().signal })
-      // The spend below which about 50,000 buyers fall: the export filter (max_value).
+      // The spend above which just under 50,000 customers fall: the export filter (min_value).
       const rs = await rt.store.query({
-        query: `SELECT toFloat64(monetary) AS m FROM customer_features FINAL WHERE tenant_id = {t:UInt64} AND frequency > 0 ORDER BY monetary LIMIT 1 OFFSET 49999`,
+        query: `SELECT toFloat64(monetary) AS m FROM customer_features FINAL WHERE tenant_id = {t:UInt64} ORDER BY monetary DESC LIMIT 1 OFFSET 49999`,
         query_params: { t: TENANT },
         format: 'JSONEachRow',
       })
-      exportMax = Math.floor(((await rs.json<{ m: number }>())[0]?.m ?? 0) * 0.999)
+      exportMin = Math.ceil(((await rs.json<{ m: number }>())[0]?.m ?? 0) + 0.01)
     } finally {
       await rt.close() // chdb admits one process per data dir: hand it to the API
     }
@@ -148,7 +148,7 @@ export async function run(argv: string[]): Promise<number> {
       progress(`${t.name}: p50 ${r.p50} ms, p99 ${r.p99} ms (${JSON.stringify(r.statuses)})`)
     }
     const start = performance.now()
-    const res = await fetch(`${api.base}/api/cdp/v2/customers?tenant_id=${TENANT}&max_value=${exportMax}&format=csv`, { headers: { authorization: `Bearer ${token}` } })
+    const res = await fetch(`${api.base}/api/cdp/v2/customers?tenant_id=${TENANT}&min_value=${exportMin}&format=csv`, { headers: { authorization: `Bearer ${token}` } })
     const text = await res.text()
     const exportMs = Math.round(performance.now() - start)
     const exportRows = res.ok ? text.split('\r\n').filter(Boolean).length - 1 : 0
