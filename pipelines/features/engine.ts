@@ -1,13 +1,11 @@
-import type { CustomerUpserted, OrderEvent } from '../../common/events.ts'
 import { customerKey } from '../../common/events.ts'
 import { TOPICS } from '../../common/topics.ts'
 import type { Store } from '../../common/store/clickhouse.ts'
 import type { EventLog, LogRecord, OutRecord } from '../../common/eventlog/port.ts'
 import type { EventCodec } from '../../common/eventlog/codec.ts'
 import type { Logger } from '../../common/logger.ts'
-import { dlq, ok, type PipelineDefinition } from '../../common/runtime/pipeline.ts'
-import { decodeRecord } from '../projection/pipeline.ts'
-import { customerSemanticErrors, orderSemanticErrors } from '../ingest/validation.ts'
+import type { PipelineDefinition } from '../../common/runtime/pipeline.ts'
+import { decodeInputEvent, type InputEvent } from '../ingest/input-events.ts'
 import type { TransactionModelName } from './clv/index.ts'
 import { aggregate, EMPTY_AGGREGATES, factOf, mergeFact, utcDay, type CustomerAggregates, type OrderFact } from './order-facts.ts'
 import { clvFeatures, computeFeatures, DEFAULT_FEATURE_OPTIONS, sameFeatures, type ClvPart, type FeatureOptions, type FeatureValues } from './features.ts'
@@ -50,8 +48,6 @@ export interface FeatureEngineOptions {
   boundaryMaxAgeMs?: number
 }
 
-type Item = { kind: 'order'; event: OrderEvent } | { kind: 'customer'; event: CustomerUpserted }
-
 /**
  * The stateful feature consumer. Per assigned partition it holds every customer's order facts in
  * memory (restored from ClickHouse when the partition is first seen, or when the offsets show
@@ -91,24 +87,13 @@ export class FeatureEngine {
     return run
   }
 
-  definition(): PipelineDefinition<Item> {
+  definition(): PipelineDefinition<InputEvent> {
     return {
       name: this.name,
       topics: [TOPICS.orders.name, TOPICS.customers.name],
       process: async (record, codec) => {
         await this.exclusive(() => this.observe(record))
-        if (record.topic === TOPICS.orders.name) {
-          const r = await decodeRecord<OrderEvent>(record, codec)
-          if (r.kind !== 'ok') return r
-          const errors = orderSemanticErrors(r.value, this.now())
-          if (errors.length) return dlq('validate', errors[0]!.code, errors.map((e) => `${e.path}: ${e.message}`).join('; '), r.value.tenant_id)
-          return ok({ kind: 'order', event: r.value })
-        }
-        const r = await decodeRecord<CustomerUpserted>(record, codec)
-        if (r.kind !== 'ok') return r
-        const errors = customerSemanticErrors(r.value)
-        if (errors.length) return dlq('validate', errors[0]!.code, errors.map((e) => `${e.path}: ${e.message}`).join('; '), r.value.tenant_id)
-        return ok({ kind: 'customer', event: r.value })
+        return decodeInputEvent(record, codec, this.now())
       },
       sink: (items) => this.exclusive(() => this.apply(items)),
       onAssign: (assignment) => void this.exclusive(async () => this.assign(assignment.map((a) => a.partition))),
@@ -183,7 +168,7 @@ export class FeatureEngine {
     return c
   }
 
-  private async apply(items: { record: LogRecord; value: Item }[]): Promise<void> {
+  private async apply(items: { record: LogRecord; value: InputEvent }[]): Promise<void> {
     const touched = new Set<CustomerState>()
     for (const { record, value } of items) {
       const e = value.event
@@ -323,9 +308,6 @@ export class FeatureEngine {
     this.models.delete(tenantId)
   }
 
-  stats(): { customers: number; partitions: number[]; tenants: number } {
-    return { customers: this.customers.size, partitions: [...this.loaded].sort((a, b) => a - b), tenants: new Set([...this.customers.values()].map((c) => c.id.tenantId)).size }
-  }
 }
 
 function newest(a: TenantModel | undefined, b: TenantModel | undefined): TenantModel | undefined {
