@@ -4,13 +4,11 @@
  * A customer with no repeat purchase can never have dropped out, so P(alive | x = 0) = 1: use MBG/NBD
  * (mbgnbd.ts) where one-time buyers need a churn probability.
  */
-import { compressPatterns, type Patterns, type RfmObservation } from './patterns.ts'
+import type { Patterns } from './patterns.ts'
 import { expit, lgamma, log1pExp } from './special.ts'
 import {
   expectedPurchasesNumerator,
-  fitTransactionModel,
-  type TransactionFit,
-  type TransactionFitOptions,
+  kernelFunctions,
   type TransactionModel,
   type TransactionParams,
 } from './transaction-model.ts'
@@ -54,20 +52,8 @@ export function patternLogLikelihood(params: TransactionParams, p: Patterns): nu
   return sum
 }
 
-/** ℓ(r, α, a, b | x, t_x, T) of one customer. */
-export function logLikelihood(params: TransactionParams, x: number, tx: number, T: number): number {
-  return patternLogLikelihood(params, compressPatterns([{ x, tx, T }]))
-}
-
-/** Σ w·ℓ over customers (weights default to 1). */
-export function totalLogLikelihood(params: TransactionParams, data: readonly RfmObservation[]): number {
-  return patternLogLikelihood(params, compressPatterns(data))
-}
-
-/** Maximum-likelihood fit; see TransactionFitOptions for the penalty and TransactionFit for the bounds. */
-export function fitBgNbd(data: readonly RfmObservation[], options?: TransactionFitOptions): TransactionFit {
-  return fitTransactionModel('bgnbd', patternLogLikelihood, data, options)
-}
+/** ℓ of one customer, Σ w·ℓ over customers, and the maximum-likelihood fit (see TransactionFitOptions). */
+export const { logLikelihood, totalLogLikelihood, fit: fitBgNbd } = kernelFunctions('bgnbd', patternLogLikelihood)
 
 /** ln of the odds a/(b+x−1)·((α+T)/(α+t_x))^{r+x} that the customer dropped out after the last purchase. */
 function logDeadOdds(params: TransactionParams, x: number, tx: number, T: number): number {

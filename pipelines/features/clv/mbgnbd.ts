@@ -4,13 +4,11 @@
  * purchase, so P(alive) < 1 even with no repeat purchase: one-time buyers get a churn probability
  * that grows with their age. This is the model the product scores with.
  */
-import { compressPatterns, type Patterns, type RfmObservation } from './patterns.ts'
+import type { Patterns } from './patterns.ts'
 import { expit, lgamma, log1pExp } from './special.ts'
 import {
   expectedPurchasesNumerator,
-  fitTransactionModel,
-  type TransactionFit,
-  type TransactionFitOptions,
+  kernelFunctions,
   type TransactionModel,
   type TransactionParams,
 } from './transaction-model.ts'
@@ -51,20 +49,8 @@ export function patternLogLikelihood(params: TransactionParams, p: Patterns): nu
   return sum
 }
 
-/** ℓ(r, α, a, b | x, t_x, T) of one customer. */
-export function logLikelihood(params: TransactionParams, x: number, tx: number, T: number): number {
-  return patternLogLikelihood(params, compressPatterns([{ x, tx, T }]))
-}
-
-/** Σ w·ℓ over customers (weights default to 1). */
-export function totalLogLikelihood(params: TransactionParams, data: readonly RfmObservation[]): number {
-  return patternLogLikelihood(params, compressPatterns(data))
-}
-
-/** Maximum-likelihood fit; see TransactionFitOptions for the penalty and TransactionFit for the bounds. */
-export function fitMbgNbd(data: readonly RfmObservation[], options?: TransactionFitOptions): TransactionFit {
-  return fitTransactionModel('mbgnbd', patternLogLikelihood, data, options)
-}
+/** ℓ of one customer, Σ w·ℓ over customers, and the maximum-likelihood fit (see TransactionFitOptions). */
+export const { logLikelihood, totalLogLikelihood, fit: fitMbgNbd } = kernelFunctions('mbgnbd', patternLogLikelihood)
 
 /** ln of a/(b+x)·((α+T)/(α+t_x))^{r+x}, the odds that the customer has dropped out. */
 function logDeadOdds(params: TransactionParams, x: number, tx: number, T: number): number {

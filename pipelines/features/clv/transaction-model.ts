@@ -78,6 +78,18 @@ const WARM_START_SAMPLE = 15_000
 /** Σ w·ℓ over compressed patterns; the model-specific part of a fit. */
 export type PatternLogLikelihood = (params: TransactionParams, patterns: Patterns) => number
 
+/**
+ * What follows from a model's likelihood kernel alone, the same for every model: ℓ of one customer,
+ * Σ w·ℓ over customers (weights default to 1) and the maximum-likelihood fit.
+ */
+export function kernelFunctions(model: TransactionModelName, kernel: PatternLogLikelihood) {
+  return {
+    logLikelihood: (params: TransactionParams, x: number, tx: number, T: number): number => kernel(params, compressPatterns([{ x, tx, T }])),
+    totalLogLikelihood: (params: TransactionParams, data: readonly RfmObservation[]): number => kernel(params, compressPatterns(data)),
+    fit: (data: readonly RfmObservation[], options?: TransactionFitOptions): TransactionFit => fitTransactionModel(model, kernel, data, options),
+  }
+}
+
 export function fitTransactionModel(
   model: TransactionModelName,
   kernel: PatternLogLikelihood,
