@@ -21,22 +21,15 @@ import { createLogger } from '../common/logger.ts'
 import { openRuntime } from '../common/runtime/context.ts'
 import { createRecomputeEngine } from '../pipelines/features/recompute.ts'
 import { parse, UsageError } from '../cli/args.ts'
+import { intFlag, percentile, progress } from './common.ts'
 import { seedTenant } from './features.ts'
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const FLAGS = { customers: { type: 'string' }, orders: { type: 'string' }, requests: { type: 'string' }, concurrency: { type: 'string' } } as const
 const HELP = `usage: cdp bench api [--customers N] [--orders N] [--requests N] [--concurrency N]
 `
-const T0 = performance.now()
-const progress = (msg: string) => process.stderr.write(`[bench ${((performance.now() - T0) / 1000).toFixed(1).padStart(6)}s] ${msg}\n`)
 const TENANT = 77
 
-function intFlag(v: string | undefined, name: string, def: number): number {
-  if (v === undefined) return def
-  const n = Number(v.replace(/[_,]/g, ''))
-  if (!Number.isSafeInteger(n) || n < 1) throw new UsageError(`--${name} must be a positive integer, got '${v}'`)
-  return n
-}
 
 interface Target {
   name: string
@@ -59,9 +52,6 @@ const TARGETS: Target[] = [
 
 const TARGET_MS = { overview: 100, detailed: 500, export: 2000 }
 
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? NaN
-}
 
 async function load(base: string, token: string, t: Target, requests: number, concurrency: number) {
   const latencies: number[] = []

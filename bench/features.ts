@@ -28,6 +28,7 @@ import { createRecomputeEngine, loadTenantCustomers } from '../pipelines/feature
 import { fitGammaGamma, TRANSACTION_MODELS } from '../pipelines/features/clv/index.ts'
 import { utcDay } from '../pipelines/features/order-facts.ts'
 import { parse, UsageError } from '../cli/args.ts'
+import { intFlag, percentile, progress, sig3 } from './common.ts'
 
 const FLAGS = {
   customers: { type: 'string' },
@@ -50,17 +51,8 @@ const HELP = `usage: cdp bench features [--customers N] [--orders N] [--stream-c
 Output: progress on stderr; a table and one JSON line on stdout.
 `
 
-const T0 = performance.now()
-const progress = (msg: string) => process.stderr.write(`[bench ${((performance.now() - T0) / 1000).toFixed(1).padStart(6)}s] ${msg}\n`)
-const sig3 = (x: number) => (Number.isFinite(x) && x !== 0 ? Number(x.toPrecision(3)) : x)
 const secs = (ms: number) => Math.round(ms) / 1000
 
-function intFlag(v: string | undefined, name: string, def: number): number {
-  if (v === undefined) return def
-  const n = Number(v.replace(/[_,]/g, ''))
-  if (!Number.isSafeInteger(n) || n < 1) throw new UsageError(`--${name} must be a positive integer, got '${v}'`)
-  return n
-}
 
 function freshConfig(runtime: 'embedded' | 'distributed'): { config: Config; dir: string } {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cdp-bench-features-'))
@@ -167,10 +159,6 @@ async function benchRecompute(customers: number, orders: number, batch: number) 
 // ---------------------------------------------------------------------------------------------
 // (b)
 
-function percentile(sorted: number[], p: number): number {
-  if (!sorted.length) return NaN
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!
-}
 
 async function benchIncremental(runtime: 'embedded' | 'distributed', streamCustomers: number, freshnessOrders: number, rate: number) {
   const { config, dir } = freshConfig(runtime)

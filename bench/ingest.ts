@@ -44,6 +44,7 @@ import { projectionPipeline } from '../pipelines/projection/pipeline.ts'
 import { publishEvents } from '../pipelines/ingest/publisher.ts'
 import { generateOrderEvents } from '../pipelines/ingest/synthetic/generate.ts'
 import { parse, UsageError } from '../cli/args.ts'
+import { intFlag, progress, sig3 } from './common.ts'
 
 const run$ = promisify(execFile)
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
@@ -89,12 +90,6 @@ interface Options {
   keep: boolean
 }
 
-function intFlag(v: string | undefined, name: string, def: number, min = 1): number {
-  if (v === undefined) return def
-  const n = Number(v.replace(/[_,]/g, ''))
-  if (!Number.isSafeInteger(n) || n < min) throw new UsageError(`--${name} must be an integer >= ${min}, got '${v}'`)
-  return n
-}
 
 // ---------------------------------------------------------------------------------------------
 // Clean-up: everything started registers its undo here, run in reverse on success, error or signal.
@@ -155,18 +150,6 @@ function checkAborted(): void {
 // ---------------------------------------------------------------------------------------------
 // Output helpers
 
-const T_START = performance.now()
-
-function progress(msg: string): void {
-  const t = ((performance.now() - T_START) / 1000).toFixed(1).padStart(6)
-  process.stderr.write(`[bench ${t}s] ${msg}\n`)
-}
-
-/** Three significant figures: event rates measured with a 500 ms poll are not better than that. */
-function sig3(x: number): number {
-  if (!Number.isFinite(x) || x === 0) return x
-  return Number(x.toPrecision(3))
-}
 const r2 = (x: number) => Math.round(x * 100) / 100
 const fmtInt = (x: number) => Math.round(x).toLocaleString('en-US')
 const fmtEps = (x: number | null | undefined) => (x == null ? '-' : `${fmtInt(sig3(x))}/s`)

@@ -1,0 +1,30 @@
+import { UsageError } from '../cli/args.ts'
+
+/** Shared by the benchmark scripts: progress lines, flag parsing, rounding, percentiles. */
+
+const T_START = performance.now()
+
+/** A progress line on stderr, stamped with the seconds since the benchmark started. */
+export function progress(msg: string): void {
+  const t = ((performance.now() - T_START) / 1000).toFixed(1).padStart(6)
+  process.stderr.write(`[bench ${t}s] ${msg}\n`)
+}
+
+export function intFlag(v: string | undefined, name: string, def: number, min = 1): number {
+  if (v === undefined) return def
+  const n = Number(v.replace(/[_,]/g, ''))
+  if (!Number.isSafeInteger(n) || n < min) throw new UsageError(`--${name} must be an integer >= ${min}, got '${v}'`)
+  return n
+}
+
+/** Three significant figures: rates measured by polling are not better than that. */
+export function sig3(x: number): number {
+  if (!Number.isFinite(x) || x === 0) return x
+  return Number(x.toPrecision(3))
+}
+
+/** Nearest-rank percentile of an ascending array (NaN when empty). */
+export function percentile(sorted: readonly number[], p: number): number {
+  if (!sorted.length) return NaN
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!
+}
