@@ -32,9 +32,6 @@ class SlowEngine implements ProcessingEngine {
   async tenantExists(tenantId: number): Promise<boolean> {
     return tenantId !== UNKNOWN_TENANT
   }
-  async customerCount(): Promise<number> {
-    return 200
-  }
   async run(tenantId: number, opts: RunOptions): Promise<ProcessingResults> {
     this.runs.push({ tenantId, analyses: opts.analyses, batchSize: opts.batchSize, force: opts.force })
     const delay = this.delayMs.get(tenantId) ?? 0

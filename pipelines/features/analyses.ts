@@ -48,7 +48,5 @@ export interface RunOptions {
 export interface ProcessingEngine {
   /** A tenant is known once any customer or order of it is stored. */
   tenantExists(tenantId: number): Promise<boolean>
-  /** Number of customers of the tenant (for status and time estimates). */
-  customerCount(tenantId: number): Promise<number>
   run(tenantId: number, opts: RunOptions): Promise<ProcessingResults>
 }

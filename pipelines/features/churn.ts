@@ -4,8 +4,8 @@
  * is an argument. Rules and tables explained in docs/segments.md.
  */
 import { recencyDays } from './rfm.ts'
+import { DAY_MS, utcDay } from './order-facts.ts'
 
-const DAY_MS = 86_400_000
 
 export const CHURN_RISKS = ['active', 'at_risk', 'churning', 'churned'] as const
 export type ChurnRisk = (typeof CHURN_RISKS)[number]
@@ -113,7 +113,7 @@ export function roundTo(x: number, dp: number): number {
  */
 export function orderIntervalDays(firstOrderAt: number, lastOrderAt: number, purchaseDays: number): number | null {
   if (purchaseDays <= 1) return null
-  return (Math.floor(lastOrderAt / DAY_MS) - Math.floor(firstOrderAt / DAY_MS)) / (purchaseDays - 1)
+  return (utcDay(lastOrderAt) - utcDay(firstOrderAt)) / (purchaseDays - 1)
 }
 
 /** The median of the repeat buyers' intervals (mean of the middle two for an even count); null if none. */

@@ -99,11 +99,6 @@ export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine {
   const clvModel = deps.clvModel ?? 'mbgnbd'
   const engine: ProcessingEngine = {
     tenantExists: (tenantId) => tenantExists(deps.store, tenantId),
-    async customerCount(tenantId) {
-      const rs = await deps.store.query({ query: 'SELECT uniqExact(customer_id) AS n FROM customers WHERE tenant_id = {t:UInt64}', query_params: { t: tenantId }, format: 'JSONEachRow' })
-      const [row] = await rs.json<{ n: number }>()
-      return Number(row?.n ?? 0)
-    },
     async run(tenantId: number, run: RunOptions): Promise<ProcessingResults> {
       const check = () => {
         if (run.signal.aborted) throw new AbortError()

@@ -24,8 +24,8 @@
  * Customers without a counting order are not in the population and get no RFM score.
  */
 import { SEGMENT_MAP, type Segment } from './segments.ts'
+import { DAY_MS } from './order-facts.ts'
 
-const DAY_MS = 86_400_000
 
 export type Score = 1 | 2 | 3 | 4 | 5
 /** r, f, m digits concatenated, e.g. '543'. */

@@ -72,13 +72,14 @@ export function featureRow(c: CustomerIdentity, agg: CustomerAggregates, v: Feat
   }
 }
 
+/** Header of every event the feature pipeline publishes about a customer. */
+function eventHeader(c: CustomerIdentity, now: number) {
+  return { event_id: randomUUID(), tenant_id: c.tenantId, occurred_at: now, source: 'cdp.features', customer_id: c.customerId }
+}
+
 export function featuresEvent(c: CustomerIdentity, agg: CustomerAggregates, v: FeatureValues, now: number): CustomerFeatures {
   return {
-    event_id: randomUUID(),
-    tenant_id: c.tenantId,
-    occurred_at: now,
-    source: 'cdp.features',
-    customer_id: c.customerId,
+    ...eventHeader(c, now),
     first_order_at: agg.firstOrderAt,
     last_order_at: agg.lastOrderAt,
     order_count: agg.orderCount,
@@ -100,11 +101,7 @@ export function featuresEvent(c: CustomerIdentity, agg: CustomerAggregates, v: F
 
 export function segmentChangedEvent(c: CustomerIdentity, prev: { segment: string | null; rfmScore: string | null }, v: FeatureValues, now: number): SegmentChanged {
   return {
-    event_id: randomUUID(),
-    tenant_id: c.tenantId,
-    occurred_at: now,
-    source: 'cdp.features',
-    customer_id: c.customerId,
+    ...eventHeader(c, now),
     previous_segment: prev.segment,
     segment: v.segment,
     previous_rfm_score: prev.rfmScore,

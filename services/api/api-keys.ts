@@ -29,7 +29,6 @@ export interface KeyVerifier {
 }
 
 const KEY_RE = /^cdp_(\d{1,16})_([A-Za-z0-9_-]{43})$/
-const PREFIX_CHARS = 12
 
 export function hashKey(plainKey: string): string {
   return createHash('sha256').update(plainKey, 'utf8').digest('hex')

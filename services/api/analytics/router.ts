@@ -23,7 +23,7 @@ export interface AnalyticsDeps {
  */
 export function analyticsRouter(deps: AnalyticsDeps): Router {
   const router = express.Router()
-  const ctx: AnalyticsContext = { store: deps.store, logger: deps.logger, now: deps.now ?? Date.now, cache: deps.cache ?? new ResponseCache(deps.now) }
+  const ctx = ctxFor(deps)
   for (const ep of ANALYTICS_ENDPOINTS) {
     router.get(ep.path, async (req, res, next) => {
       try {
@@ -54,8 +54,7 @@ export function analyticsRouter(deps: AnalyticsDeps): Router {
   return router
 }
 
-export { ctxFor }
-/** For tests and the benchmark: the context an endpoint module runs with. */
-function ctxFor(deps: AnalyticsDeps): AnalyticsContext {
+/** The context an endpoint module runs with (the router's, and the tests'). */
+export function ctxFor(deps: AnalyticsDeps): AnalyticsContext {
   return { store: deps.store, logger: deps.logger, now: deps.now ?? Date.now, cache: deps.cache ?? new ResponseCache(deps.now) }
 }
