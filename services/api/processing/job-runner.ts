@@ -251,6 +251,9 @@ export class JobRunner {
       this.deps.logger.info({ ...logFields(job), reason: skip }, 'processing job skipped')
       return { kind: 'skipped', job }
     }
+    // A cancel may land while beforeRun awaits: never hand the engine an already-aborted signal
+    // (its abort listener would never fire, and the cancel would wait for a whole run).
+    if (controller.signal.aborted) return this.#endUnstarted(job, controller)
     return this.#execute(job, controller)
   }
 
