@@ -1,21 +1,31 @@
 import fs from 'node:fs'
+import path from 'node:path'
 import { fitBgNbd, fitGammaGamma, parseCdnowSummary, SummaryParseError } from '../../pipelines/features/clv/index.ts'
+import * as demo from '../../pipelines/demographics/evaluation.ts'
+import { defaultReference } from '../../pipelines/demographics/enrich.ts'
 import { parse, UsageError } from '../args.ts'
 
 const FLAGS = {
   summary: { type: 'string' },
+  data: { type: 'string' },
 } as const
 
 const USAGE = [
   'usage: cdp eval clv --summary FILE',
+  '       cdp eval demographics [--data DIR]',
   '',
-  '  Fits BG/NBD on (x, t_x, T) and Gamma-Gamma on the customers with x > 0 (zbar) of a CDNOW-style',
+  'clv: fits BG/NBD on (x, t_x, T) and Gamma-Gamma on the customers with x > 0 (zbar) of a CDNOW-style',
   '  summary CSV (`ID,x,t_x,T,zbar`, e.g. cdnow_customers_summary_with_transactions.csv, in weeks) and',
   '  prints one JSON line: {"bgnbd":{"r","alpha","a","b","ll"},"gammagamma":{"p","q","gamma"}}.',
   '  Published CDNOW values: r 0.243, alpha 4.414, a 0.793, b 2.426, LL -9582.4; p 6.25, q 3.74, gamma 15.44.',
+  '',
+  'demographics: scores the shipped reference tables against the Argentine reference data in DIR',
+  '  (default ../shared/data/ar): gender from first names (INE), province from postal codes (Correo',
+  '  localities), province aliases, age from DNI anchors, and enrichment throughput. Prints a table,',
+  '  then one JSON line with the figures.',
 ].join('\n')
 
-/** `cdp eval clv --summary FILE`: reproduce the published CDNOW fits. */
+/** `cdp eval clv --summary FILE`: reproduce the published CDNOW fits. `cdp eval demographics`. */
 export async function run(argv: string[]): Promise<number> {
   const { values, positionals } = parse(argv, FLAGS)
   if (values.help) {
@@ -23,8 +33,13 @@ export async function run(argv: string[]): Promise<number> {
     return 0
   }
   const [target, ...extra] = positionals
-  if (target !== 'clv') throw new UsageError(target ? `unknown evaluation '${target}'\n${USAGE}` : USAGE)
+  if (target !== 'clv' && target !== 'demographics') throw new UsageError(target ? `unknown evaluation '${target}'\n${USAGE}` : USAGE)
   if (extra.length > 0) throw new UsageError(`unexpected argument '${extra[0]}'\n${USAGE}`)
+  if (target === 'demographics') {
+    if (values.summary !== undefined) throw new UsageError(`--summary is for \`cdp eval clv\`\n${USAGE}`)
+    return demographics(values.data ?? '../shared/data/ar')
+  }
+  if (values.data !== undefined) throw new UsageError(`--data is for \`cdp eval demographics\`\n${USAGE}`)
   const file = values.summary
   if (!file) throw new UsageError(`--summary FILE is required\n${USAGE}`)
 
@@ -59,5 +74,46 @@ export async function run(argv: string[]): Promise<number> {
     gammagamma: { p: gg.params.p, q: gg.params.q, gamma: gg.params.gamma },
   }
   process.stdout.write(`${JSON.stringify(out)}\n`)
+  return 0
+}
+
+/** `cdp eval demographics`: the shipped tables scored against the reference data in DIR. */
+function demographics(dir: string): number {
+  const fail = (msg: string) => {
+    process.stderr.write(`cdp eval demographics: ${msg}\n`)
+    return 1
+  }
+  if (!fs.existsSync(dir)) {
+    return fail(`data directory ${dir} not found; pass --data DIR, the folder holding names_genderator_ine_es/, localidades_correo_neousr/ and derived/ (../shared/data/ar in the workspace)`)
+  }
+  const read = (rel: string) => fs.readFileSync(path.join(dir, rel), 'utf8')
+  const ref = defaultReference()
+  const now = new Date()
+  let report: demo.DemographicsReport
+  let step = ''
+  try {
+    step = 'names_genderator_ine_es/names_ine.tsv'
+    const gender = demo.evaluateGender(demo.parseIneNames(read(step)), ref)
+    step = 'localidades_correo_neousr/por_provincia'
+    const localities: demo.LocalityCode[] = []
+    for (const file of fs.readdirSync(path.join(dir, step)).filter((f) => f.endsWith('.csv')).sort()) {
+      const letter = demo.jurisdictionFromFileName(file)
+      if (letter === null) return fail(`${step}/${file}: no province of that name`)
+      localities.push(...demo.parseCorreoLocalities(read(path.join(step, file)), letter))
+    }
+    const postal = demo.evaluatePostal(localities, ref, now)
+    step = 'derived/provincia_aliases_ar.csv'
+    const aliases = demo.compactAliasFigures(demo.evaluateAliases(demo.parseAliases(read(step)), ref, now))
+    step = 'derived/dni_birthyear_anchors.csv'
+    const age = demo.evaluateAge(demo.parseAnchors(read(step)), ref, now)
+    step = ''
+    report = { gender, postal, aliases, age, enrich_customers_per_second: demo.measureThroughput(ref, now) }
+  } catch (e) {
+    const err = e as NodeJS.ErrnoException
+    if (!(e instanceof demo.EvaluationDataError) && err.code === undefined) throw e
+    return fail(`${path.join(dir, step)}: ${err.message}`)
+  }
+  // The table for people, then exactly one JSON line for scripts.
+  process.stdout.write(`${demo.formatReport(dir, report)}\n${JSON.stringify(report)}\n`)
   return 0
 }
