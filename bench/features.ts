@@ -19,6 +19,7 @@ import { loadConfig, type Config } from '../common/config.ts'
 import { createLogger } from '../common/logger.ts'
 import { openRuntime, type Runtime } from '../common/runtime/context.ts'
 import { groupLag } from '../common/eventlog/port.ts'
+import type { Store } from '../common/store/clickhouse.ts'
 import { TOPICS } from '../common/topics.ts'
 import type { CustomerUpserted, OrderEvent, SegmentChanged } from '../common/events.ts'
 import { publishEvents } from '../pipelines/ingest/publisher.ts'
@@ -64,17 +65,17 @@ function freshConfig(runtime: 'embedded' | 'distributed'): { config: Config; dir
 // (a) and (c)
 
 /** Customers and orders of one tenant written straight into the raw projections by SQL (seconds, not minutes). */
-export async function seedTenant(rt: Runtime, tenant: number, customers: number, orders: number): Promise<void> {
+export async function seedTenant(store: Store, tenant: number, customers: number, orders: number): Promise<void> {
   // Customer of an order: skewed (u² puts more orders on low ids), so frequencies range from 1 to hundreds.
   // Placed times: uniform over the two years before 2025-07-01; 2 % cancelled, 3 % partially refunded.
-  await rt.store.command({
+  await store.command({
     query: `INSERT INTO customers (tenant_id, customer_id, last_event_id, email, source, updated_at, version)
             SELECT {t:UInt64}, number + 1, concat('c', toString(number)), concat('c', toString(number + 1), '@example.com'), 'bench',
                    toDateTime64('2023-07-01 00:00:00', 3, 'UTC'), 1
             FROM numbers({n:UInt64})`,
     query_params: { t: tenant, n: customers },
   })
-  await rt.store.command({
+  await store.command({
     query: `INSERT INTO orders (tenant_id, customer_id, order_id, last_event_id, status, total, refunded_amount, currency, items_count, placed_at, updated_at, is_cancelled, source, version)
             SELECT {t:UInt64}, customer_id, concat('o', toString(number)), concat('e', toString(number)), 'paid',
                    toDecimal64(if(refunded, total_raw * 0.5, total_raw), 2), NULL, 'ARS', 1, placed, placed, cancelled, 'bench',
@@ -100,7 +101,7 @@ async function benchRecompute(customers: number, orders: number, batch: number) 
   try {
     progress(`(a) seeding ${customers.toLocaleString('en')} customers and ${orders.toLocaleString('en')} orders in ClickHouse ...`)
     let t = performance.now()
-    await seedTenant(rt, tenant, customers, orders)
+    await seedTenant(rt.store, tenant, customers, orders)
     const seedMs = performance.now() - t
     const now = Date.UTC(2025, 6, 1)
     const engine = createRecomputeEngine({ store: rt.store, logger, partitions: config.partitions, now: () => now })

@@ -57,6 +57,12 @@ export const ConfigSchema = z
     rateLimitAnalyticsPerMinute: z.coerce.number().int().min(1).default(100),
     /** Demographics-related endpoints: requests per 15 minutes per IP (spec: 1,000 in production, 10,000 otherwise). */
     rateLimitDemographicsPer15Min: z.coerce.number().int().min(1).optional(),
+    /** How often the API checks for tenants whose analytics summary is stale (ms); 0 turns summaries off (docs/analytics-performance.md). */
+    analyticsSummaryIntervalMs: z.coerce.number().int().min(0).max(3_600_000).default(60_000),
+    /** A directory of fuller demographic reference data (localities, first names, aliases, postal codes) loaded over the shipped tables (docs/demographics.md). */
+    demographicsReferenceDir: z.string().min(1).optional(),
+    /** Entries per tenant of the analytics response cache; 0 turns it off (e.g. to measure computed answers). */
+    analyticsCacheEntries: z.coerce.number().int().min(0).max(100_000).default(500),
   })
   .superRefine((c, ctx) => {
     if (c.runtime === 'distributed') {
@@ -99,6 +105,9 @@ export const ENV_NAMES: Record<keyof z.input<typeof ConfigSchema>, string> = {
   adminToken: 'CDP_ADMIN_TOKEN',
   rateLimitAnalyticsPerMinute: 'CDP_RATE_LIMIT_ANALYTICS_PER_MINUTE',
   rateLimitDemographicsPer15Min: 'CDP_RATE_LIMIT_DEMOGRAPHICS_PER_15MIN',
+  analyticsSummaryIntervalMs: 'CDP_ANALYTICS_SUMMARY_INTERVAL_MS',
+  analyticsCacheEntries: 'CDP_ANALYTICS_CACHE_ENTRIES',
+  demographicsReferenceDir: 'CDP_DEMOGRAPHICS_REFERENCE_DIR',
 }
 
 /** Config keys whose values are secrets: never logged, never returned. */

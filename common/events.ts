@@ -81,6 +81,25 @@ export interface SegmentChanged extends EventHeader {
   rfm_score: string | null
 }
 
+export interface CustomerDemographics extends EventHeader {
+  customer_id: number
+  estimated_age: number | null
+  estimated_birth_year: number | null
+  age_segment: string | null
+  generation: string | null
+  social_ads_age_range: string | null
+  search_ads_age_range: string | null
+  gender: string | null
+  corrected_city: string | null
+  corrected_province: string | null
+  corrected_postal_code: string | null
+  region: string | null
+  location_confidence: number
+  location_correction_needed: boolean
+  is_location_validated: boolean
+  issues: string[]
+}
+
 export interface DeadLetter {
   event_id: string
   tenant_id: number | null

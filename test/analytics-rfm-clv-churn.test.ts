@@ -109,6 +109,24 @@ beforeAll(async () => {
     format: 'JSONEachRow',
     values: [...CUSTOMERS.map((c) => ({ tenant_id: T, customer_id: c.id, email: c.email, province: c.province, updated_at: ts(FIXED), version: 1 })), { tenant_id: OTHER, customer_id: 1, email: 'x@shop.com', province: 'Salta', updated_at: ts(FIXED), version: 1 }],
   })
+  // Enriched demographics (pipelines/demographics): c5 not enriched yet; the other tenant's row must never count.
+  const demo = (tenant: number, id: number, age: number | null, segment: string | null, generation: string | null, gender: string | null, province: string | null) => ({
+    tenant_id: tenant, customer_id: id, version: 1, estimated_age: age, age_segment: segment, generation, gender, corrected_province: province,
+    location_confidence: province ? 0.9 : 0, issues: [], enriched_at: ts(FIXED),
+  })
+  await store.insert({
+    table: 'customer_demographics',
+    format: 'JSONEachRow',
+    values: [
+      demo(T, 1, 30, '25-34', 'Millennials/Gen Z', 'M', 'Buenos Aires'),
+      demo(T, 2, 40, '35-44', 'Millennials', 'F', 'Córdoba'),
+      demo(T, 3, 50, '45-54', 'Generación X', 'U', 'Buenos Aires'),
+      demo(T, 4, null, null, null, 'F', null),
+      demo(T, 6, 20, '18-24', 'Generación Z', 'M', 'Mendoza'),
+      demo(T, 7, 60, '55+', 'Baby Boomers', null, null),
+      demo(OTHER, 1, 99, '55+', 'Baby Boomers', 'M', 'Salta'),
+    ],
+  })
   const order = (tenant: number, customer: number, i: number, days: number, cancelled = false) => ({
     tenant_id: tenant,
     customer_id: customer,
@@ -182,13 +200,14 @@ describe('GET /analytics/rfm', () => {
     expect(o.avg_monetary).toBe(375) // 2250/6
     expect(o.total_revenue).toBe(2250)
     expect(o.last_calculation).toBe(new Date(FIXED - 60_000).toISOString())
+    // Of c1..c5, c7: ages 30, 40, 50, 60 (c4 none, c5 not enriched); M c1; F c2, c4; U c3 counts as a gender; located c1, c2, c3.
     expect(o.demographics).toEqual({
-      customers_with_age: 0,
-      avg_age: null,
-      male_customers: 0,
-      female_customers: 0,
-      customers_with_location: 3, // c1, c2, c3 ('' and null do not count; c6 has no segment)
-      completion_rates: { age: 0, gender: 0, location: 50 },
+      customers_with_age: 4,
+      avg_age: 45,
+      male_customers: 1,
+      female_customers: 2,
+      customers_with_location: 3,
+      completion_rates: { age: 66.67, gender: 66.67, location: 50 },
     })
 
     expect(b.data.distribution.map((d: { segment: string }) => d.segment)).toEqual([...SEGMENTS])
@@ -196,7 +215,14 @@ describe('GET /analytics/rfm', () => {
     expect(keys(champions)).toEqual(['avg_frequency', 'avg_monetary', 'avg_recency', 'characteristics', 'customer_count', 'demographics', 'percentage', 'segment'])
     expect(champions).toMatchObject({ customer_count: 2, percentage: 33.33, avg_recency: 7.5, avg_frequency: 8, avg_monetary: 800 })
     expect(champions.characteristics).toEqual({ description: SEGMENT_DESCRIPTIONS.Champions, recommended_actions: [...SEGMENT_ACTIONS.Champions] })
-    expect(champions.demographics).toEqual({ avg_age: null, male_count: 0, female_count: 0, top_provinces: ['Buenos Aires', 'Córdoba'], age_segments: {}, generations: {} })
+    expect(champions.demographics).toEqual({
+      avg_age: 35,
+      male_count: 1,
+      female_count: 1,
+      top_provinces: ['Buenos Aires', 'Córdoba'],
+      age_segments: { '25-34': 1, '35-44': 1 },
+      generations: { 'Millennials/Gen Z': 1, Millennials: 1 },
+    })
     const hib = b.data.distribution.find((d: { segment: string }) => d.segment === 'Hibernating')
     expect(hib).toMatchObject({ customer_count: 2, percentage: 33.33, avg_recency: 87.5, avg_frequency: 1.5, avg_monetary: 150 })
     const promising = b.data.distribution.find((d: { segment: string }) => d.segment === 'Promising')

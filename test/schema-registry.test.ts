@@ -94,7 +94,7 @@ describe('EventCodec on the real registry', () => {
       expect(subjects).toContain(subjectFor(t.name))
       expect(codec.schemaId(t.name)).toBeGreaterThan(0)
     }
-    expect(ALL_TOPICS).toHaveLength(5)
+    expect(ALL_TOPICS).toHaveLength(6)
     const cfg = await fetch(`${url}/config/${encodeURIComponent(subjectFor(TOPICS.orders.name))}`)
     expect(cfg.ok).toBe(true)
     expect(((await cfg.json()) as { compatibilityLevel: string }).compatibilityLevel.toUpperCase()).toBe('BACKWARD')

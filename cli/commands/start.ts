@@ -11,6 +11,10 @@ import { runFeatures, type RunningFeatures } from '../../pipelines/features/run.
 import { createRecomputeEngine } from '../../pipelines/features/recompute.ts'
 import { onTenantProcessed, processingEvents, startProcessingScheduler } from '../../services/api/processing/index.ts'
 import { ResponseCache } from '../../services/api/analytics/cache.ts'
+import { DEMOGRAPHICS_GROUP, demographicsPipeline } from '../../pipelines/demographics/pipeline.ts'
+import { loadReferenceDirectory } from '../../pipelines/demographics/reference-loader.ts'
+import { TenantSummaries } from '../../services/api/analytics/summary.ts'
+import { ANALYTICS_ENDPOINTS, SUMMARY_QUERIES } from '../../services/api/analytics/endpoints.ts'
 import { createApp, createHealthApp } from '../../services/api/app.ts'
 import type { ReadinessCheck } from '../../services/api/health.ts'
 import { DEMO_TENANT, streamDemoTenant } from '../../pipelines/ingest/demo.ts'
@@ -87,6 +91,9 @@ export async function startRoles(config: Config, logger: Logger): Promise<Starte
   if (roles.has('features')) {
     pipelines.push(await runPipeline(projectionPipeline(runtime.store, { name: config.consumerGroupPrefix + PROJECTION_GROUP }), deps))
     pipelines.push((features = await runFeatures(runtime)))
+    const reference = config.demographicsReferenceDir ? loadReferenceDirectory(config.demographicsReferenceDir) : undefined
+    if (reference) logger.info({ dir: config.demographicsReferenceDir, files: reference.source.files }, 'demographic reference data loaded')
+    pipelines.push(await runPipeline(demographicsPipeline({ store: runtime.store, log: runtime.log, codec: runtime.codec, reference, name: config.consumerGroupPrefix + DEMOGRAPHICS_GROUP }), deps))
   }
   // The processing API's engine: a full recompute per tenant from the raw projections. After a
   // run, this process's feature consumer drops its cached model and rescores with the new one
@@ -100,15 +107,22 @@ export async function startRoles(config: Config, logger: Logger): Promise<Starte
   })
   const processing = { store: runtime.store, engine, logger }
   // Analytics answers are cached per tenant; a processing run (or an invalidation) drops them.
-  const analytics = { store: runtime.store, logger, cache: new ResponseCache() }
+  // Tenant summaries precompute the unfiltered overviews (refreshed as data moves and after each run).
+  const summaries =
+    roles.has('api') && config.analyticsSummaryIntervalMs > 0
+      ? new TenantSummaries({ store: runtime.store, logger, endpoints: ANALYTICS_ENDPOINTS, queries: SUMMARY_QUERIES, intervalMs: config.analyticsSummaryIntervalMs })
+      : null
+  const analytics = { store: runtime.store, logger, cache: new ResponseCache(Date.now, config.analyticsCacheEntries), summaries: summaries ?? undefined }
   const unsubscribeCache = processingEvents.onCacheInvalidated((e) => analytics.cache.invalidateTenant(e.tenantId))
   const unsubscribe = onTenantProcessed((e) => {
     analytics.cache.invalidateTenant(e.tenantId)
+    summaries?.refresh(e.tenantId).catch((err) => logger.error({ err, tenantId: e.tenantId }, 'analytics summary refresh after a processing run failed'))
     if (!features) return
     features.engine.invalidateModel(e.tenantId)
     void features.tick().catch((err) => logger.error({ err }, 'rescoring after a processing run failed'))
   })
   const scheduler = roles.has('api') ? startProcessingScheduler({ ...processing }) : null
+  summaries?.start()
   for (const r of ['audience-sync', 'connectors'] as const) if (roles.has(r)) logger.warn({ role: r }, 'role has nothing to run yet in this version')
 
   const readiness: ReadinessCheck[] = [
@@ -144,6 +158,7 @@ export async function startRoles(config: Config, logger: Logger): Promise<Starte
       unsubscribe()
       unsubscribeCache()
       await scheduler?.stop()
+      await summaries?.stop()
       for (const p of pipelines) await p.stop()
       await runtime.close()
       logger.info('stopped')

@@ -145,25 +145,34 @@ function analyticsPaths(): Record<string, Record<string, OpenApiOperation>> {
       content['text/csv'] = { schema: { type: 'string', description: 'CSV export (format=csv)' } }
       content['application/vnd.openxmlformats-officedocument.spreadsheetml.sheet'] = { schema: { type: 'string', contentEncoding: 'binary', description: 'xlsx export (format=excel)' } }
     }
-    paths[ep.path] = {
-      get: {
-        operationId: `get${slug.charAt(0).toUpperCase()}${slug.slice(1)}`,
-        summary: ep.summary || `GET ${ep.path}`,
-        description: parts.join('\n\n'),
-        tags: ['Analytics'],
-        parameters: queryParameters(ep.query),
-        responses: {
-          '200': {
-            description: ep.export ? `The analytics body, or with \`format\` a download of the ${ANALYTICS_ROW}` : 'The analytics body',
-            content,
-          },
-          '400': errorResponse('Invalid query parameters (`details.errors[]` lists each), export not available or too large'),
-          '401': { $ref: '#/components/responses/Unauthorized' },
-          '403': { $ref: '#/components/responses/Forbidden' },
-          '404': errorResponse('Tenant not found'),
-          '429': { $ref: '#/components/responses/TooManyRequests' },
-        },
+    const responses: Record<string, unknown> = {
+      '200': {
+        description: ep.export ? `The analytics body, or with \`format\` a download of the ${ANALYTICS_ROW}` : 'The analytics body',
+        content,
       },
+      '400': errorResponse('Invalid query parameters (`details.errors[]` lists each), export not available or too large'),
+      '401': { $ref: '#/components/responses/Unauthorized' },
+      '403': { $ref: '#/components/responses/Forbidden' },
+      '404': errorResponse('Tenant not found'),
+      '429': { $ref: '#/components/responses/TooManyRequests' },
+    }
+    if (ep.unknownTenantStatus === 400) {
+      delete responses['404']
+      responses['400'] = errorResponse('Invalid query parameters (`details.errors[]` lists each), or tenant not found')
+      responses['204'] = { description: 'No customer of the tenant has demographic data (no body)' }
+    }
+    if (ep.filterErrorStatus) responses[String(ep.filterErrorStatus.status)] = errorResponse(`A value of ${ep.filterErrorStatus.fields.join(', ')} outside the allowed set`)
+    for (const path of [ep.path, ...(ep.aliases ?? [])]) {
+      paths[path] = {
+        get: {
+          operationId: `get${slug.charAt(0).toUpperCase()}${slug.slice(1)}${path === ep.path ? '' : 'Alias'}`,
+          summary: ep.summary || `GET ${ep.path}`,
+          description: path === ep.path ? parts.join('\n\n') : `Alias of \`${ep.path}\`.\n\n${parts.join('\n\n')}`,
+          tags: ['Analytics'],
+          parameters: queryParameters(ep.query),
+          responses: responses as OpenApiOperation['responses'],
+        },
+      }
     }
   }
   return paths

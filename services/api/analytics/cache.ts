@@ -18,6 +18,7 @@ export class ResponseCache {
   }
 
   set(tenantId: number, key: string, value: unknown, ttlMs: number): void {
+    if (this.maxPerTenant <= 0) return // a cache of size 0 is off
     let m = this.entries.get(tenantId)
     if (!m) this.entries.set(tenantId, (m = new Map()))
     if (m.size >= this.maxPerTenant) m.delete(m.keys().next().value!)

@@ -2,6 +2,8 @@ import { z } from 'zod'
 import { CHURN_DEFINITIONS, CHURN_RISKS, CHURN_THRESHOLDS } from '../../../pipelines/features/churn.ts'
 import { CommonQuery, boolParam, limitParam, offsetParam } from './options.ts'
 import { customerFilter, type SqlFilter } from './filters.ts'
+import { customerScope } from './customers.ts'
+import { tenantWide, tenantWidePage } from './summary.ts'
 import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
 import { pct, round2, select, signedPct, type AnalyticsContext, type AnalyticsEndpoint, type ExportColumn } from './endpoint.ts'
 
@@ -76,15 +78,17 @@ async function atRiskRows(ctx: AnalyticsContext, q: ChurnOptions, limit: number,
 async function body(ctx: AnalyticsContext, q: ChurnOptions) {
   const nowMs = ctx.now()
   const f = churnFilter(q, nowMs)
+  // Without a filter, the levels and the window figures come from the tenant summary (summary.ts).
+  const whole = !customerScope(q, nowMs).filtered && !q.risk_level && q.days_inactive === undefined
   const [levelRows, windowRows, atRisk] = await Promise.all([
-    select<{ risk: string; customers: string; probability: number; loss: number }>(
+    tenantWide(ctx, q.tenant_id, 'churn.levels', whole, () => select<{ risk: string; customers: string; probability: number; loss: number }>(
       ctx.store,
       `SELECT assumeNotNull(f.churn_risk) AS risk, count() AS customers, sum(coalesce(f.churn_probability, 0)) AS probability, sum(coalesce(f.potential_loss, 0)) AS loss
        FROM customer_features AS f FINAL WHERE ${f.where} GROUP BY risk`,
       f.params,
-    ),
+    )),
     // The filtered customers' counting orders (not cancelled, total > 0) placed up to now, per customer.
-    select<Record<'existed_prev' | 'churned_prev' | 'crossed' | 'was_at_risk' | 'saved' | 'existed_now' | 'churned_now' | 'orders_30d' | 'orders_365d', string>>(
+    tenantWide(ctx, q.tenant_id, 'churn.window', whole, () => select<Record<'existed_prev' | 'churned_prev' | 'crossed' | 'was_at_risk' | 'saved' | 'existed_now' | 'churned_now' | 'orders_30d' | 'orders_365d', string>>(
       ctx.store,
       `SELECT countIf(last_prev > 0) AS existed_prev,
               countIf(last_prev > 0 AND intDiv({prev_ms:Int64} - last_prev, ${DAY_MS}) >= {churned_days:UInt32}) AS churned_prev,
@@ -115,8 +119,9 @@ async function body(ctx: AnalyticsContext, q: ChurnOptions) {
         at_risk_days: CHURN_THRESHOLDS.at_risk,
         churned_days: CHURN_THRESHOLDS.churned,
       },
-    ),
-    atRiskRows(ctx, q, q.limit, q.offset),
+    )),
+    // The first pages of the at-risk list (highest potential loss first) come from the summary.
+    tenantWidePage(ctx, q.tenant_id, 'churn.at_risk', whole, q, (limit, offset) => atRiskRows(ctx, q, limit, offset)),
   ])
 
   const byLevel = new Map(levelRows.map((r) => [r.risk, r]))

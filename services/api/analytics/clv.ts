@@ -2,6 +2,8 @@ import { z } from 'zod'
 import { CLV_TIER_HIGH_ABOVE, CLV_TIER_MEDIUM_FROM, DEFAULT_CLV_MONTHS } from '../../../pipelines/features/clv/lifetime-value.ts'
 import { CommonQuery, limitParam, offsetParam } from './options.ts'
 import { customerFilter, type SqlFilter } from './filters.ts'
+import { customerScope } from './customers.ts'
+import { tenantWide, tenantWidePage } from './summary.ts'
 import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
 import { pct, round2, select, type AnalyticsContext, type AnalyticsEndpoint, type ExportColumn } from './endpoint.ts'
 
@@ -115,8 +117,10 @@ async function customerRows(ctx: AnalyticsContext, q: ClvOptions, limit: number,
 async function body(ctx: AnalyticsContext, q: ClvOptions) {
   const nowMs = ctx.now()
   const f = clvFilter(q, nowMs)
+  // Without a filter, the overview and tiers come from the tenant summary (summary.ts).
+  const whole = !customerScope(q, nowMs).filtered && !q.tier
   const [overviewRows, tierRows, top] = await Promise.all([
-    select<{ customers: string; avg_clv: number | null; median_clv: number | null; total_clv: number; top_clv: number; growing: string; predicted_sum: number; retention: number }>(
+    tenantWide(ctx, q.tenant_id, 'clv.overview', whole, () => select<{ customers: string; avg_clv: number | null; median_clv: number | null; total_clv: number; top_clv: number; growing: string; predicted_sum: number; retention: number }>(
       ctx.store,
       `SELECT count() AS customers, avg(clv) AS avg_clv, quantileExactInclusive(0.5)(clv) AS median_clv, sum(clv) AS total_clv,
               sumIf(clv, rn <= toUInt64(ceil(n_all * {top_share:Float64}))) AS top_clv,
@@ -128,14 +132,15 @@ async function body(ctx: AnalyticsContext, q: ClvOptions) {
          FROM customer_features AS f FINAL WHERE ${f.where}
        )`,
       { ...f.params, top_share: TOP_SHARE },
-    ),
-    select<{ tier: string; customers: string; avg_value: number }>(
+    )),
+    tenantWide(ctx, q.tenant_id, 'clv.tiers', whole, () => select<{ tier: string; customers: string; avg_value: number }>(
       ctx.store,
       `SELECT assumeNotNull(f.clv_tier) AS tier, count() AS customers, avg(f.total_clv) AS avg_value
        FROM customer_features AS f FINAL WHERE ${f.where} AND f.clv_tier IS NOT NULL GROUP BY tier`,
       f.params,
-    ),
-    customerRows(ctx, q, q.limit, q.offset),
+    )),
+    // The first pages in the default order (CLV, highest first) come from the summary.
+    tenantWidePage(ctx, q.tenant_id, 'clv.top', whole && q.sort_by === 'clv' && q.sort_order === 'desc', q, (limit, offset) => customerRows(ctx, q, limit, offset)),
   ])
   const o = overviewRows[0]!
   const total = num(o.customers)

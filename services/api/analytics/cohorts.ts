@@ -4,6 +4,7 @@ import type { AnalyticsContext, AnalyticsEndpoint } from './endpoint.ts'
 import { round2, select, signedPct } from './endpoint.ts'
 import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
 import { customerScope, scopeClause } from './customers.ts'
+import { tenantWide } from './summary.ts'
 
 export const COHORT_PERIODS = ['daily', 'weekly', 'monthly'] as const
 export type CohortPeriod = (typeof COHORT_PERIODS)[number]
@@ -137,7 +138,9 @@ export async function cohortsBody(ctx: AnalyticsContext, q: CohortsOptions) {
   const { fn, unit } = BUCKET[q.period]
   // The cohort's own start/end dates play the role of date_from/date_to; period is the cohort grain.
   const scope = customerScope({ ...q, period: undefined }, now, ['period', 'date_from', 'date_to'])
-  const rows = await select<{ cohort: string; k: number; customers: number; revenue: number }>(
+  // Without a customer filter, the matrix of the default window comes from the tenant summary (summary.ts).
+  const name = `cohorts.${q.period}.${ymd(first)}.${ymd(last)}.${endExclusive}`
+  const rows = await tenantWide(ctx, q.tenant_id, name, !scope.filtered, () => select<{ cohort: string; k: number; customers: number; revenue: number }>(
     ctx.store,
     `WITH o AS (
        SELECT customer_id, placed_at, toFloat64(total) AS amount
@@ -155,7 +158,7 @@ export async function cohortsBody(ctx: AnalyticsContext, q: CohortsOptions) {
      GROUP BY cohort, k
      ORDER BY cohort, k`,
     { ...scope.params, end_ms: endExclusive, first: ymd(first), last: ymd(last) },
-  )
+  ))
   const byCohort = new Map<string, Map<number, { customers: number; revenue: number }>>()
   for (const r of rows) {
     let m = byCohort.get(r.cohort)

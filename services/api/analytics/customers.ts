@@ -75,11 +75,20 @@ interface Row {
   frequency: number
   created_ms: number | null
   last_order_ms: number | null
+  estimated_age: number | null
+  gender: string | null
+  age_segment: string | null
+  generation: string | null
+  social_ads_age_range: string | null
+  search_ads_age_range: string | null
+  corrected_city: string | null
+  corrected_province: string | null
+  corrected_postal_code: string | null
+  region: string | null
+  location_confidence: number | null
+  location_correction_needed: number | null
+  is_location_validated: number | null
 }
-
-const FROM = `FROM customer_features AS f FINAL
-  LEFT JOIN (SELECT customer_id, email, first_name, last_name, created_at FROM customers FINAL WHERE tenant_id = {tenant_id:UInt64}) AS c
-    ON c.customer_id = f.customer_id`
 
 function toItem(r: Row): CustomerItem {
   return {
@@ -87,21 +96,20 @@ function toItem(r: Row): CustomerItem {
     email: r.email,
     first_name: r.first_name,
     last_name: r.last_name,
-    // Demographic enrichment (national id → age, name → gender, address correction) is not built
-    // yet: these fields are present and honestly empty (null / false).
-    estimated_age: null,
-    inferred_gender: null,
-    age_segment: null,
-    generation: null,
-    social_ads_age_range: null,
-    search_ads_age_range: null,
-    corrected_city: null,
-    corrected_province: null,
-    corrected_postal_code: null,
-    region: null,
-    location_confidence: null,
-    location_correction_needed: false,
-    is_location_validated: false,
+    // From customer_demographics (pipelines/demographics); a customer not enriched yet has nulls and false.
+    estimated_age: r.estimated_age === null ? null : Number(r.estimated_age),
+    inferred_gender: r.gender,
+    age_segment: r.age_segment,
+    generation: r.generation,
+    social_ads_age_range: r.social_ads_age_range,
+    search_ads_age_range: r.search_ads_age_range,
+    corrected_city: r.corrected_city,
+    corrected_province: r.corrected_province,
+    corrected_postal_code: r.corrected_postal_code,
+    region: r.region,
+    location_confidence: r.location_confidence === null ? null : Number(r.location_confidence),
+    location_correction_needed: Number(r.location_correction_needed) === 1,
+    is_location_validated: Number(r.is_location_validated) === 1,
     rfm_segment: r.segment,
     historical_value: Number(r.historical_value),
     order_count: Number(r.frequency),
@@ -118,20 +126,34 @@ async function count(ctx: AnalyticsContext, q: CustomersOptions): Promise<number
 
 async function page(ctx: AnalyticsContext, q: CustomersOptions, limit: number, offset: number): Promise<CustomerItem[]> {
   const s = customerScope(q, ctx.now())
+  // The page is chosen on customer_features alone; profiles and demographics are joined for its ids only.
   const rows = await select<Row>(
     ctx.store,
-    `SELECT f.customer_id AS customer_id,
-            coalesce(c.email, nullIf(f.email, '')) AS email,
-            c.first_name AS first_name, c.last_name AS last_name,
-            f.segment AS segment,
-            toFloat64(f.historical_value) AS historical_value,
-            f.frequency AS frequency,
-            toUnixTimestamp64Milli(c.created_at) AS created_ms,
-            toUnixTimestamp64Milli(f.last_order_at) AS last_order_ms
-     ${FROM}
-     WHERE ${s.where}
-     ORDER BY f.customer_id
-     LIMIT {limit:UInt32} OFFSET {offset:UInt64}`,
+    `WITH page AS (
+       SELECT f.customer_id AS customer_id, nullIf(f.email, '') AS f_email, f.segment AS segment, toFloat64(f.historical_value) AS historical_value,
+              f.frequency AS frequency, toUnixTimestamp64Milli(f.last_order_at) AS last_order_ms
+       FROM customer_features AS f FINAL
+       WHERE ${s.where}
+       ORDER BY f.customer_id
+       LIMIT {limit:UInt32} OFFSET {offset:UInt64}
+     )
+     SELECT page.customer_id AS customer_id, coalesce(c.email, page.f_email) AS email, c.first_name AS first_name, c.last_name AS last_name,
+            page.segment AS segment, page.historical_value AS historical_value, page.frequency AS frequency,
+            toUnixTimestamp64Milli(c.created_at) AS created_ms, page.last_order_ms AS last_order_ms,
+            d.estimated_age AS estimated_age, d.gender AS gender, d.age_segment AS age_segment, d.generation AS generation,
+            d.social_ads_age_range AS social_ads_age_range, d.search_ads_age_range AS search_ads_age_range,
+            d.corrected_city AS corrected_city, d.corrected_province AS corrected_province, d.corrected_postal_code AS corrected_postal_code,
+            d.region AS region, d.location_confidence AS location_confidence,
+            d.location_correction_needed AS location_correction_needed, d.is_location_validated AS is_location_validated
+     FROM page
+     LEFT JOIN (SELECT customer_id, email, first_name, last_name, created_at FROM customers FINAL
+                WHERE tenant_id = {tenant_id:UInt64} AND customer_id IN (SELECT customer_id FROM page)) AS c ON c.customer_id = page.customer_id
+     LEFT JOIN (SELECT customer_id, estimated_age, gender, age_segment, generation, social_ads_age_range, search_ads_age_range, corrected_city,
+                       corrected_province, corrected_postal_code, region, location_confidence, location_correction_needed, is_location_validated
+                FROM customer_demographics FINAL
+                WHERE tenant_id = {tenant_id:UInt64} AND customer_id IN (SELECT customer_id FROM page)) AS d ON d.customer_id = page.customer_id
+     ORDER BY page.customer_id
+     SETTINGS join_use_nulls = 1`,
     { ...s.params, limit, offset },
   )
   return rows.map(toItem)

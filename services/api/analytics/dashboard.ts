@@ -4,6 +4,7 @@ import type { AnalyticsContext, AnalyticsEndpoint } from './endpoint.ts'
 import { round2, select, signedPct } from './endpoint.ts'
 import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
 import { customerScope, scopeClause } from './customers.ts'
+import { tenantWide } from './summary.ts'
 import { SEGMENTS } from '../../../pipelines/features/segments.ts'
 
 const DAY = 86_400_000
@@ -43,16 +44,18 @@ export async function dashboardBody(ctx: AnalyticsContext, q: DashboardOptions) 
   const inScope = scopeClause(scope)
   const p = { ...scope.params, from: win.from, to: win.to, prev_from: win.prevFrom, churn_from: win.from - CHURN_DAYS * DAY, churn_to: now - CHURN_DAYS * DAY, segments: SEGMENTS }
   const ts = (name: string) => `fromUnixTimestamp64Milli({${name}:Int64}, 'UTC')`
+  // Without a customer filter, every part comes from the tenant summary (summary.ts) of this period.
+  const wide = <T>(name: string, live: () => Promise<T>) => tenantWide(ctx, q.tenant_id, `dashboard.${q.period}.${name}`, !scope.filtered, live)
 
   const [features, orders, daily, segRows, moves] = await Promise.all([
-    select<{ total: number; churned: number; clv: number | null }>(
+    wide('features', () => select<{ total: number; churned: number; clv: number | null }>(
       ctx.store,
       `SELECT count() AS total, countIf(f.churn_risk = 'churned') AS churned, avgOrNull(f.total_clv) AS clv
        FROM customer_features AS f FINAL WHERE ${scope.where}`,
       p,
-    ),
+    )),
     // Per customer: counting orders in the window and before it, first and last counting order.
-    select<{ active: number; orders: number; revenue: number; prev_revenue: number; new_customers: number; returning: number; churned: number }>(
+    wide('orders', () => select<{ active: number; orders: number; revenue: number; prev_revenue: number; new_customers: number; returning: number; churned: number }>(
       ctx.store,
       `SELECT countIf(n_cur > 0) AS active, sum(n_cur) AS orders, sum(rev_cur) AS revenue, sum(rev_prev) AS prev_revenue,
               countIf(first_at >= ${ts('from')} AND first_at < ${ts('to')}) AS new_customers,
@@ -69,8 +72,8 @@ export async function dashboardBody(ctx: AnalyticsContext, q: DashboardOptions) 
          GROUP BY customer_id
        )`,
       p,
-    ),
-    select<{ day: number; revenue: number }>(
+    )),
+    wide('daily', () => select<{ day: number; revenue: number }>(
       ctx.store,
       `SELECT intDiv(toUnixTimestamp64Milli(placed_at) - {from:Int64}, 86400000) AS day, sum(toFloat64(total)) AS revenue
        FROM orders FINAL
@@ -78,14 +81,14 @@ export async function dashboardBody(ctx: AnalyticsContext, q: DashboardOptions) 
          AND placed_at >= ${ts('from')} AND placed_at < ${ts('to')}${inScope}
        GROUP BY day`,
       p,
-    ),
-    select<{ segment: string; n: number }>(
+    )),
+    wide('segments', () => select<{ segment: string; n: number }>(
       ctx.store,
       `SELECT f.segment AS segment, count() AS n FROM customer_features AS f FINAL WHERE ${scope.where} AND f.segment IS NOT NULL GROUP BY segment`,
       p,
-    ),
+    )),
     // A change published twice (at least once delivery) has another event_id but the same content: counted once.
-    select<{ upgrades: number; downgrades: number }>(
+    wide('movements', () => select<{ upgrades: number; downgrades: number }>(
       ctx.store,
       `SELECT uniqExactIf(key, indexOf({segments:Array(String)}, segment) < indexOf({segments:Array(String)}, previous_segment)) AS upgrades,
               uniqExactIf(key, indexOf({segments:Array(String)}, segment) > indexOf({segments:Array(String)}, previous_segment)) AS downgrades
@@ -97,7 +100,7 @@ export async function dashboardBody(ctx: AnalyticsContext, q: DashboardOptions) 
            AND occurred_at >= ${ts('from')} AND occurred_at < ${ts('to')}${inScope}
        )`,
       p,
-    ),
+    )),
   ])
 
   const f = features[0] ?? { total: 0, churned: 0, clv: null }

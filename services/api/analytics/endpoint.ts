@@ -3,13 +3,16 @@ import type { Store } from '../../../common/store/clickhouse.ts'
 import type { Logger } from '../../../common/logger.ts'
 import type { ResponseCache } from './cache.ts'
 import type { CommonOptions } from './options.ts'
+import type { SummarySource } from './summary.ts'
 
-/** What an analytics endpoint module gets: the store, the clock and the cache. */
+/** What an analytics endpoint module gets: the store, the clock, the cache and the tenant summaries. */
 export interface AnalyticsContext {
   store: Store
   logger: Logger
   now: () => number
   cache: ResponseCache
+  /** Precomputed tenant-wide aggregates (summary.ts); without it every query runs live. */
+  summaries?: SummarySource
 }
 
 /** A column of an export: header and how to read it from a row. */
@@ -22,8 +25,13 @@ export interface ExportColumn<R> {
  * One analytics endpoint: its path, its query schema (CommonQuery extended), the JSON body it
  * answers with, and (when it has a row-level view) the rows an export streams.
  */
+/** What a body returns when there is nothing to show: the router answers 204 without a body. */
+export const NO_CONTENT = Symbol('no content')
+
 export interface AnalyticsEndpoint<Q extends CommonOptions = CommonOptions, R = Record<string, unknown>> {
   path: string
+  /** Other paths answering the same (spec aliases). */
+  aliases?: string[]
   summary: string
   /** Query schema; unknown keys are rejected by the router. */
   query: z.ZodType<Q>
@@ -33,6 +41,10 @@ export interface AnalyticsEndpoint<Q extends CommonOptions = CommonOptions, R = 
   overview: boolean
   /** Server-side cache TTL (ms); 0 = not cached. */
   cacheTtlMs: number
+  /** Status for an unknown tenant (default 404; the spec's demographics says 400). */
+  unknownTenantStatus?: 400 | 404
+  /** Query fields whose invalid values get another status than 400 (the spec's demographics filters: 422). */
+  filterErrorStatus?: { fields: readonly string[]; status: 422 }
   body(ctx: AnalyticsContext, q: Q): Promise<unknown>
   export?: {
     columns: ExportColumn<R>[]

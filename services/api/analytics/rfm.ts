@@ -2,6 +2,8 @@ import { z } from 'zod'
 import { SEGMENTS, SEGMENT_DESCRIPTIONS, type Segment } from '../../../pipelines/features/segments.ts'
 import { CommonQuery, boolParam, limitParam, offsetParam } from './options.ts'
 import { customerFilter } from './filters.ts'
+import { customerScope } from './customers.ts'
+import { tenantWide } from './summary.ts'
 import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
 import { pct, round2, select, signedPct, type AnalyticsContext, type AnalyticsEndpoint } from './endpoint.ts'
 import { SEGMENT_ACTIONS } from './segment-actions.ts'
@@ -36,13 +38,17 @@ interface SegRow {
   avg_recency: number | null
   avg_frequency: number | null
   avg_monetary: number | null
+  avg_age: number | null
+  male: string
+  female: string
 }
 
-/** The scored customers (a segment) matching the shared filters, each with its profile's province. */
+/** The scored customers (a segment) matching the shared filters, each with its demographics (pipelines/demographics; null until enriched). */
 function base(q: RfmOptions, nowMs: number) {
   const f = customerFilter(q, nowMs)
   const from = `customer_features AS f FINAL
-    LEFT JOIN (SELECT customer_id, nullIf(trim(coalesce(province, '')), '') AS province FROM customers FINAL WHERE tenant_id = {tenant_id:UInt64}) AS c
+    LEFT JOIN (SELECT customer_id, estimated_age AS age, gender, corrected_province AS province, age_segment, generation
+               FROM customer_demographics FINAL WHERE tenant_id = {tenant_id:UInt64}) AS c
       ON c.customer_id = f.customer_id`
   return { from, where: `${f.where} AND f.segment IS NOT NULL`, params: f.params }
 }
@@ -50,35 +56,60 @@ function base(q: RfmOptions, nowMs: number) {
 async function body(ctx: AnalyticsContext, q: RfmOptions) {
   const nowMs = ctx.now()
   const b = base(q, nowMs)
+  // Without a customer filter, the tenant-wide parts come from the tenant summary (summary.ts).
+  const whole = !customerScope(q, nowMs).filtered
+  const wide = <T>(name: string, live: () => Promise<T>) => tenantWide(ctx, q.tenant_id, `rfm.${name}`, whole, live)
   const segParams = { ...b.params, ...(q.segment ? { only_segment: q.segment } : {}) }
   const segWhere = q.segment ? `${b.where} AND f.segment = {only_segment:String}` : b.where
 
-  const [overviewRows, segRows, processedRows, provinceRows, idRows, trends] = await Promise.all([
-    select<{ customers: string; avg_recency: number | null; avg_frequency: number | null; avg_monetary: number | null; revenue: number; with_location: string }>(
-      ctx.store,
-      `SELECT count() AS customers, avg(f.recency_days) AS avg_recency, avg(f.frequency) AS avg_frequency, avg(toFloat64(f.monetary)) AS avg_monetary,
-              sum(toFloat64(f.monetary)) AS revenue, countIf(c.province IS NOT NULL) AS with_location
-       FROM ${b.from} WHERE ${b.where}`,
-      b.params,
+  // Per-segment figures are computed for every segment; `segment` picks what is shown.
+  const [overviewRows, segRows, processedRows, provinceRows, ageRows, idRows, trends] = await Promise.all([
+    wide('overview', () =>
+      select<{ customers: string; avg_recency: number | null; avg_frequency: number | null; avg_monetary: number | null; revenue: number; with_location: string; with_age: string; with_gender: string; avg_age: number | null; male: string; female: string }>(
+        ctx.store,
+        `SELECT count() AS customers, avg(f.recency_days) AS avg_recency, avg(f.frequency) AS avg_frequency, avg(toFloat64(f.monetary)) AS avg_monetary,
+                sum(toFloat64(f.monetary)) AS revenue, countIf(c.province IS NOT NULL) AS with_location,
+                count(c.age) AS with_age, count(c.gender) AS with_gender, avgOrNull(c.age) AS avg_age, countIf(c.gender = 'M') AS male, countIf(c.gender = 'F') AS female
+         FROM ${b.from} WHERE ${b.where}`,
+        b.params,
+      ),
     ),
-    select<SegRow>(
-      ctx.store,
-      `SELECT assumeNotNull(f.segment) AS segment, count() AS customers, avg(f.recency_days) AS avg_recency, avg(f.frequency) AS avg_frequency,
-              avg(toFloat64(f.monetary)) AS avg_monetary
-       FROM ${b.from} WHERE ${segWhere} GROUP BY segment`,
-      segParams,
+    wide('segments', () =>
+      select<SegRow>(
+        ctx.store,
+        `SELECT assumeNotNull(f.segment) AS segment, count() AS customers, avg(f.recency_days) AS avg_recency, avg(f.frequency) AS avg_frequency,
+                avg(toFloat64(f.monetary)) AS avg_monetary, avgOrNull(c.age) AS avg_age, countIf(c.gender = 'M') AS male, countIf(c.gender = 'F') AS female
+         FROM ${b.from} WHERE ${b.where} GROUP BY segment`,
+        b.params,
+      ),
     ),
-    select<{ processed_ms: string | null }>(
-      ctx.store,
-      `SELECT toUnixTimestamp64Milli(maxOrNull(processed_at)) AS processed_ms FROM customer_features FINAL WHERE tenant_id = {tenant_id:UInt64}`,
-      { tenant_id: q.tenant_id },
+    wide('processed', () =>
+      select<{ processed_ms: string | null }>(
+        ctx.store,
+        `SELECT toUnixTimestamp64Milli(maxOrNull(processed_at)) AS processed_ms FROM customer_features FINAL WHERE tenant_id = {tenant_id:UInt64}`,
+        { tenant_id: q.tenant_id },
+      ),
     ),
-    select<{ segment: Segment; province: string; n: string }>(
-      ctx.store,
-      `SELECT assumeNotNull(f.segment) AS segment, assumeNotNull(c.province) AS province, count() AS n
-       FROM ${b.from} WHERE ${segWhere} AND c.province IS NOT NULL
-       GROUP BY segment, province ORDER BY segment, n DESC, province`,
-      segParams,
+    wide('provinces', () =>
+      select<{ segment: Segment; province: string; n: string }>(
+        ctx.store,
+        `SELECT segment, province, n FROM (
+           SELECT assumeNotNull(f.segment) AS segment, assumeNotNull(c.province) AS province, count() AS n,
+                  row_number() OVER (PARTITION BY segment ORDER BY n DESC, province) AS rn
+           FROM ${b.from} WHERE ${b.where} AND c.province IS NOT NULL
+           GROUP BY segment, province
+         ) WHERE rn <= ${TOP_PROVINCES} ORDER BY segment, n DESC, province`,
+        b.params,
+      ),
+    ),
+    wide('ages', () =>
+      select<{ segment: Segment; age_segment: string | null; generation: string | null; n: string }>(
+        ctx.store,
+        `SELECT assumeNotNull(f.segment) AS segment, c.age_segment AS age_segment, c.generation AS generation, count() AS n
+         FROM ${b.from} WHERE ${b.where} AND c.age_segment IS NOT NULL
+         GROUP BY segment, age_segment, generation`,
+        b.params,
+      ),
     ),
     q.include_details
       ? select<{ segment: Segment; ids: string[] }>(
@@ -86,14 +117,14 @@ async function body(ctx: AnalyticsContext, q: RfmOptions) {
           `SELECT segment, groupArray(customer_id) AS ids FROM (
              SELECT assumeNotNull(f.segment) AS segment, f.customer_id AS customer_id,
                     row_number() OVER (PARTITION BY f.segment ORDER BY f.customer_id) AS rn
-             FROM ${b.from} WHERE ${segWhere}
+             FROM customer_features AS f FINAL WHERE ${segWhere}
              ORDER BY segment, customer_id
            ) WHERE rn > {offset:UInt64} AND rn <= {offset:UInt64} + {limit:UInt64}
            GROUP BY segment`,
           { ...segParams, offset: q.offset, limit: q.limit },
         )
       : Promise.resolve([]),
-    rfmTrends(ctx, q.tenant_id, nowMs),
+    tenantWide(ctx, q.tenant_id, 'rfm.trends', true, () => rfmTrends(ctx, q.tenant_id, nowMs)),
   ])
 
   const o = overviewRows[0]!
@@ -106,6 +137,13 @@ async function body(ctx: AnalyticsContext, q: RfmOptions) {
     const list = provinces.get(r.segment) ?? []
     if (list.length < TOP_PROVINCES) list.push(r.province)
     provinces.set(r.segment, list)
+  }
+  const ages = new Map<string, { age_segments: Record<string, number>; generations: Record<string, number> }>()
+  for (const r of ageRows) {
+    let m = ages.get(r.segment)
+    if (!m) ages.set(r.segment, (m = { age_segments: {}, generations: {} }))
+    if (r.age_segment) m.age_segments[r.age_segment] = (m.age_segments[r.age_segment] ?? 0) + num(r.n)
+    if (r.generation) m.generations[r.generation] = (m.generations[r.generation] ?? 0) + num(r.n)
   }
   const processedMs = numOrNull(processedRows[0]?.processed_ms)
   const shown = q.segment ? [q.segment] : [...SEGMENTS]
@@ -121,8 +159,14 @@ async function body(ctx: AnalyticsContext, q: RfmOptions) {
       avg_frequency: round2(num(r?.avg_frequency)),
       avg_monetary: round2(num(r?.avg_monetary)),
       characteristics: { description: SEGMENT_DESCRIPTIONS[segment], recommended_actions: [...SEGMENT_ACTIONS[segment]] },
-      // Age and gender are not stored yet (a later issue adds them): null and empty, never guessed.
-      demographics: { avg_age: null, male_count: 0, female_count: 0, top_provinces: provinces.get(segment) ?? [], age_segments: {}, generations: {} },
+      demographics: {
+        avg_age: r?.avg_age === null || r?.avg_age === undefined ? null : round2(Number(r.avg_age)),
+        male_count: num(r?.male),
+        female_count: num(r?.female),
+        top_provinces: provinces.get(segment) ?? [],
+        age_segments: ages.get(segment)?.age_segments ?? {},
+        generations: ages.get(segment)?.generations ?? {},
+      },
     }
   })
 
@@ -143,12 +187,12 @@ async function body(ctx: AnalyticsContext, q: RfmOptions) {
         total_revenue: round2(num(o.revenue)),
         last_calculation: iso(processedMs),
         demographics: {
-          customers_with_age: 0,
-          avg_age: null,
-          male_customers: 0,
-          female_customers: 0,
+          customers_with_age: num(o.with_age),
+          avg_age: o.avg_age === null ? null : round2(Number(o.avg_age)),
+          male_customers: num(o.male),
+          female_customers: num(o.female),
           customers_with_location: withLocation,
-          completion_rates: { age: 0, gender: 0, location: pct(withLocation, total) },
+          completion_rates: { age: pct(num(o.with_age), total), gender: pct(num(o.with_gender), total), location: pct(withLocation, total) },
         },
       },
       distribution,

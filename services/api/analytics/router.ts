@@ -5,7 +5,8 @@ import { tenantExists } from '../../../common/store/tenants.ts'
 import { fieldErrorsFromZod } from '../../../pipelines/ingest/validation.ts'
 import { sendError } from '../errors.ts'
 import { ResponseCache, OVERVIEW_MAX_AGE_S } from './cache.ts'
-import type { AnalyticsContext } from './endpoint.ts'
+import { NO_CONTENT, type AnalyticsContext } from './endpoint.ts'
+import { asOfSummary, type SummarySource } from './summary.ts'
 import { EXPORT_ROW_LIMIT, sendExport } from './exports.ts'
 import { ANALYTICS_ENDPOINTS } from './endpoints.ts'
 
@@ -14,6 +15,7 @@ export interface AnalyticsDeps {
   logger: Logger
   now?: () => number
   cache?: ResponseCache
+  summaries?: SummarySource
 }
 
 /**
@@ -24,27 +26,44 @@ export interface AnalyticsDeps {
 export function analyticsRouter(deps: AnalyticsDeps): Router {
   const router = express.Router()
   const ctx = ctxFor(deps)
+  // A tenant, once known, stays known (its rows are never deleted but by a replay): remembered for a minute.
+  const knownUntil = new Map<number, number>()
+  const known = async (tenantId: number) => {
+    const now = Date.now()
+    if ((knownUntil.get(tenantId) ?? 0) > now) return true
+    if (!(await tenantExists(ctx.store, tenantId))) return false
+    if (knownUntil.size > 10_000) knownUntil.clear()
+    knownUntil.set(tenantId, now + 60_000)
+    return true
+  }
   for (const ep of ANALYTICS_ENDPOINTS) {
-    router.get(ep.path, async (req, res, next) => {
+    router.get([ep.path, ...(ep.aliases ?? [])], async (req, res, next) => {
       try {
         const parsed = ep.query.safeParse(req.query)
-        if (!parsed.success) return sendError(res, 400, 'Invalid query parameters', { errors: fieldErrorsFromZod(parsed.error.issues) })
+        if (!parsed.success) {
+          const errors = fieldErrorsFromZod(parsed.error.issues)
+          const special = ep.filterErrorStatus
+          const status = special && errors.every((e) => special.fields.includes(e.path)) ? special.status : 400
+          return sendError(res, status, status === 422 ? 'Invalid filter value' : 'Invalid query parameters', { errors })
+        }
         const q = parsed.data
-        if (!(await tenantExists(ctx.store, q.tenant_id))) return sendError(res, 404, 'Tenant not found', { tenant_id: q.tenant_id })
+        if (!(await known(q.tenant_id))) return sendError(res, ep.unknownTenantStatus ?? 404, 'Tenant not found', { tenant_id: q.tenant_id })
+        const rctx = asOfSummary(ctx, q.tenant_id)
         if (q.format) {
           if (!ep.export) return sendError(res, 400, 'Export not available', `${ep.path} has no row-level export; formats apply to endpoints with rows`)
-          const n = await ep.export.count(ctx, q)
+          const n = await ep.export.count(rctx, q)
           if (n > EXPORT_ROW_LIMIT) return sendError(res, 400, 'Export too large', `the export would hold ${n} rows; at most ${EXPORT_ROW_LIMIT} are allowed: narrow it with filters`)
           const name = `${ep.path.split('/').filter(Boolean).at(-1)}-${q.tenant_id}`
-          return await sendExport(res, q.format, name, ep.export.columns, await ep.export.rows(ctx, q, EXPORT_ROW_LIMIT))
+          return await sendExport(res, q.format, name, ep.export.columns, await ep.export.rows(rctx, q, EXPORT_ROW_LIMIT))
         }
         const key = `${ep.path}?${JSON.stringify(q)}`
         let body = ep.cacheTtlMs ? ctx.cache.get(q.tenant_id, key) : undefined
         if (body === undefined) {
-          body = await ep.body(ctx, q)
+          body = await ep.body(rctx, q)
           if (ep.cacheTtlMs) ctx.cache.set(q.tenant_id, key, body, ep.cacheTtlMs)
         }
         if (ep.overview) res.set('Cache-Control', `private, max-age=${OVERVIEW_MAX_AGE_S}`)
+        if (body === NO_CONTENT) return void res.status(204).end()
         res.json(body)
       } catch (err) {
         next(err)
@@ -56,5 +75,5 @@ export function analyticsRouter(deps: AnalyticsDeps): Router {
 
 /** The context an endpoint module runs with (the router's, and the tests'). */
 export function ctxFor(deps: AnalyticsDeps): AnalyticsContext {
-  return { store: deps.store, logger: deps.logger, now: deps.now ?? Date.now, cache: deps.cache ?? new ResponseCache(deps.now) }
+  return { store: deps.store, logger: deps.logger, now: deps.now ?? Date.now, cache: deps.cache ?? new ResponseCache(deps.now), summaries: deps.summaries }
 }

@@ -3,6 +3,7 @@ import type { AnalyticsContext, AnalyticsEndpoint } from './endpoint.ts'
 import { round2, select, signedPct } from './endpoint.ts'
 import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
 import { customerScope } from './customers.ts'
+import { tenantWide } from './summary.ts'
 import { SEGMENTS, type Segment } from '../../../pipelines/features/segments.ts'
 
 const DAY = 86_400_000
@@ -39,7 +40,8 @@ export async function segmentPerformanceBody(ctx: AnalyticsContext, q: CommonOpt
   const now = ctx.now()
   const scope = customerScope(q, now)
   const today = Math.floor(now / DAY) * DAY
-  const rows = await select<SegRow>(
+  const whole = !scope.filtered
+  const rows = await tenantWide(ctx, q.tenant_id, 'segments.performance', whole, () => select<SegRow>(
     ctx.store,
     `SELECT f.segment AS segment, count() AS size, toFloat64(sum(f.monetary)) AS revenue, sum(f.frequency) AS orders,
             countIf(f.last_order_at >= fromUnixTimestamp64Milli({retained_from:Int64}, 'UTC')) AS retained
@@ -47,16 +49,16 @@ export async function segmentPerformanceBody(ctx: AnalyticsContext, q: CommonOpt
      WHERE ${scope.where} AND f.segment IS NOT NULL
      GROUP BY segment`,
     { ...scope.params, retained_from: now - RETENTION_WINDOW_DAYS * DAY },
-  )
+  ))
   const by = new Map(rows.map((r) => [r.segment, { size: Number(r.size), revenue: Number(r.revenue), orders: Number(r.orders), retained: Number(r.retained) }]))
   // segment_daily is tenant-wide: compared only when no customer filter narrows the sizes.
   let before: Map<string, number> | null = null
   if (!scope.filtered) {
-    const snap = await select<{ segment: string; customers: number }>(
+    const snap = await tenantWide(ctx, q.tenant_id, 'segments.snapshot', true, () => select<{ segment: string; customers: number }>(
       ctx.store,
       `SELECT segment, customers FROM segment_daily FINAL WHERE tenant_id = {tenant_id:UInt64} AND day = toDate({day:String})`,
       { tenant_id: q.tenant_id, day: new Date(today - COMPARISON_DAYS * DAY).toISOString().slice(0, 10) },
-    )
+    ))
     if (snap.length) before = new Map(snap.map((r) => [r.segment, Number(r.customers)]))
   }
   const total = { size: 0, revenue: 0, retained: 0 }

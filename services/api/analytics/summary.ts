@@ -1,0 +1,205 @@
+import client from 'prom-client'
+import { registry } from '../../../common/runtime/metrics.ts'
+import type { Store } from '../../../common/store/clickhouse.ts'
+import type { Logger } from '../../../common/logger.ts'
+import { ResponseCache } from './cache.ts'
+import type { AnalyticsContext } from './endpoint.ts'
+
+/**
+ * Tenant summaries: the tenant-wide aggregates of the analytics endpoints, computed ahead of the
+ * request so an unfiltered overview reads a few stored rows instead of scanning a million
+ * customers or ten million orders.
+ *
+ * An endpoint marks each heavy, tenant-wide sub-query with `tenantWide(ctx, tenant, name, applies, live)`:
+ * `applies` is false when a customer filter narrows the set (then the query always runs live).
+ * The refresher runs the endpoints' bodies for their unfiltered default queries in *record* mode,
+ * which runs every marked sub-query live and keeps its rows under its name; requests then read
+ * those rows. A summary is as of its refresh (`asOf`): refreshed when the tenant's features,
+ * orders or segment changes moved (checked every interval), after each processing run, and at
+ * least every REFRESH_AFTER_MS as time passes; a summary older than MAX_AGE_MS is not used.
+ * Summaries live in the API process's memory (each API replica keeps its own): they are a cache
+ * of ClickHouse, rebuilt on start.
+ */
+export interface SummarySource {
+  lookup(tenantId: number, name: string): unknown
+  /** When the tenant's usable summary was computed, or null. */
+  asOf(tenantId: number): number | null
+  /** Present in record mode: keeps a sub-query's rows under its name. */
+  record?(tenantId: number, name: string, value: unknown): void
+}
+
+/**
+ * The context of one request of a tenant: while the tenant has a usable summary, the request is
+ * answered as of that summary (its clock), so stored and live parts describe the same moment.
+ */
+export function asOfSummary(ctx: AnalyticsContext, tenantId: number): AnalyticsContext {
+  const at = ctx.summaries?.asOf(tenantId) ?? null
+  return at === null ? ctx : { ...ctx, now: () => at }
+}
+
+/** A tenant-wide sub-query: the stored rows when a summary applies and has them, else live. */
+export async function tenantWide<T>(ctx: AnalyticsContext, tenantId: number, name: string, applies: boolean, live: () => Promise<T>): Promise<T> {
+  const s = ctx.summaries
+  if (!s || !applies) return live()
+  if (s.record) {
+    const v = await live()
+    s.record(tenantId, name, v)
+    return v
+  }
+  const hit = s.lookup(tenantId, name)
+  return hit === undefined ? live() : (hit as T)
+}
+
+/** Rows of a default-ordered list kept in a summary: pages within them are read from it, deeper pages live. */
+export const SUMMARY_TOP_ROWS = 1000
+
+/**
+ * A page of a list (`offset`, `limit`) in its default order: when the whole page lies within the
+ * first SUMMARY_TOP_ROWS rows and a summary applies, a slice of the stored top rows; else live.
+ */
+export async function tenantWidePage<T>(
+  ctx: AnalyticsContext,
+  tenantId: number,
+  name: string,
+  applies: boolean,
+  page: { limit: number; offset: number },
+  rows: (limit: number, offset: number) => Promise<T[]>,
+): Promise<T[]> {
+  if (!applies || !ctx.summaries || page.offset + page.limit > SUMMARY_TOP_ROWS) return rows(page.limit, page.offset)
+  const top = await tenantWide(ctx, tenantId, name, true, () => rows(SUMMARY_TOP_ROWS, 0))
+  return top.slice(page.offset, page.offset + page.limit)
+}
+
+/** The requests whose tenant-wide parts a refresh records: an endpoint path and its extra query. */
+export interface SummaryQuery {
+  path: string
+  query?: Record<string, string>
+}
+
+export interface SummaryDeps {
+  store: Store
+  logger: Logger
+  /** The analytics endpoints (path, query schema, body). */
+  endpoints: ReadonlyArray<{ path: string; query: { parse(v: unknown): unknown }; body(ctx: AnalyticsContext, q: never): Promise<unknown> }>
+  queries: readonly SummaryQuery[]
+  now?: () => number
+  intervalMs: number
+}
+
+/** A summary older than this is not used (the live queries answer). */
+export const MAX_AGE_MS = 15 * 60_000
+/** Time-relative figures (dashboard windows, 90-day retention) move with the clock: refresh at least this often. */
+export const REFRESH_AFTER_MS = 10 * 60_000
+
+const refreshes = new client.Counter({ name: 'cdp_analytics_summary_refreshes_total', help: 'Tenant summary refreshes', labelNames: ['outcome'] as const, registers: [registry] })
+const refreshSeconds = new client.Histogram({ name: 'cdp_analytics_summary_refresh_seconds', help: 'Duration of a tenant summary refresh', buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registers: [registry] })
+const tenantsGauge = new client.Gauge({ name: 'cdp_analytics_summary_tenants', help: 'Tenants with a usable analytics summary', registers: [registry] })
+
+interface TenantSummary {
+  asOf: number
+  stamp: string
+  values: Map<string, unknown>
+}
+
+export class TenantSummaries implements SummarySource {
+  private readonly tenants = new Map<number, TenantSummary>()
+  private readonly now: () => number
+  private timer: NodeJS.Timeout | null = null
+  private running: Promise<void> = Promise.resolve()
+  private stopped = false
+
+  constructor(private readonly deps: SummaryDeps) {
+    this.now = deps.now ?? Date.now
+  }
+
+  lookup(tenantId: number, name: string): unknown {
+    const t = this.tenants.get(tenantId)
+    if (!t || this.now() - t.asOf > MAX_AGE_MS) return undefined
+    return t.values.get(name)
+  }
+
+  asOf(tenantId: number): number | null {
+    const t = this.tenants.get(tenantId)
+    return t && this.now() - t.asOf <= MAX_AGE_MS ? t.asOf : null
+  }
+
+  /** Recomputes one tenant's summary now (serialised with the other refreshes). */
+  refresh(tenantId: number, stamp = ''): Promise<void> {
+    const next = this.running.then(() => this.compute(tenantId, stamp))
+    this.running = next.catch(() => undefined)
+    return next
+  }
+
+  private async compute(tenantId: number, stamp: string): Promise<void> {
+    const started = performance.now()
+    const asOf = this.now()
+    const values = new Map<string, unknown>()
+    const recorder: SummarySource = { lookup: () => undefined, asOf: () => null, record: (t, name, v) => t === tenantId && values.set(name, v) }
+    const ctx: AnalyticsContext = { store: this.deps.store, logger: this.deps.logger, now: () => asOf, cache: new ResponseCache(), summaries: recorder }
+    try {
+      for (const sq of this.deps.queries) {
+        const ep = this.deps.endpoints.find((e) => e.path === sq.path)
+        if (!ep) throw new Error(`no analytics endpoint ${sq.path}`)
+        await ep.body(ctx, ep.query.parse({ tenant_id: String(tenantId), ...sq.query }) as never)
+      }
+      this.tenants.set(tenantId, { asOf, stamp, values })
+      tenantsGauge.set(this.tenants.size)
+      refreshes.inc({ outcome: 'ok' })
+      refreshSeconds.observe((performance.now() - started) / 1000)
+      this.deps.logger.debug({ tenantId, ms: Math.round(performance.now() - started), parts: values.size }, 'analytics summary refreshed')
+    } catch (err) {
+      refreshes.inc({ outcome: 'error' })
+      throw err
+    }
+  }
+
+  /**
+   * One pass: every tenant whose features, orders or segment changes moved since its summary
+   * (or whose summary is older than REFRESH_AFTER_MS) is refreshed. The change stamps are
+   * column scans without FINAL: cheap even at ten million orders.
+   */
+  async pass(): Promise<number> {
+    const rs = await this.deps.store.query({
+      query: `SELECT tenant_id, toString(arraySort(groupArray(s))) AS stamp FROM (
+                SELECT tenant_id, concat('f', toString(count()), ':', toString(max(processed_at))) AS s FROM customer_features GROUP BY tenant_id
+                UNION ALL SELECT tenant_id, concat('o', toString(count()), ':', toString(max(updated_at))) AS s FROM orders GROUP BY tenant_id
+                UNION ALL SELECT tenant_id, concat('s', toString(count())) AS s FROM segment_changes GROUP BY tenant_id
+              ) GROUP BY tenant_id ORDER BY tenant_id`,
+      format: 'JSONEachRow',
+    })
+    const rows = await rs.json<{ tenant_id: string; stamp: string }>()
+    let refreshed = 0
+    for (const r of rows) {
+      if (this.stopped) break
+      const tenantId = Number(r.tenant_id)
+      const cur = this.tenants.get(tenantId)
+      if (cur && cur.stamp === r.stamp && this.now() - cur.asOf < REFRESH_AFTER_MS) continue
+      try {
+        await this.refresh(tenantId, r.stamp)
+        refreshed++
+      } catch (err) {
+        this.deps.logger.error({ err, tenantId }, 'analytics summary refresh failed; the live queries answer meanwhile')
+      }
+    }
+    return refreshed
+  }
+
+  /** Runs a pass now and then every intervalMs until stop(). */
+  start(): void {
+    const loop = async () => {
+      try {
+        await this.pass()
+      } catch (err) {
+        this.deps.logger.error({ err }, 'analytics summary pass failed')
+      }
+      if (!this.stopped) this.timer = setTimeout(loop, this.deps.intervalMs)
+    }
+    void loop()
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true
+    if (this.timer) clearTimeout(this.timer)
+    await this.running
+  }
+}
