@@ -3,12 +3,16 @@ import { createLogger } from '../../common/logger.ts'
 import { createProgress } from '../../common/progress.ts'
 import { openRuntime } from '../../common/runtime/context.ts'
 import { replayProjections } from '../../pipelines/projection/replay.ts'
+import { replayDemographics } from '../../pipelines/demographics/replay.ts'
+import { loadReferenceDirectory } from '../../pipelines/demographics/reference-loader.ts'
+import type { ReplayProgress } from '../../common/runtime/replay.ts'
 import { RUNTIME_FLAGS, configFlags, parse } from '../args.ts'
 
 const HELP = `usage: cdp replay [--runtime embedded|distributed] [--data-dir DIR]
 
-Drops the rows of the raw projections (order_events, orders, customers) and rebuilds them from
-the event log, from the first offset. Stop the process running the features role first.
+Drops the rows of the raw projections (order_events, orders, customers) and of the demographic
+enrichment (customer_demographics) and rebuilds them from the event log, from the first offset.
+Stop the process running the features role first.
 `
 
 export async function run(argv: string[]): Promise<number> {
@@ -20,18 +24,24 @@ export async function run(argv: string[]): Promise<number> {
   const config = loadConfig(process.env, configFlags(values, Object.keys(RUNTIME_FLAGS)))
   const logger = createLogger({ level: config.logLevel === 'info' ? 'warn' : config.logLevel })
   const rt = await openRuntime(config, logger)
-  const bar: { progress: ReturnType<typeof createProgress> | null } = { progress: null }
-  let done = 0
   try {
-    const result = await replayProjections(rt, {
-      onProgress: ({ total, remaining }) => {
-        bar.progress ??= createProgress({ label: 'replay', total })
-        bar.progress.tick(total - remaining - done)
+    const reference = config.demographicsReferenceDir ? loadReferenceDirectory(config.demographicsReferenceDir) : undefined
+    const out: Record<string, unknown> = {}
+    for (const [label, replay] of [
+      ['projections', (onProgress: (p: ReplayProgress) => void) => replayProjections(rt, { onProgress })],
+      ['demographics', (onProgress: (p: ReplayProgress) => void) => replayDemographics(rt, { reference, onProgress })],
+    ] as const) {
+      let bar: ReturnType<typeof createProgress> | null = null
+      let done = 0
+      const result = await replay(({ total, remaining }) => {
+        bar ??= createProgress({ label: `replay ${label}`, total })
+        bar.tick(total - remaining - done)
         done = total - remaining
-      },
-    })
-    bar.progress?.done()
-    process.stdout.write(`${JSON.stringify({ replayed_records: result.records, seconds: result.seconds })}\n`)
+      })
+      ;(bar as ReturnType<typeof createProgress> | null)?.done()
+      out[label] = { replayed_records: result.records, seconds: result.seconds }
+    }
+    process.stdout.write(`${JSON.stringify(out)}\n`)
   } finally {
     await rt.close()
   }
