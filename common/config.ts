@@ -51,6 +51,8 @@ export const ConfigSchema = z
     clvMonthlyDiscountRate: z.coerce.number().min(0).max(1).default(0.01),
     /** A tenant's CLV model is refitted when older than this (ms), and on every processing run. */
     clvRefitIntervalMs: z.coerce.number().int().min(1000).default(3_600_000),
+    /** Keyring for secrets at rest: `id:<64 hex>[,id:<64 hex>…]`, the first encrypts (common/secrets.ts). Required in production. */
+    secretsKeys: z.string().min(1).optional(),
     /** Admin bearer token (all tenants). Required in production; development generates one (docs/auth.md). */
     adminToken: z.string().min(16).optional(),
     /** Analytics endpoints: requests per minute per API key (spec: 100). */
@@ -103,6 +105,7 @@ export const ENV_NAMES: Record<keyof z.input<typeof ConfigSchema>, string> = {
   clvMonthlyDiscountRate: 'CDP_CLV_MONTHLY_DISCOUNT_RATE',
   clvRefitIntervalMs: 'CDP_CLV_REFIT_INTERVAL_MS',
   adminToken: 'CDP_ADMIN_TOKEN',
+  secretsKeys: 'CDP_SECRETS_KEYS',
   rateLimitAnalyticsPerMinute: 'CDP_RATE_LIMIT_ANALYTICS_PER_MINUTE',
   rateLimitDemographicsPer15Min: 'CDP_RATE_LIMIT_DEMOGRAPHICS_PER_15MIN',
   analyticsSummaryIntervalMs: 'CDP_ANALYTICS_SUMMARY_INTERVAL_MS',
@@ -111,7 +114,7 @@ export const ENV_NAMES: Record<keyof z.input<typeof ConfigSchema>, string> = {
 }
 
 /** Config keys whose values are secrets: never logged, never returned. */
-export const SECRET_KEYS = ['schemaRegistryPassword', 'clickhousePassword', 'adminToken'] as const
+export const SECRET_KEYS = ['schemaRegistryPassword', 'clickhousePassword', 'adminToken', 'secretsKeys'] as const
 
 export class ConfigError extends Error {
   constructor(public readonly issues: { path: string; message: string }[]) {
