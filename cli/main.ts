@@ -11,8 +11,10 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ run(argv
   config: { summary: 'print the effective configuration (secrets masked)', load: () => import('./commands/config.ts') },
   apikey: { summary: 'create, list or revoke tenant API keys (`cdp apikey create --tenant N`)', load: () => import('./commands/apikey.ts') },
   segments: { summary: 'print the RFM segment map (`--json`: every score 111..555 to its segment)', load: () => import('./commands/segments.ts') },
-  eval: { summary: 'evaluate models on reference data: `cdp eval clv --summary FILE`', load: () => import('./commands/eval.ts') },
-  bench: { summary: 'benchmarks: `cdp bench ingest`, `cdp bench features`', load: () => import('./commands/bench.ts') },
+  eval: { summary: 'evaluate models on reference data: `cdp eval clv --summary FILE`, `cdp eval demographics`', load: () => import('./commands/eval.ts') },
+  hash: { summary: "normalise and hash a value as the ads platform expects (`cdp hash --column EMAIL ' a@b.com '`)", load: () => import('./commands/hash.ts') },
+  simulator: { summary: 'start a third-party platform simulator (`cdp simulator ads-platform --port N`)', load: () => import('./commands/simulator.ts') },
+  bench: { summary: 'benchmarks: `cdp bench ingest|features|api|hashing`', load: () => import('./commands/bench.ts') },
 }
 
 function usage(): string {

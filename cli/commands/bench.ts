@@ -5,6 +5,7 @@ const BENCHES: Record<string, () => Promise<{ run(argv: string[]): Promise<numbe
   ingest: () => import('../../bench/ingest.ts'),
   features: () => import('../../bench/features.ts'),
   api: () => import('../../bench/api.ts'),
+  hashing: () => import('../../bench/hashing.ts'),
 }
 
 export async function run(argv: string[]): Promise<number | void> {

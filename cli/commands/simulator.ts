@@ -1,0 +1,141 @@
+import { randomBytes } from 'node:crypto'
+import { createLogger, type Logger } from '../../common/logger.ts'
+import { UsageError, parse } from '../args.ts'
+
+/**
+ * `cdp simulator <name>`: starts one third-party platform simulator alone, logs its URL and serves
+ * until SIGINT/SIGTERM. Each simulator is one row of SIMULATORS: its summary and a `serve` that
+ * parses its own flags, starts it and returns how to stop it. Simulator code is loaded on demand.
+ */
+interface Served {
+  url: string
+  close(): Promise<void>
+}
+
+interface SimulatorEntry {
+  summary: string
+  serve(argv: string[], logger: Logger): Promise<Served | 'help'>
+}
+
+const SIMULATORS: Record<string, SimulatorEntry> = {
+  'ads-platform': { summary: 'the social-ads platform (custom audiences, docs/audience-sync.md)', serve: serveAdsPlatform },
+  // 'commerce-platform', 'marketplace', 'search-ads': add a row here.
+}
+
+const USAGE = `usage: cdp simulator <name> [options]   (cdp simulator <name> --help for its options)
+
+${Object.entries(SIMULATORS)
+  .map(([name, s]) => `  ${name.padEnd(18)}${s.summary}`)
+  .join('\n')}
+`
+
+export async function run(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv
+  if (!name || name === '--help' || name === '-h') {
+    process.stdout.write(USAGE)
+    return name ? 0 : 2
+  }
+  const entry = SIMULATORS[name]
+  if (!entry) throw new UsageError(`unknown simulator '${name}'\n\n${USAGE}`)
+  const logger = createLogger({ name: `simulator:${name}` })
+  const served = await entry.serve(rest, logger)
+  if (served === 'help') return 0
+  await new Promise<void>((resolve) => {
+    const stop = (signal: NodeJS.Signals) => {
+      logger.info({ signal }, 'stopping')
+      process.off('SIGINT', stop)
+      process.off('SIGTERM', stop)
+      served.close().finally(resolve)
+    }
+    process.on('SIGINT', stop)
+    process.on('SIGTERM', stop)
+  })
+  return 0
+}
+
+// ---- ads-platform ------------------------------------------------------------------------------
+
+const ADS_FLAGS = {
+  port: { type: 'string' },
+  host: { type: 'string' },
+  'seed-token': { type: 'string', multiple: true },
+  scopes: { type: 'string' },
+  'ad-account': { type: 'string', multiple: true },
+  'app-id': { type: 'string' },
+  'app-secret': { type: 'string' },
+  'webhook-url': { type: 'string' },
+  'verify-token': { type: 'string' },
+  'fault-429': { type: 'string' },
+  'fault-500': { type: 'string' },
+  latency: { type: 'string' },
+  quiet: { type: 'boolean', short: 'q' },
+} as const
+
+const ADS_USAGE = `usage: cdp simulator ads-platform [--port N] [--host H] [--seed-token TOKEN ...] [--scopes a,b,c]
+                                  [--ad-account act_N ...] [--app-id ID] [--app-secret S]
+                                  [--webhook-url URL] [--verify-token T]
+                                  [--fault-429 SHARE] [--fault-500 SHARE] [--latency MS] [--quiet]
+
+Serves the ads platform's API under http://HOST:PORT/v18.0/ and admin endpoints under /_sim/
+(services/simulators/ads-platform/README.md).
+  --port N            default 8089 (0: a free port)
+  --seed-token T      a token to accept (repeatable); without one, a random token is made and logged
+  --scopes a,b,c      scopes of the seed tokens (default ads_management,ads_read,business_management)
+  --ad-account act_N  an ad account to create (repeatable; default act_1000000001)
+  --app-secret S      signs webhook events; /debug_token wants access_token=<app id>|<app secret>
+  --webhook-url URL   where signed delivery-status events are POSTed
+  --fault-429 SHARE, --fault-500 SHARE   answer that share (0..1) of API requests with the fault
+  --latency MS        added to every API request
+  --quiet             do not log each request
+`
+
+function share(v: string | undefined, name: string): number | undefined {
+  if (v === undefined) return undefined
+  const n = Number(v)
+  if (!(n >= 0 && n <= 1)) throw new UsageError(`--${name} must be a number between 0 and 1, got '${v}'`)
+  return n
+}
+
+function nonNegativeInt(v: string | undefined, name: string): number | undefined {
+  if (v === undefined) return undefined
+  const n = Number(v)
+  if (!Number.isSafeInteger(n) || n < 0) throw new UsageError(`--${name} must be an integer >= 0, got '${v}'`)
+  return n
+}
+
+async function serveAdsPlatform(argv: string[], logger: Logger): Promise<Served | 'help'> {
+  const { values, positionals } = parse(argv, ADS_FLAGS)
+  if (values.help) {
+    process.stdout.write(ADS_USAGE)
+    return 'help'
+  }
+  if (positionals.length) throw new UsageError(`unexpected arguments '${positionals.join(' ')}'\n\n${ADS_USAGE}`)
+  const port = nonNegativeInt(values.port, 'port') ?? 8089
+  if (port > 65535) throw new UsageError(`--port must be <= 65535`)
+  const adAccounts = values['ad-account'] ?? ['act_1000000001']
+  for (const a of adAccounts) if (!/^act_\d+$/.test(a)) throw new UsageError(`--ad-account must have the form act_<number>, got '${a}'`)
+  const scopes = values.scopes?.split(',').map((s) => s.trim()).filter(Boolean)
+  const seedTokens = values['seed-token'] ?? [`EAASIM${randomBytes(16).toString('hex')}`]
+  const faults = { rate429: share(values['fault-429'], 'fault-429'), rate500: share(values['fault-500'], 'fault-500'), latencyMs: nonNegativeInt(values.latency, 'latency') }
+  if ((faults.rate429 ?? 0) + (faults.rate500 ?? 0) > 1) throw new UsageError('--fault-429 + --fault-500 must be <= 1')
+
+  const { start } = await import('../../services/simulators/ads-platform/index.ts')
+  const sim = await start({
+    port,
+    host: values.host ?? '127.0.0.1',
+    appId: values['app-id'],
+    appSecret: values['app-secret'],
+    tokens: seedTokens.map((token) => ({ token, scopes })),
+    adAccounts,
+    webhookUrl: values['webhook-url'] ?? null,
+    webhookVerifyToken: values['verify-token'],
+    faults: Object.fromEntries(Object.entries(faults).filter(([, v]) => v !== undefined)),
+    onRequest: values.quiet ? undefined : (e) => logger.info({ method: e.method, path: e.path, status: e.status, error_code: e.errorCode, rows: e.rows, fault: e.fault, ms: e.durationMs }, 'request'),
+  })
+  // Simulator tokens are throwaway test values; they are logged on purpose so a demo can use them.
+  logger.info(
+    { url: sim.url, api_url: sim.apiUrl, version: sim.version, seed_tokens: seedTokens, ad_accounts: adAccounts, app_id: sim.state.opts.appId, webhook_url: sim.state.webhook.url, admin: `${sim.url}/_sim/state` },
+    'ads platform simulator listening',
+  )
+  return sim
+}
