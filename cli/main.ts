@@ -12,6 +12,7 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ run(argv
   apikey: { summary: 'create, list or revoke tenant API keys (`cdp apikey create --tenant N`)', load: () => import('./commands/apikey.ts') },
   segments: { summary: 'print the RFM segment map (`--json`: every score 111..555 to its segment)', load: () => import('./commands/segments.ts') },
   eval: { summary: 'evaluate models on reference data: `cdp eval clv --summary FILE`, `cdp eval demographics`', load: () => import('./commands/eval.ts') },
+  keys: { summary: 'secrets at rest: `cdp keys rotate` re-encrypts every stored credential under the current key', load: () => import('./commands/keys.ts') },
   hash: { summary: "normalise and hash a value as the ads platform expects (`cdp hash --column EMAIL ' a@b.com '`)", load: () => import('./commands/hash.ts') },
   simulator: { summary: 'start a third-party platform simulator (`cdp simulator ads-platform --port N`)', load: () => import('./commands/simulator.ts') },
   bench: { summary: 'benchmarks: `cdp bench ingest|features|api|hashing`', load: () => import('./commands/bench.ts') },

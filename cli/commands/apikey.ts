@@ -1,9 +1,7 @@
-import path from 'node:path'
-import { loadConfig, type Config } from '../../common/config.ts'
-import { createLogger, type Logger } from '../../common/logger.ts'
-import { migrate, openStore, type Store } from '../../common/store/clickhouse.ts'
-import { EmbeddedEventLog } from '../../common/eventlog/embedded.ts'
-import { embeddedLogDir } from '../../common/runtime/context.ts'
+import { loadConfig } from '../../common/config.ts'
+import { createLogger } from '../../common/logger.ts'
+import type { Store } from '../../common/store/clickhouse.ts'
+import { openAdminStore, StoreBusyError } from '../admin-store.ts'
 import { ApiKeyStore } from '../../services/api/api-keys.ts'
 import { RUNTIME_FLAGS, UsageError, configFlags, parse } from '../args.ts'
 
@@ -19,35 +17,6 @@ stdout: only its SHA-256 is stored, so it cannot be shown again. \`list\` shows 
 dates, never keys. \`revoke\` takes effect on running APIs within a minute (their key cache).
 On the embedded runtime the store (chdb) belongs to one process: stop \`cdp start\` first.
 `
-
-class StoreBusyError extends Error {}
-
-/** The store as the runtime opens it (server or chdb), migrated; chdb only when no process holds the data directory. */
-async function openKeyStore(config: Config, logger: Logger): Promise<Store> {
-  if (!config.clickhouseUrl) {
-    const holder = EmbeddedEventLog.lockHolder(embeddedLogDir(config))
-    if (holder) {
-      throw new StoreBusyError(
-        `the embedded store under ${path.resolve(config.dataDir)} is in use by process ${holder.pid} (cdp start${holder.apiUrl ? ` at ${holder.apiUrl}` : ''}); ` +
-          'chdb allows one process per data directory: stop it, manage keys, then start it again (or use a ClickHouse server: CLICKHOUSE_URL)',
-      )
-    }
-  }
-  const store = await openStore({
-    url: config.clickhouseUrl,
-    username: config.clickhouseUsername,
-    password: config.clickhousePassword,
-    database: config.clickhouseDatabase,
-    chdbPath: path.resolve(config.dataDir, 'clickhouse'),
-  })
-  try {
-    await migrate(store, logger)
-  } catch (err) {
-    await store.close().catch(() => {})
-    throw err
-  }
-  return store
-}
 
 function tenantOf(v: string | undefined): number {
   const n = v !== undefined && /^\d{1,16}$/.test(v) ? Number(v) : NaN
@@ -70,7 +39,7 @@ export async function run(argv: string[]): Promise<number> {
   const logger = createLogger({ level: config.logLevel === 'info' ? 'warn' : config.logLevel })
   let store: Store
   try {
-    store = await openKeyStore(config, logger)
+    store = await openAdminStore(config, logger)
   } catch (err) {
     if (!(err instanceof StoreBusyError)) throw err
     process.stderr.write(`cdp apikey: ${err.message}\n`)

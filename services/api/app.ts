@@ -1,4 +1,4 @@
-import express, { type Express } from 'express'
+import express, { type Express, type Router } from 'express'
 import type { Logger } from '../../common/logger.ts'
 import type { EventLog } from '../../common/eventlog/port.ts'
 import type { EventCodec } from '../../common/eventlog/codec.ts'
@@ -27,6 +27,12 @@ export interface ApiDeps {
    * route except /health, /ready, /metrics, /openapi.json and /docs needs a token.
    */
   auth?: AuthDeps
+  /** Tenant integrations (/api/v2/tenant-integrations/*), behind auth; the router checks each resource's tenant. */
+  integrations?: Router
+  /** Audience-sync configurations (/api/v2/cdp/audience-syncs/*), behind auth. */
+  audienceSyncs?: Router
+  /** Platform webhooks (/webhooks/<provider>): public, verified by signature; mounted before the JSON parser (they read the raw body). */
+  webhooks?: Router
 }
 
 /** The Express query service. Routers per area; every error leaves as the common error body. */
@@ -44,6 +50,7 @@ export function createApp(deps: ApiDeps): Express {
   })
   // With auth: the per-IP limit and the token check come before the body is parsed (no 20 MB
   // parse for a caller without a key); the tenant check needs the body (ingest), so it comes after.
+  if (deps.webhooks) app.use(deps.webhooks)
   const auth = deps.auth ? createAuth(deps.auth) : null
   const limits = deps.auth ? { ...defaultRateLimits('development'), now: deps.auth.now, ...deps.auth.rateLimits } : null
   if (auth && limits) {
@@ -60,6 +67,8 @@ export function createApp(deps: ApiDeps): Express {
   app.use(ingestRouter({ log: deps.log, codec: deps.codec }))
   if (deps.processing) app.use(processRouter(deps.processing))
   if (deps.analytics) app.use(analyticsRouter(deps.analytics))
+  if (deps.integrations) app.use(deps.integrations)
+  if (deps.audienceSyncs) app.use(deps.audienceSyncs)
   app.use(notFound)
   app.use(errorHandler)
   return app

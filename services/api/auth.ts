@@ -33,7 +33,11 @@ export interface Principal {
 
 /** Paths that never need a token (liveness, readiness, metrics, the API description). */
 export const PUBLIC_PATHS = new Set(['/health', '/ready', '/metrics', '/openapi.json', '/docs'])
-export const isPublicPath = (path: string) => PUBLIC_PATHS.has(path.toLowerCase()) || path.toLowerCase().startsWith('/docs/')
+/** Public: health, metrics, docs, and the platforms' webhooks (they authenticate by signature). */
+export const isPublicPath = (path: string) => {
+  const p = path.toLowerCase()
+  return PUBLIC_PATHS.has(p) || p.startsWith('/docs/') || p.startsWith('/webhooks/')
+}
 
 const BEARER = /^Bearer[ ]+([A-Za-z0-9._~+/=-]{1,512})[ ]*$/i
 
@@ -91,10 +95,19 @@ const isBlank = (v: unknown) => v === undefined || v === null || (typeof v === '
  * - analytics and the customer list (/api/v2/cdp/analytics/*, /api/cdp/v2/*): `?tenant_id=`
  * - processing (/api/v2/cdp/process/{tenantId}…, …/status/{tenantId}): the path segment
  * - ingest (/api/v2/cdp/ingest/*): every event's `tenant_id` in the body
+ * - audience syncs (/api/v2/cdp/audience-syncs…): `?tenant_id=` and, on create, the body's
+ * - `'handler'` for HANDLER_CHECKED_PREFIXES (tenant integrations)
  */
-export function requestedTenants(req: Request): unknown[] | null {
+export function requestedTenants(req: Request): unknown[] | 'handler' | null {
   // Express routes match case-insensitively; so does this.
   const path = req.path.toLowerCase()
+  if (HANDLER_CHECKED_PREFIXES.some((p) => path === p || path.startsWith(`${p}/`))) return 'handler'
+  if (path === '/api/v2/cdp/audience-syncs' || path.startsWith('/api/v2/cdp/audience-syncs/')) {
+    // tenant_id in the query, and in the body of a create.
+    const q = (req.query as Record<string, unknown>).tenant_id
+    const b = req.method === 'POST' ? (req.body as { tenant_id?: unknown } | undefined)?.tenant_id : undefined
+    return [...(Array.isArray(q) ? q : [q]), ...(b === undefined ? [] : [b])]
+  }
   if (path.startsWith('/api/v2/cdp/analytics/') || path.startsWith('/api/cdp/v2/')) {
     const q = (req.query as Record<string, unknown>).tenant_id
     return Array.isArray(q) ? (q.length ? q : [undefined]) : [q]
@@ -123,6 +136,7 @@ function safeDecode(s: string): string {
 /** Checks a tenant key against what the request asks for: null when allowed, else why not. */
 export function tenantDenial(req: Request, tenantId: number): string | null {
   const asked = requestedTenants(req)
+  if (asked === 'handler') return null // the route's handler checks the tenant of the resource (tenantAccessDenied)
   if (asked === null) return 'this key is limited to its tenant and cannot use this endpoint'
   for (const v of asked) {
     if (isBlank(v)) continue // not given: the endpoint's validation answers 400
@@ -130,6 +144,27 @@ export function tenantDenial(req: Request, tenantId: number): string | null {
   }
   return null
 }
+
+/**
+ * Route families whose tenant is known only once the handler has read the resource (an
+ * integration by its id): authorize lets tenant keys through and the handler must call
+ * tenantAccessDenied with the resource's tenant.
+ */
+export const HANDLER_CHECKED_PREFIXES = ['/api/v2/tenant-integrations']
+
+/**
+ * For handlers of HANDLER_CHECKED_PREFIXES: sends 403 and returns true when the caller's key
+ * belongs to another tenant than `tenantId` (the admin token, or no auth configured, passes).
+ */
+export function tenantAccessDenied(req: Request, res: Response, tenantId: number): boolean {
+  const p = req.auth
+  if (!p || p.kind === 'admin' || p.tenantId === tenantId) return false
+  sendError(res, 403, 'Forbidden', `this key belongs to tenant ${p.tenantId} and cannot access another tenant`)
+  return true
+}
+
+/** The tenant a tenant key is limited to, or null for the admin token (or no auth): for listings across tenants. */
+export const callerTenant = (req: Request): number | null => (req.auth?.kind === 'tenant' ? req.auth.tenantId! : null)
 
 export interface AuthMiddleware {
   /** Who is calling: 401 unless a valid token; sets req.auth. Runs before the body is parsed. */

@@ -1,0 +1,37 @@
+import path from 'node:path'
+import type { Config } from '../common/config.ts'
+import type { Logger } from '../common/logger.ts'
+import { migrate, openStore, type Store } from '../common/store/clickhouse.ts'
+import { EmbeddedEventLog } from '../common/eventlog/embedded.ts'
+import { embeddedLogDir } from '../common/runtime/context.ts'
+
+/** Administrative commands (apikey, keys) open the store themselves; chdb admits one process per data directory. */
+export class StoreBusyError extends Error {}
+
+/** The store as the runtime opens it (server or chdb), migrated; chdb only when no process holds the data directory. */
+export async function openAdminStore(config: Config, logger: Logger): Promise<Store> {
+  if (!config.clickhouseUrl) {
+    const holder = EmbeddedEventLog.lockHolder(embeddedLogDir(config))
+    if (holder) {
+      throw new StoreBusyError(
+        `the embedded store under ${path.resolve(config.dataDir)} is in use by process ${holder.pid} (cdp start${holder.apiUrl ? ` at ${holder.apiUrl}` : ''}); ` +
+          'chdb allows one process per data directory: stop it, manage keys, then start it again (or use a ClickHouse server: CLICKHOUSE_URL)',
+      )
+    }
+  }
+  const store = await openStore({
+    url: config.clickhouseUrl,
+    username: config.clickhouseUsername,
+    password: config.clickhousePassword,
+    database: config.clickhouseDatabase,
+    chdbPath: path.resolve(config.dataDir, 'clickhouse'),
+  })
+  try {
+    await migrate(store, logger)
+  } catch (err) {
+    await store.close().catch(() => {})
+    throw err
+  }
+  return store
+}
+
