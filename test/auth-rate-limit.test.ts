@@ -136,7 +136,9 @@ describe('authentication', () => {
       ['ingest', post(base, '/api/v2/cdp/ingest/orders', { events: [order(2, 'B-1')] }, bearer(keyA.key))],
       ['ingest, one of many', post(base, '/api/v2/cdp/ingest/orders', { events: [order(1, 'A-3'), order(2, 'B-2')] }, bearer(keyA.key))],
       ['ingest customers', post(base, '/api/v2/cdp/ingest/customers', { events: [{ tenant_id: 2, customer_id: 1 }] }, bearer(keyA.key))],
-      ['unknown route family', get(base, '/api/v2/tenant-integrations/2', bearer(keyA.key))],
+      ['audience syncs', get(base, '/api/v2/cdp/audience-syncs?tenant_id=2', bearer(keyA.key))],
+      ['audience sync create', post(base, '/api/v2/cdp/audience-syncs?tenant_id=1', { tenant_id: 2 }, bearer(keyA.key))],
+      ['unknown route family', get(base, '/api/v2/cdp/not-a-route-family/2', bearer(keyA.key))],
       ['other tenant the other way', get(base, '/api/v2/cdp/analytics/clv?tenant_id=1', bearer(keyB.key))],
     ]
     for (const [what, p] of cases) {
