@@ -63,6 +63,19 @@ export const ConfigSchema = z
     analyticsSummaryIntervalMs: z.coerce.number().int().min(0).max(3_600_000).default(60_000),
     /** A directory of fuller demographic reference data (localities, first names, aliases, postal codes) loaded over the shipped tables (docs/demographics.md). */
     demographicsReferenceDir: z.string().min(1).optional(),
+    /** The social-ads platform (audience sync): base URL (the version path is appended), version, application token of /debug_token. */
+    adsApiBaseUrl: z.url().optional(),
+    adsApiVersion: z.string().regex(/^v\d+\.\d+$/).default('v18.0'),
+    adsAppAccessToken: z.string().min(1).optional(),
+    /** The platform app's secret (X-Hub-Signature-256 of its webhooks) and the subscription handshake's verify token. */
+    adsAppSecret: z.string().min(8).optional(),
+    adsWebhookVerifyToken: z.string().min(8).optional(),
+    /** Audience sync: a customer's segment change is uploaded once it is this old (coalescing window). */
+    audienceSyncWindowMs: z.coerce.number().int().min(0).max(3_600_000).default(10_000),
+    /** Wait between two upload batches (spec: about 2 s). */
+    audienceSyncPacingMs: z.coerce.number().int().min(0).max(60_000).default(2_000),
+    /** How often audience size and delivery status are read (each read counts against 200 per hour and token). */
+    audienceStatusIntervalMs: z.coerce.number().int().min(1000).default(900_000),
     /** Entries per tenant of the analytics response cache; 0 turns it off (e.g. to measure computed answers). */
     analyticsCacheEntries: z.coerce.number().int().min(0).max(100_000).default(500),
   })
@@ -111,10 +124,18 @@ export const ENV_NAMES: Record<keyof z.input<typeof ConfigSchema>, string> = {
   analyticsSummaryIntervalMs: 'CDP_ANALYTICS_SUMMARY_INTERVAL_MS',
   analyticsCacheEntries: 'CDP_ANALYTICS_CACHE_ENTRIES',
   demographicsReferenceDir: 'CDP_DEMOGRAPHICS_REFERENCE_DIR',
+  adsApiBaseUrl: 'CDP_ADS_API_BASE_URL',
+  adsApiVersion: 'CDP_ADS_API_VERSION',
+  adsAppAccessToken: 'CDP_ADS_APP_ACCESS_TOKEN',
+  adsAppSecret: 'CDP_ADS_APP_SECRET',
+  adsWebhookVerifyToken: 'CDP_ADS_WEBHOOK_VERIFY_TOKEN',
+  audienceSyncWindowMs: 'CDP_AUDIENCE_SYNC_WINDOW_MS',
+  audienceSyncPacingMs: 'CDP_AUDIENCE_SYNC_PACING_MS',
+  audienceStatusIntervalMs: 'CDP_AUDIENCE_STATUS_INTERVAL_MS',
 }
 
 /** Config keys whose values are secrets: never logged, never returned. */
-export const SECRET_KEYS = ['schemaRegistryPassword', 'clickhousePassword', 'adminToken', 'secretsKeys'] as const
+export const SECRET_KEYS = ['schemaRegistryPassword', 'clickhousePassword', 'adminToken', 'secretsKeys', 'adsAppAccessToken', 'adsAppSecret', 'adsWebhookVerifyToken'] as const
 
 export class ConfigError extends Error {
   constructor(public readonly issues: { path: string; message: string }[]) {

@@ -11,6 +11,11 @@ import { runFeatures, type RunningFeatures } from '../../pipelines/features/run.
 import { createRecomputeEngine } from '../../pipelines/features/recompute.ts'
 import { onTenantProcessed, processingEvents, startProcessingScheduler } from '../../services/api/processing/index.ts'
 import { ResponseCache } from '../../services/api/analytics/cache.ts'
+import { resolveSecretBox } from '../../common/secrets.ts'
+import { runAudienceSync, type RunningAudienceSync } from '../../pipelines/audience-sync/run.ts'
+import { AudienceSyncStore } from '../../pipelines/audience-sync/store.ts'
+import { audienceSyncRouter } from '../../services/api/audience-sync-routes.ts'
+import { webhooksRouter } from '../../services/api/webhooks.ts'
 import { DEMOGRAPHICS_GROUP, demographicsPipeline } from '../../pipelines/demographics/pipeline.ts'
 import { loadReferenceDirectory } from '../../pipelines/demographics/reference-loader.ts'
 import { TenantSummaries } from '../../services/api/analytics/summary.ts'
@@ -83,6 +88,8 @@ export async function startRoles(config: Config, logger: Logger): Promise<Starte
   const roles = new Set(config.roles)
   // Before anything is opened: a production API without an admin token does not start.
   const adminToken = roles.has('api') ? resolveAdminToken(config, logger) : ''
+  // Stored credentials (ads tokens, integrations) are encrypted under this keyring; production requires one.
+  const secrets = roles.has('api') || roles.has('audience-sync') || roles.has('connectors') ? resolveSecretBox(config, logger) : null
   const apiUrl = roles.has('api') ? `http://${config.apiHost}:${config.apiPort}` : undefined
   const runtime = await openRuntime(config, logger, { apiUrl })
   const pipelines: RunningPipeline[] = []
@@ -123,7 +130,23 @@ export async function startRoles(config: Config, logger: Logger): Promise<Starte
   })
   const scheduler = roles.has('api') ? startProcessingScheduler({ ...processing }) : null
   summaries?.start()
-  for (const r of ['audience-sync', 'connectors'] as const) if (roles.has(r)) logger.warn({ role: r }, 'role has nothing to run yet in this version')
+  // Audience sync: the segment-changes consumer and the uploads to the ads platform.
+  const ads = config.adsApiBaseUrl && config.adsAppAccessToken ? { baseUrl: config.adsApiBaseUrl, version: config.adsApiVersion, appAccessToken: config.adsAppAccessToken } : undefined
+  let audienceSync: RunningAudienceSync | null = null
+  if (roles.has('audience-sync')) {
+    if (ads) {
+      audienceSync = await runAudienceSync(runtime, secrets!, { ...ads, settleMs: config.audienceSyncWindowMs, pacingMs: config.audienceSyncPacingMs, statusIntervalMs: config.audienceStatusIntervalMs })
+      pipelines.push(audienceSync)
+    } else logger.warn('audience-sync role: no ads platform configured (CDP_ADS_API_BASE_URL, CDP_ADS_APP_ACCESS_TOKEN); nothing is synced')
+  }
+  const audienceStore = secrets ? new AudienceSyncStore(runtime.store, secrets) : null
+  const audienceSyncs = roles.has('api') && audienceStore ? audienceSyncRouter({ store: audienceStore, logger, ads, onChange: () => void audienceSync?.cycle().catch(() => {}) }) : undefined
+  const webhooks =
+    roles.has('api') && audienceStore && config.adsAppSecret && config.adsWebhookVerifyToken
+      ? webhooksRouter({ store: audienceStore, logger, appSecret: config.adsAppSecret, verifyToken: config.adsWebhookVerifyToken })
+      : undefined
+  if (roles.has('api') && !webhooks) logger.info('ads webhooks off: set CDP_ADS_APP_SECRET and CDP_ADS_WEBHOOK_VERIFY_TOKEN to receive delivery-status events')
+  if (roles.has('connectors')) logger.warn({ role: 'connectors' }, 'role has nothing to run yet in this version')
 
   const readiness: ReadinessCheck[] = [
     { name: 'store', check: async () => (await runtime.store.ping()).success },
@@ -138,7 +161,7 @@ export async function startRoles(config: Config, logger: Logger): Promise<Starte
       demographicsPer15Min: config.rateLimitDemographicsPer15Min ?? defaultRateLimits(config.nodeEnv).demographicsPer15Min,
     },
   }
-  const app = roles.has('api') ? createApp({ logger, log: runtime.log, codec: runtime.codec, readiness, info, processing, analytics, auth }) : createHealthApp(readiness, info)
+  const app = roles.has('api') ? createApp({ logger, log: runtime.log, codec: runtime.codec, readiness, info, processing, analytics, auth, audienceSyncs, webhooks }) : createHealthApp(readiness, info)
   const port = roles.has('api') ? config.apiPort : config.metricsPort
   const server = http.createServer(app)
   await new Promise<void>((resolve, reject) => {

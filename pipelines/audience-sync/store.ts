@@ -1,0 +1,335 @@
+import { randomUUID } from 'node:crypto'
+import type { Store } from '../../common/store/clickhouse.ts'
+import type { EncryptedSecret, SecretBox } from '../../common/secrets.ts'
+import type { LimitStore } from '../../services/ads-api/limits.ts'
+
+/**
+ * ClickHouse state of the audience sync (schemas/clickhouse/006_audience_sync.sql). Every table
+ * is a ReplacingMergeTree read with FINAL; writers insert a new version instead of updating.
+ */
+
+export type ConfigStatus = 'active' | 'paused'
+
+export interface AudienceSyncConfig {
+  tenant_id: number
+  config_id: string
+  name: string
+  segment: string
+  ad_account_id: string
+  audience_id: string | null
+  status: ConfigStatus
+  paused_reason: string | null
+  /** Calls wait until then (the platform's rate-limit window). */
+  blocked_until: number | null
+  created_at: number
+  updated_at: number
+}
+
+/** A configuration with its token, decrypted: only inside the sync, never in a response or a log. */
+export interface ConfigWithToken extends AudienceSyncConfig {
+  token: string
+}
+
+const ts = (ms: number) => new Date(ms).toISOString().replace('T', ' ').replace('Z', '')
+const ms = (v: string | null) => (v === null ? null : Date.parse(`${v.replace(' ', 'T')}Z`))
+
+interface ConfigRow {
+  tenant_id: string
+  config_id: string
+  name: string
+  segment: string
+  ad_account_id: string
+  token: string
+  audience_id: string | null
+  status: ConfigStatus
+  paused_reason: string | null
+  blocked_until: string | null
+  created_at: string
+  updated_at: string
+}
+
+/** Monotonic versions within a process (two writes in one millisecond still order). */
+let lastVersion = 0
+export function nextVersion(now = Date.now()): number {
+  lastVersion = Math.max(lastVersion + 1, now * 1000)
+  return lastVersion
+}
+
+export class AudienceSyncStore implements LimitStore {
+  constructor(private readonly store: Store, private readonly secrets: SecretBox, private readonly now: () => number = Date.now) {}
+
+  // ------------------------------------------------------------------ configurations
+
+  private toConfig(r: ConfigRow): AudienceSyncConfig {
+    return {
+      tenant_id: Number(r.tenant_id),
+      config_id: r.config_id,
+      name: r.name,
+      segment: r.segment,
+      ad_account_id: r.ad_account_id,
+      audience_id: r.audience_id,
+      status: r.status,
+      paused_reason: r.paused_reason,
+      blocked_until: ms(r.blocked_until),
+      created_at: ms(r.created_at)!,
+      updated_at: ms(r.updated_at)!,
+    }
+  }
+
+  private async configRows(where: string, params: Record<string, unknown>): Promise<ConfigRow[]> {
+    const rs = await this.store.query({
+      query: `SELECT tenant_id, config_id, name, segment, ad_account_id, token, audience_id, status, paused_reason,
+                     toString(blocked_until) AS blocked_until, toString(created_at) AS created_at, toString(updated_at) AS updated_at
+              FROM audience_sync_configs FINAL WHERE deleted = 0 AND ${where} ORDER BY tenant_id, created_at, config_id`,
+      query_params: params,
+      format: 'JSONEachRow',
+    })
+    return rs.json<ConfigRow>()
+  }
+
+  async listConfigs(tenantId: number): Promise<AudienceSyncConfig[]> {
+    return (await this.configRows('tenant_id = {t:UInt64}', { t: tenantId })).map((r) => this.toConfig(r))
+  }
+
+  async getConfig(tenantId: number, configId: string): Promise<AudienceSyncConfig | null> {
+    const [r] = await this.configRows('tenant_id = {t:UInt64} AND config_id = {c:String}', { t: tenantId, c: configId })
+    return r ? this.toConfig(r) : null
+  }
+
+  /** Every configuration of every tenant, with its token decrypted (the sync loop). */
+  async activeConfigsWithTokens(): Promise<ConfigWithToken[]> {
+    return (await this.configRows(`status = 'active'`, {})).map((r) => ({ ...this.toConfig(r), token: this.secrets.decrypt(JSON.parse(r.token) as EncryptedSecret) }))
+  }
+
+  async tokenOf(tenantId: number, configId: string): Promise<string | null> {
+    const [r] = await this.configRows('tenant_id = {t:UInt64} AND config_id = {c:String}', { t: tenantId, c: configId })
+    return r ? this.secrets.decrypt(JSON.parse(r.token) as EncryptedSecret) : null
+  }
+
+  async createConfig(input: { tenant_id: number; name: string; segment: string; ad_account_id: string; token: string }): Promise<AudienceSyncConfig> {
+    const now = this.now()
+    const c: ConfigWithToken = { ...input, config_id: randomUUID(), audience_id: null, status: 'active', paused_reason: null, blocked_until: null, created_at: now, updated_at: now }
+    await this.writeConfig(c, input.token)
+    const { token: _t, ...out } = c
+    return out
+  }
+
+  /**
+   * Writes a new version of a configuration. `token` (plain) replaces the stored one; without it
+   * the stored ciphertext is kept as it is.
+   */
+  async writeConfig(c: AudienceSyncConfig, token?: string, deleted = false): Promise<void> {
+    let sealed: string
+    if (token !== undefined) sealed = JSON.stringify(this.secrets.encrypt(token))
+    else {
+      const [r] = await this.configRows('tenant_id = {t:UInt64} AND config_id = {c:String}', { t: c.tenant_id, c: c.config_id })
+      if (!r) throw new Error(`no configuration ${c.config_id}`)
+      sealed = r.token
+    }
+    await this.store.insert({
+      table: 'audience_sync_configs',
+      format: 'JSONEachRow',
+      values: [
+        {
+          tenant_id: c.tenant_id, config_id: c.config_id, name: c.name, segment: c.segment, ad_account_id: c.ad_account_id, token: sealed,
+          audience_id: c.audience_id, status: c.status, paused_reason: c.paused_reason, blocked_until: c.blocked_until === null ? null : ts(c.blocked_until),
+          created_at: ts(c.created_at), updated_at: ts(this.now()), deleted: deleted ? 1 : 0, version: nextVersion(this.now()),
+        },
+      ],
+    })
+  }
+
+  async updateConfig(tenantId: number, configId: string, change: (c: AudienceSyncConfig) => AudienceSyncConfig, token?: string): Promise<AudienceSyncConfig | null> {
+    const cur = await this.getConfig(tenantId, configId)
+    if (!cur) return null
+    const next = { ...change(cur), updated_at: this.now() }
+    await this.writeConfig(next, token)
+    return next
+  }
+
+  async deleteConfig(tenantId: number, configId: string): Promise<boolean> {
+    const cur = await this.getConfig(tenantId, configId)
+    if (!cur) return false
+    await this.writeConfig(cur, undefined, true)
+    return true
+  }
+
+  /** Pauses every active configuration of a tenant (an invalid token or a missing permission). */
+  async pauseTenant(tenantId: number, reason: string): Promise<number> {
+    const configs = (await this.listConfigs(tenantId)).filter((c) => c.status === 'active')
+    for (const c of configs) await this.writeConfig({ ...c, status: 'paused', paused_reason: reason })
+    return configs.length
+  }
+
+  /** `cdp keys rotate`: every configuration whose token is under an older key, re-encrypted under the current one. */
+  async rotateSecrets(): Promise<number> {
+    const rs = await this.store.query({ query: 'SELECT * EXCEPT version FROM audience_sync_configs FINAL', format: 'JSONEachRow' })
+    const rows = await rs.json<Record<string, unknown> & { token: string }>()
+    const moved = rows.filter((r) => (JSON.parse(r.token) as EncryptedSecret).key_id !== this.secrets.current)
+    if (!moved.length) return 0
+    await this.store.insert({
+      table: 'audience_sync_configs',
+      format: 'JSONEachRow',
+      values: moved.map((r) => ({ ...r, token: JSON.stringify(this.secrets.reencrypt(JSON.parse(r.token) as EncryptedSecret)), version: nextVersion(this.now()) })),
+    })
+    return moved.length
+  }
+
+  // ------------------------------------------------------------------ segments and members
+
+  async recordSegments(rows: { tenant_id: number; customer_id: number; segment: string | null; version: number }[]): Promise<void> {
+    if (!rows.length) return
+    const at = ts(this.now())
+    await this.store.insert({ table: 'audience_customer_segments', format: 'JSONEachRow', values: rows.map((r) => ({ ...r, received_at: at })) })
+  }
+
+  /**
+   * Customers whose membership the audience should change: in the segment but not held, or held
+   * but no longer in it; only those whose latest change is older than `settleMs` (coalescing: a
+   * customer who moves A → B → A within the window shows no difference and uploads nothing).
+   */
+  async delta(c: AudienceSyncConfig, settleMs: number, limit: number): Promise<{ customer_id: number; want: 0 | 1 }[]> {
+    const rs = await this.store.query({
+      query: `SELECT s.customer_id AS customer_id, toUInt8(ifNull(s.segment = {segment:String}, 0)) AS want
+              FROM (SELECT customer_id, segment, received_at FROM audience_customer_segments FINAL WHERE tenant_id = {t:UInt64}) AS s
+              LEFT JOIN (SELECT customer_id, member FROM audience_members FINAL WHERE tenant_id = {t:UInt64} AND config_id = {c:String}) AS m
+                ON m.customer_id = s.customer_id
+              WHERE toUInt8(ifNull(s.segment = {segment:String}, 0)) != m.member
+                AND s.received_at <= fromUnixTimestamp64Milli({settled:Int64}, 'UTC')
+              ORDER BY want DESC, customer_id
+              LIMIT {limit:UInt64}`,
+      query_params: { t: c.tenant_id, c: c.config_id, segment: c.segment, settled: this.now() - settleMs, limit },
+      format: 'JSONEachRow',
+    })
+    return (await rs.json<{ customer_id: string; want: number }>()).map((r) => ({ customer_id: Number(r.customer_id), want: Number(r.want) ? 1 : 0 }))
+  }
+
+  /** Email, phone and names of customers (the raw customers projection). */
+  async identifiers(tenantId: number, ids: number[]): Promise<Map<number, { email: string | null; phone: string | null; first_name: string | null; last_name: string | null }>> {
+    const rs = await this.store.query({
+      query: `SELECT customer_id, email, phone, first_name, last_name FROM customers FINAL WHERE tenant_id = {t:UInt64} AND customer_id IN {ids:Array(UInt64)}`,
+      query_params: { t: tenantId, ids },
+      format: 'JSONEachRow',
+    })
+    const rows = await rs.json<{ customer_id: string; email: string | null; phone: string | null; first_name: string | null; last_name: string | null }>()
+    return new Map(rows.map((r) => [Number(r.customer_id), { email: r.email, phone: r.phone, first_name: r.first_name, last_name: r.last_name }]))
+  }
+
+  async recordMembers(c: AudienceSyncConfig, batchId: string, rows: { customer_id: number; member: 0 | 1; rejected: boolean }[]): Promise<void> {
+    if (!rows.length) return
+    const version = nextVersion(this.now())
+    await this.store.insert({
+      table: 'audience_members',
+      format: 'JSONEachRow',
+      values: rows.map((r) => ({ tenant_id: c.tenant_id, config_id: c.config_id, customer_id: r.customer_id, member: r.member, rejected: r.rejected ? 1 : 0, batch_id: batchId, version })),
+    })
+  }
+
+  // ------------------------------------------------------------------ batches, status, alerts
+
+  async recordBatch(b: {
+    tenant_id: number
+    config_id: string
+    batch_id: string
+    audience_id: string
+    operation: 'add' | 'remove'
+    rows: number
+    status: 'pending' | 'done' | 'dead_letter' | 'failed'
+    num_received?: number | null
+    num_invalid_entries?: number | null
+    invalid_entry_samples?: Record<string, string[]>
+    rejected_customer_ids?: number[]
+    error?: string | null
+    created_at: number
+  }): Promise<void> {
+    await this.store.insert({
+      table: 'audience_sync_batches',
+      format: 'JSONEachRow',
+      values: [
+        {
+          ...b,
+          num_received: b.num_received ?? null,
+          num_invalid_entries: b.num_invalid_entries ?? null,
+          invalid_entry_samples: JSON.stringify(b.invalid_entry_samples ?? {}),
+          rejected_customer_ids: b.rejected_customer_ids ?? [],
+          error: b.error ?? null,
+          created_at: ts(b.created_at),
+          updated_at: ts(this.now()),
+          version: nextVersion(this.now()),
+        },
+      ],
+    })
+  }
+
+  async recordStatus(s: { tenant_id: number; config_id: string; audience_id: string; approximate_count?: number | null; delivery_code?: number | null; delivery_description?: string | null; source: 'poll' | 'webhook' }): Promise<void> {
+    // A webhook carries only the delivery status: keep the last known count.
+    let count = s.approximate_count
+    if (count === undefined) {
+      const [cur] = await this.statusOf(s.tenant_id, [s.config_id])
+      count = cur?.approximate_count ?? null
+    }
+    await this.store.insert({
+      table: 'audience_status',
+      format: 'JSONEachRow',
+      values: [{ ...s, approximate_count: count, delivery_code: s.delivery_code ?? null, delivery_description: s.delivery_description ?? null, updated_at: ts(this.now()), version: nextVersion(this.now()) }],
+    })
+  }
+
+  async statusOf(tenantId: number, configIds: string[]) {
+    const rs = await this.store.query({
+      query: `SELECT config_id, audience_id, approximate_count, delivery_code, delivery_description, source, toString(updated_at) AS updated_at
+              FROM audience_status FINAL WHERE tenant_id = {t:UInt64} AND config_id IN {c:Array(String)}`,
+      query_params: { t: tenantId, c: configIds },
+      format: 'JSONEachRow',
+    })
+    const rows = await rs.json<{ config_id: string; audience_id: string; approximate_count: string | null; delivery_code: number | null; delivery_description: string | null; source: string; updated_at: string }>()
+    return rows.map((r) => ({ ...r, approximate_count: r.approximate_count === null ? null : Number(r.approximate_count), updated_at: ms(r.updated_at)! }))
+  }
+
+  /** The configuration an audience id belongs to (webhook events name only the audience). */
+  async configOfAudience(audienceId: string): Promise<AudienceSyncConfig | null> {
+    const [r] = await this.configRows('audience_id = {a:String}', { a: audienceId })
+    return r ? this.toConfig(r) : null
+  }
+
+  async alert(tenantId: number, configId: string, code: string, message: string): Promise<void> {
+    await this.store.insert({ table: 'audience_sync_alerts', format: 'JSONEachRow', values: [{ tenant_id: tenantId, config_id: configId, code, message, created_at: ts(this.now()) }] })
+  }
+
+  async alertsOf(tenantId: number, configIds: string[], limit = 20) {
+    const rs = await this.store.query({
+      query: `SELECT config_id, code, message, toString(created_at) AS created_at FROM audience_sync_alerts
+              WHERE tenant_id = {t:UInt64} AND config_id IN {c:Array(String)} ORDER BY created_at DESC LIMIT {n:UInt32} BY config_id`,
+      query_params: { t: tenantId, c: configIds, n: limit },
+      format: 'JSONEachRow',
+    })
+    return (await rs.json<{ config_id: string; code: string; message: string; created_at: string }>()).map((r) => ({ ...r, created_at: ms(r.created_at)! }))
+  }
+
+  /** Per configuration: the last batch, and the rows the platform rejected in the last 20 batches. */
+  async batchSummary(tenantId: number, configIds: string[]) {
+    const rs = await this.store.query({
+      query: `SELECT config_id, toString(max(updated_at)) AS last_sync, countIf(status = 'done') AS batches_done,
+                     countIf(status = 'dead_letter') AS batches_dead_lettered, sum(coalesce(num_invalid_entries, 0)) AS rejected_rows,
+                     groupArrayIf(20)(batch_id, length(rejected_customer_ids) > 0) AS rejected_batches
+              FROM audience_sync_batches FINAL WHERE tenant_id = {t:UInt64} AND config_id IN {c:Array(String)} AND status != 'pending'
+              GROUP BY config_id`,
+      query_params: { t: tenantId, c: configIds },
+      format: 'JSONEachRow',
+    })
+    const rows = await rs.json<{ config_id: string; last_sync: string; batches_done: string; batches_dead_lettered: string; rejected_rows: string; rejected_batches: string[] }>()
+    return new Map(rows.map((r) => [r.config_id, { last_sync: ms(r.last_sync), batches_done: Number(r.batches_done), batches_dead_lettered: Number(r.batches_dead_lettered), rejected_rows: Number(r.rejected_rows), rejected_batches: r.rejected_batches }]))
+  }
+
+  // ------------------------------------------------------------------ LimitStore (client-side hourly limits)
+
+  async load(key: string): Promise<number[]> {
+    const rs = await this.store.query({ query: 'SELECT timestamps FROM ads_call_windows FINAL WHERE key = {k:String}', query_params: { k: key }, format: 'JSONEachRow' })
+    const [r] = await rs.json<{ timestamps: (string | number)[] }>()
+    return r ? r.timestamps.map(Number) : []
+  }
+
+  async save(key: string, timestamps: number[]): Promise<void> {
+    await this.store.insert({ table: 'ads_call_windows', format: 'JSONEachRow', values: [{ key, timestamps, version: nextVersion(this.now()) }] })
+  }
+}

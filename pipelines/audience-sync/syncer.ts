@@ -1,0 +1,256 @@
+import { createHash } from 'node:crypto'
+import type { Logger } from '../../common/logger.ts'
+import {
+  AdsApiError,
+  AdsClient,
+  HourlyBudget,
+  InvalidTokenError,
+  PermissionDeniedError,
+  RateLimitError,
+  prepareUpload,
+  realSleep,
+  rejectedItems,
+  type RetryOptions,
+  type Sleep,
+  type UploadBatch,
+} from '../../services/ads-api/index.ts'
+import type { AudienceSyncStore, ConfigWithToken } from './store.ts'
+import { auditEvents } from './metrics.ts'
+
+/** The permissions /debug_token must show before anything is synced (spec "Authentication"). */
+export const REQUIRED_SCOPES = ['ads_management', 'ads_read', 'business_management'] as const
+
+export interface SyncerOptions {
+  store: AudienceSyncStore
+  logger: Logger
+  /** The platform: base url (version path appended by the client) and the application token of /debug_token. */
+  ads: { baseUrl: string; version?: string; appAccessToken: string }
+  /** A customer's change must be this old before it is uploaded (coalescing window). */
+  settleMs: number
+  /** Wait between two upload batches (spec: about 2 s). */
+  pacingMs: number
+  /** Rows per request (≤ 10,000). */
+  maxRows?: number
+  /** Rows of one config considered per cycle. */
+  maxDeltaPerCycle?: number
+  /** A token is checked again after this long. */
+  tokenCheckMs?: number
+  /** Dead-letters a batch the platform calls malformed (error 100). */
+  deadLetter?: (c: ConfigWithToken, batch: { operation: string; batch_id: string; payload: unknown }, err: AdsApiError) => Promise<void>
+  retry?: RetryOptions
+  sleep?: Sleep
+  now?: () => number
+}
+
+/** Id of a batch: the configuration, the operation and exactly which customers, with their target state. */
+export function batchId(configId: string, operation: 'add' | 'remove', customerIds: readonly number[]): string {
+  const h = createHash('sha256').update(`${configId}|${operation}|${[...customerIds].sort((a, b) => a - b).join(',')}`).digest('hex')
+  return h.slice(0, 32)
+}
+
+type Item = { customer_id: number; want: 0 | 1 }
+
+/**
+ * The sync of every active configuration: checks the token, creates the audience once, and
+ * uploads the difference between the segment and what the audience holds, batch by batch:
+ * `pending` is recorded, the call made, then what the audience now holds is written, so a
+ * restart resumes from the last batch that completed. Errors follow the spec: 190/200 pause the
+ * tenant with an alert, 2650 pauses the configuration, 100 dead-letters the batch, 80004 (or the
+ * client's hourly budget) waits for the window, 429/5xx are retried by the client and otherwise
+ * tried again next cycle.
+ */
+export class AudienceSyncer {
+  private readonly budget: HourlyBudget
+  private readonly checked = new Map<string, number>()
+  private readonly now: () => number
+  private readonly sleep: Sleep
+
+  constructor(private readonly o: SyncerOptions) {
+    this.now = o.now ?? Date.now
+    this.sleep = o.sleep ?? realSleep
+    this.budget = new HourlyBudget({ store: o.store, now: this.now })
+  }
+
+  client(token: string): AdsClient {
+    return new AdsClient({ baseUrl: this.o.ads.baseUrl, version: this.o.ads.version, accessToken: token, appAccessToken: this.o.ads.appAccessToken, budget: this.budget, retry: { sleep: this.sleep, ...this.o.retry }, now: this.now })
+  }
+
+  /** One cycle over every active configuration; returns the rows uploaded. */
+  async cycle(signal?: AbortSignal): Promise<number> {
+    let rows = 0
+    const paused = new Set<number>()
+    for (const c of await this.o.store.activeConfigsWithTokens()) {
+      if (signal?.aborted) break
+      if (paused.has(c.tenant_id)) continue
+      if (c.blocked_until !== null && c.blocked_until > this.now()) continue
+      try {
+        rows += await this.syncConfig(c, signal)
+      } catch (err) {
+        if (await this.handle(c, err)) paused.add(c.tenant_id)
+      }
+    }
+    return rows
+  }
+
+  /** Maps a failure to the spec's action; true when the tenant was paused. */
+  private async handle(c: ConfigWithToken, err: unknown): Promise<boolean> {
+    const log = this.o.logger.child({ tenantId: c.tenant_id, configId: c.config_id })
+    if (!(err instanceof AdsApiError)) {
+      log.error({ err }, 'audience sync failed; tried again next cycle')
+      return false
+    }
+    auditEvents.inc({ event: err.name })
+    if (err instanceof RateLimitError) {
+      log.warn({ retryAt: new Date(err.retryAt).toISOString(), source: err.source }, 'ads rate limit: waiting for the window')
+      await this.o.store.updateConfig(c.tenant_id, c.config_id, (x) => ({ ...x, blocked_until: err.retryAt }))
+      return false
+    }
+    if (err instanceof InvalidTokenError || err instanceof PermissionDeniedError) {
+      const reason = err instanceof InvalidTokenError ? 'token_invalid' : `missing_permission:${err.permission ?? 'unknown'}`
+      const message =
+        err instanceof InvalidTokenError
+          ? 'The ads access token is invalid or expired (error 190): sync paused until a new token is set'
+          : `The ads access token lacks the ${err.permission ?? 'required'} permission (error 200): sync paused until the permission is granted`
+      await this.pauseTenant(c, reason, message)
+      return true
+    }
+    if (err.action === 'pause_tenant') {
+      // 2650: this configuration's ad account does not exist.
+      await this.o.store.updateConfig(c.tenant_id, c.config_id, (x) => ({ ...x, status: 'paused', paused_reason: 'ad_account_not_found' }))
+      await this.o.store.alert(c.tenant_id, c.config_id, 'ad_account_not_found', `Ad account ${c.ad_account_id} does not exist (error 2650): sync of this configuration paused`)
+      log.warn({ code: err.code }, 'ad account not found: configuration paused')
+      return false
+    }
+    log.warn({ err: { name: err.name, code: err.code, status: err.httpStatus, message: err.message } }, 'audience sync call failed; tried again next cycle')
+    return false
+  }
+
+  private async pauseTenant(c: ConfigWithToken, reason: string, message: string): Promise<void> {
+    const n = await this.o.store.pauseTenant(c.tenant_id, reason)
+    await this.o.store.alert(c.tenant_id, c.config_id, reason.split(':')[0]!, message)
+    this.o.logger.warn({ tenantId: c.tenant_id, reason, configs: n }, 'audience sync paused for the tenant')
+  }
+
+  /** /debug_token: valid and with the three permissions; checked at most every tokenCheckMs. */
+  private async checkToken(c: ConfigWithToken): Promise<boolean> {
+    const key = createHash('sha256').update(c.token).digest('hex')
+    if ((this.checked.get(key) ?? 0) > this.now()) return true
+    const info = await this.client(c.token).debugToken()
+    if (!info.is_valid || info.expires_at * 1000 <= this.now()) {
+      await this.pauseTenant(c, 'token_invalid', 'The ads access token is invalid or expired (/debug_token): sync paused until a new token is set')
+      return false
+    }
+    const missing = REQUIRED_SCOPES.filter((s) => !info.scopes.includes(s))
+    if (missing.length) {
+      await this.pauseTenant(c, `missing_permission:${missing.join(',')}`, `The ads access token lacks ${missing.join(', ')}: sync paused until granted`)
+      return false
+    }
+    this.checked.set(key, this.now() + (this.o.tokenCheckMs ?? 15 * 60_000))
+    return true
+  }
+
+  private async ensureAudience(c: ConfigWithToken): Promise<string> {
+    if (c.audience_id) return c.audience_id
+    const created = await this.client(c.token).createCustomAudience(c.ad_account_id, {
+      name: c.name,
+      description: `CDP segment "${c.segment}" of tenant ${c.tenant_id} (kept in sync by the customer data platform)`,
+      subtype: 'CUSTOM',
+      customer_file_source: 'USER_PROVIDED_ONLY',
+    })
+    await this.o.store.updateConfig(c.tenant_id, c.config_id, (x) => ({ ...x, audience_id: created.id }))
+    this.o.logger.info({ tenantId: c.tenant_id, configId: c.config_id, audienceId: created.id }, 'custom audience created')
+    return created.id
+  }
+
+  private async syncConfig(c: ConfigWithToken, signal?: AbortSignal): Promise<number> {
+    const delta = await this.o.store.delta(c, this.o.settleMs, this.o.maxDeltaPerCycle ?? 100_000)
+    if (!delta.length) return 0
+    if (!(await this.checkToken(c))) return 0
+    const audienceId = await this.ensureAudience(c)
+    const ids = await this.o.store.identifiers(c.tenant_id, delta.map((d) => d.customer_id))
+    const client = this.client(c.token)
+    let sent = 0
+    let first = true
+    for (const operation of ['add', 'remove'] as const) {
+      const items = delta.filter((d) => (operation === 'add' ? d.want === 1 : d.want === 0))
+      if (!items.length) continue
+      const prepared = prepareUpload(
+        items,
+        (d) => {
+          const p = ids.get(d.customer_id)
+          return { EMAIL: p?.email, PHONE: p?.phone, FN: p?.first_name, LN: p?.last_name }
+        },
+        { maxRows: this.o.maxRows },
+      )
+      // Customers with no identifier at all cannot be matched: held as they are wanted, never sent.
+      if (prepared.skipped.length) await this.o.store.recordMembers(c, 'no-identifiers', prepared.skipped.map((d) => ({ customer_id: d.customer_id, member: d.want, rejected: true })))
+      for (const batch of prepared.batches) {
+        if (signal?.aborted) return sent
+        if (!first && this.o.pacingMs > 0) await this.sleep(this.o.pacingMs)
+        first = false
+        await this.upload(c, client, audienceId, operation, batch)
+        sent += batch.items.length
+      }
+    }
+    return sent
+  }
+
+  private async upload(c: ConfigWithToken, client: AdsClient, audienceId: string, operation: 'add' | 'remove', batch: UploadBatch<Item>): Promise<void> {
+    const id = batchId(c.config_id, operation, batch.items.map((i) => i.customer_id))
+    const base = { tenant_id: c.tenant_id, config_id: c.config_id, batch_id: id, audience_id: audienceId, operation, rows: batch.items.length, created_at: this.now() }
+    await this.o.store.recordBatch({ ...base, status: 'pending' })
+    let result
+    try {
+      result = operation === 'add' ? await client.addUsers(audienceId, batch.payload) : await client.removeUsers(audienceId, batch.payload)
+    } catch (err) {
+      if (err instanceof AdsApiError && err.action === 'dead_letter_batch') {
+        // Error 100 (or an answer we cannot read): recorded and dead-lettered; the rows are held as
+        // rejected so the same batch is not sent again until their membership changes.
+        await this.o.store.recordBatch({ ...base, status: 'dead_letter', error: `${err.name}: ${err.message}` })
+        await this.o.store.recordMembers(c, id, batch.items.map((i) => ({ customer_id: i.customer_id, member: i.want, rejected: true })))
+        await this.o.deadLetter?.(c, { operation, batch_id: id, payload: batch.payload }, err)
+        await this.o.store.alert(c.tenant_id, c.config_id, 'batch_dead_lettered', `Batch ${id} (${operation}, ${batch.items.length} rows) was refused as malformed (error ${err.code ?? 'unknown'}): ${err.message}`)
+        return
+      }
+      await this.o.store.recordBatch({ ...base, status: 'failed', error: err instanceof Error ? `${err.name}: ${err.message}` : String(err) })
+      throw err
+    }
+    const rejected = rejectedItems(batch, result)
+    const rejectedIds = new Set(rejected.items.map((i) => i.customer_id))
+    await this.o.store.recordMembers(c, id, batch.items.map((i) => ({ customer_id: i.customer_id, member: i.want, rejected: rejectedIds.has(i.customer_id) })))
+    await this.o.store.recordBatch({
+      ...base,
+      status: 'done',
+      num_received: result.num_received,
+      num_invalid_entries: result.num_invalid_entries,
+      invalid_entry_samples: result.invalid_entry_samples,
+      rejected_customer_ids: [...rejectedIds],
+    })
+    auditEvents.inc({ event: `upload_${operation}` })
+  }
+
+  /** Reads each audience's size and delivery status (within the hourly read budget). */
+  async pollStatus(): Promise<number> {
+    let read = 0
+    for (const c of await this.o.store.activeConfigsWithTokens()) {
+      if (!c.audience_id) continue
+      if (!(await this.budget.peek(c.token, 'read_audience')).allowed) continue
+      try {
+        const a = await this.client(c.token).getCustomAudience(c.audience_id)
+        await this.o.store.recordStatus({
+          tenant_id: c.tenant_id,
+          config_id: c.config_id,
+          audience_id: c.audience_id,
+          approximate_count: a.approximate_count ?? null,
+          delivery_code: a.delivery_status?.code ?? null,
+          delivery_description: a.delivery_status?.description ?? null,
+          source: 'poll',
+        })
+        read++
+      } catch (err) {
+        await this.handle(c, err)
+      }
+    }
+    return read
+  }
+}
