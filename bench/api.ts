@@ -23,8 +23,7 @@ import { loadConfig } from '../common/config.ts'
 import { createLogger } from '../common/logger.ts'
 import { openRuntime } from '../common/runtime/context.ts'
 import { createRecomputeEngine } from '../pipelines/features/recompute.ts'
-import { parse, UsageError } from '../cli/args.ts'
-import { intFlag, percentile, progress } from './common.ts'
+import { intFlag, percentile, progress, benchFlags } from './common.ts'
 import { seedTenant } from './features.ts'
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
@@ -117,12 +116,8 @@ async function waitForSummary(base: string): Promise<number> {
 }
 
 export async function run(argv: string[]): Promise<number> {
-  const { values, positionals } = parse(argv, FLAGS)
-  if (values.help) {
-    process.stdout.write(HELP)
-    return 0
-  }
-  if (positionals.length) throw new UsageError(`unexpected arguments '${positionals.join(' ')}'\n\n${HELP}`)
+  const values = benchFlags(argv, FLAGS, HELP)
+  if (!values) return 0
   const customers = intFlag(values.customers, 'customers', 1_000_000)
   const orders = intFlag(values.orders, 'orders', 10_000_000)
   const requests = intFlag(values.requests, 'requests', 200)

@@ -1,4 +1,4 @@
-import { UsageError } from '../cli/args.ts'
+import { parse, UsageError } from '../cli/args.ts'
 
 /** Shared by the benchmark scripts: progress lines, flag parsing, rounding, percentiles. */
 
@@ -27,4 +27,15 @@ export function sig3(x: number): number {
 export function percentile(sorted: readonly number[], p: number): number {
   if (!sorted.length) return NaN
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!
+}
+
+/** A benchmark's flags: `--help` prints the help (null returned: exit 0); positional arguments are refused. */
+export function benchFlags<F extends Parameters<typeof parse>[1]>(argv: string[], flags: F, help: string): ReturnType<typeof parse<F>>['values'] | null {
+  const { values, positionals } = parse(argv, flags)
+  if ((values as { help?: boolean }).help) {
+    process.stdout.write(help)
+    return null
+  }
+  if (positionals.length) throw new UsageError(`unexpected arguments '${positionals.join(' ')}'\n\n${help}`)
+  return values
 }

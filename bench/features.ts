@@ -17,7 +17,7 @@ import path from 'node:path'
 import { randomUUID } from 'node:crypto'
 import { loadConfig, type Config } from '../common/config.ts'
 import { createLogger } from '../common/logger.ts'
-import { openRuntime, type Runtime } from '../common/runtime/context.ts'
+import { openRuntime } from '../common/runtime/context.ts'
 import { groupLag } from '../common/eventlog/port.ts'
 import type { Store } from '../common/store/clickhouse.ts'
 import { TOPICS } from '../common/topics.ts'
@@ -28,8 +28,8 @@ import { runFeatures } from '../pipelines/features/run.ts'
 import { createRecomputeEngine, loadTenantCustomers } from '../pipelines/features/recompute.ts'
 import { fitGammaGamma, TRANSACTION_MODELS } from '../pipelines/features/clv/index.ts'
 import { utcDay } from '../pipelines/features/order-facts.ts'
-import { parse, UsageError } from '../cli/args.ts'
-import { intFlag, percentile, progress, sig3 } from './common.ts'
+import { UsageError } from '../cli/args.ts'
+import { intFlag, percentile, progress, sig3, benchFlags } from './common.ts'
 
 const FLAGS = {
   customers: { type: 'string' },
@@ -258,12 +258,8 @@ async function benchIncremental(runtime: 'embedded' | 'distributed', streamCusto
 // ---------------------------------------------------------------------------------------------
 
 export async function run(argv: string[]): Promise<number> {
-  const { values, positionals } = parse(argv, FLAGS)
-  if (values.help) {
-    process.stdout.write(HELP)
-    return 0
-  }
-  if (positionals.length) throw new UsageError(`unexpected arguments '${positionals.join(' ')}'\n\n${HELP}`)
+  const values = benchFlags(argv, FLAGS, HELP)
+  if (!values) return 0
   const runtime = values.runtime ?? 'embedded'
   if (runtime !== 'embedded' && runtime !== 'kafka') throw new UsageError(`--runtime must be embedded or kafka, got '${runtime}'`)
   if (runtime === 'kafka' && !(process.env.KAFKA_BROKERS && process.env.SCHEMA_REGISTRY_URL)) throw new UsageError('--runtime kafka needs KAFKA_BROKERS and SCHEMA_REGISTRY_URL')

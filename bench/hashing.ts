@@ -13,13 +13,12 @@
  */
 import os from 'node:os'
 import { performance } from 'node:perf_hooks'
-import { parse, UsageError } from '../cli/args.ts'
 import { createProgress } from '../common/progress.ts'
 import { EmailRegistry } from '../pipelines/ingest/synthetic/identity.ts'
 import { drawProfile } from '../pipelines/ingest/synthetic/profile.ts'
 import { Rng } from '../pipelines/ingest/synthetic/random.ts'
 import { hashRow, normalize, type AudienceColumn, type CustomerIdentifiers } from '../services/ads-api/hashing.ts'
-import { intFlag, progress, sig3 } from './common.ts'
+import { intFlag, progress, sig3, benchFlags } from './common.ts'
 
 const FLAGS = {
   customers: { type: 'string' },
@@ -49,12 +48,8 @@ function generateChunk(from: number, count: number, seed: string, emails: EmailR
 }
 
 export async function run(argv: string[]): Promise<number> {
-  const { values, positionals } = parse(argv, FLAGS)
-  if (values.help) {
-    process.stdout.write(HELP)
-    return 0
-  }
-  if (positionals.length) throw new UsageError(`unexpected arguments '${positionals.join(' ')}'\n\n${HELP}`)
+  const values = benchFlags(argv, FLAGS, HELP)
+  if (!values) return 0
   const customers = intFlag(values.customers, 'customers', 1_000_000)
   const chunkSize = Math.min(customers, intFlag(values.chunk, 'chunk', 100_000))
   const seed = values.seed ?? 'bench-hashing'

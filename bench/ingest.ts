@@ -43,8 +43,8 @@ import { TOPICS } from '../common/topics.ts'
 import { projectionPipeline } from '../pipelines/projection/pipeline.ts'
 import { publishEvents } from '../pipelines/ingest/publisher.ts'
 import { generateOrderEvents } from '../pipelines/ingest/synthetic/generate.ts'
-import { parse, UsageError } from '../cli/args.ts'
-import { intFlag, progress, sig3 } from './common.ts'
+import { UsageError } from '../cli/args.ts'
+import { intFlag, progress, sig3, benchFlags } from './common.ts'
 
 const run$ = promisify(execFile)
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
@@ -701,12 +701,8 @@ function table(events: number, opts: Options, results: { kafka?: RuntimeResult; 
 // ---------------------------------------------------------------------------------------------
 
 export async function run(argv: string[]): Promise<number> {
-  const { values, positionals } = parse(argv, FLAGS)
-  if (values.help) {
-    process.stdout.write(HELP)
-    return 0
-  }
-  if (positionals.length) throw new UsageError(`unexpected arguments '${positionals.join(' ')}'\n\n${HELP}`)
+  const values = benchFlags(argv, FLAGS, HELP)
+  if (!values) return 0
   const runtimeFlag = values.runtime ?? 'both'
   if (!['kafka', 'embedded', 'both'].includes(runtimeFlag)) throw new UsageError(`--runtime must be kafka, embedded or both, got '${runtimeFlag}'`)
   const opts: Options = {

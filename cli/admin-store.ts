@@ -35,3 +35,20 @@ export async function openAdminStore(config: Config, logger: Logger): Promise<St
   return store
 }
 
+
+/** Runs `fn` with the admin store and closes it; a busy embedded store is a message on stderr and exit code 1. */
+export async function withAdminStore(command: string, config: Config, logger: Logger, fn: (store: Store) => Promise<number>): Promise<number> {
+  let store: Store
+  try {
+    store = await openAdminStore(config, logger)
+  } catch (err) {
+    if (!(err instanceof StoreBusyError)) throw err
+    process.stderr.write(`cdp ${command}: ${err.message}\n`)
+    return 1
+  }
+  try {
+    return await fn(store)
+  } finally {
+    await store.close()
+  }
+}

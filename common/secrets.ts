@@ -68,6 +68,26 @@ export function parseKeyring(spec: string): SecretBox {
   return new SecretBox(keys, current)
 }
 
+/**
+ * A development secret kept in a file (mode 0600): read when `valid`, else generated once and
+ * written. Production never takes this path: its secrets come from the environment.
+ */
+export function devSecretFile(file: string, valid: (value: string) => boolean, generate: () => string): string {
+  let value = ''
+  try {
+    value = fs.readFileSync(file, 'utf8').trim()
+  } catch {
+    // not there yet
+  }
+  if (!valid(value)) {
+    fs.mkdirSync(path.dirname(file), { recursive: true })
+    value = generate()
+    fs.writeFileSync(file, `${value}\n`, { mode: 0o600 })
+  }
+  fs.chmodSync(file, 0o600)
+  return value
+}
+
 export const secretsKeyFile = (config: Pick<Config, 'dataDir'>) => path.resolve(config.dataDir, 'secrets-keys')
 
 /**
@@ -81,17 +101,7 @@ export function resolveSecretBox(config: Config, logger: Logger): SecretBox {
     throw new ConfigError([{ path: 'secretsKeys (CDP_SECRETS_KEYS)', message: 'is required in production: stored credentials are encrypted under it' }])
   }
   const file = secretsKeyFile(config)
-  let spec = ''
-  try {
-    spec = fs.readFileSync(file, 'utf8').trim()
-  } catch {
-    // not there yet
-  }
-  if (!spec) {
-    fs.mkdirSync(config.dataDir, { recursive: true })
-    spec = `dev1:${randomBytes(32).toString('hex')}`
-    fs.writeFileSync(file, `${spec}\n`, { mode: 0o600 })
-  }
+  const spec = devSecretFile(file, (v) => v.length > 0, () => `dev1:${randomBytes(32).toString('hex')}`)
   logger.warn({ file }, 'CDP_SECRETS_KEYS is not set: stored credentials are encrypted under a development key kept in this file; set CDP_SECRETS_KEYS in production')
   return parseKeyring(spec)
 }

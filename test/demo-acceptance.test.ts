@@ -99,7 +99,7 @@ beforeAll(async () => {
   const dir = tmpDir()
   const dataDir = path.join(dir, 'data')
   child = spawn('node', [CDP, 'start', '--demo', '--api-port', '0'], {
-    env: { ...process.env, CDP_DATA_DIR: dataDir, LOG_LEVEL: 'info', CDP_FEATURES_TICK_MS: '2000', NODE_ENV: 'development' },
+    env: { ...process.env, CDP_DATA_DIR: dataDir, LOG_LEVEL: 'info', CDP_FEATURES_TICK_MS: '2000', CDP_AUDIENCE_SYNC_WINDOW_MS: '1000', CDP_AUDIENCE_SYNC_PACING_MS: '200', NODE_ENV: 'development' },
   })
   let out = ''
   child.stdout!.on('data', (d) => (out += d))
@@ -156,6 +156,18 @@ describe('demo tenant on the embedded runtime', () => {
     expect(demo.data.summary.completion_rates.gender).toBeGreaterThan(50)
     expect(demo.data.summary.completion_rates.location).toBeGreaterThan(50)
   })
+
+  it("the demo's Champions sync fills a custom audience on the simulated ads platform", async () => {
+    const sync = await waitFor(
+      async () => {
+        const r = (await (await get(`/api/v2/cdp/audience-syncs?tenant_id=${TENANT}`)).json()) as { data: { segment: string; audience: { id: string | null }; batches_done: number; access_token: string }[] }
+        const s = r.data[0]
+        return s && s.audience.id && s.batches_done > 0 ? s : undefined
+      },
+      { what: 'the first upload of the demo sync', timeoutMs: 90_000, intervalMs: 1000 },
+    )
+    expect(sync).toMatchObject({ segment: 'Champions', access_token: '********' })
+  }, 120_000)
 
   it('answers 400, 401, 403 and 404 with the common error body', async () => {
     const cases: [string, string, number][] = [

@@ -1,7 +1,6 @@
 import { loadConfig } from '../../common/config.ts'
 import { createLogger } from '../../common/logger.ts'
-import type { Store } from '../../common/store/clickhouse.ts'
-import { openAdminStore, StoreBusyError } from '../admin-store.ts'
+import { withAdminStore } from '../admin-store.ts'
 import { ApiKeyStore } from '../../services/api/api-keys.ts'
 import { RUNTIME_FLAGS, UsageError, configFlags, parse } from '../args.ts'
 
@@ -37,15 +36,7 @@ export async function run(argv: string[]): Promise<number> {
 
   const config = loadConfig(process.env, configFlags(values, Object.keys(RUNTIME_FLAGS)))
   const logger = createLogger({ level: config.logLevel === 'info' ? 'warn' : config.logLevel })
-  let store: Store
-  try {
-    store = await openAdminStore(config, logger)
-  } catch (err) {
-    if (!(err instanceof StoreBusyError)) throw err
-    process.stderr.write(`cdp apikey: ${err.message}\n`)
-    return 1
-  }
-  try {
+  return withAdminStore('apikey', config, logger, async (store) => {
     const keys = new ApiKeyStore(store)
     if (action === 'create') {
       const created = await keys.create(tenant!, values.name ?? '')
@@ -61,8 +52,6 @@ export async function run(argv: string[]): Promise<number> {
       }
       process.stdout.write(`${JSON.stringify(revoked)}\n`)
     }
-  } finally {
-    await store.close()
-  }
-  return 0
+    return 0
+  })
 }

@@ -5,7 +5,7 @@ import { resolveSecretBox } from '../../common/secrets.ts'
 import type { Store } from '../../common/store/clickhouse.ts'
 import type { SecretBox } from '../../common/secrets.ts'
 import { AudienceSyncStore } from '../../pipelines/audience-sync/store.ts'
-import { openAdminStore, StoreBusyError } from '../admin-store.ts'
+import { withAdminStore } from '../admin-store.ts'
 import { RUNTIME_FLAGS, UsageError, configFlags, parse } from '../args.ts'
 
 const FLAGS = { ...RUNTIME_FLAGS, id: { type: 'string' } } as const
@@ -25,6 +25,7 @@ CDP_SECRETS_KEYS = "id:<64 hex>[,id:<64 hex>…]"; the first key encrypts, the o
 /** Each owner of stored secrets re-encrypts its own records. */
 const ROTATIONS: Record<string, (store: Store, box: SecretBox) => Promise<number>> = {
   audience_syncs: (store, box) => new AudienceSyncStore(store, box).rotateSecrets(),
+  integrations: async (store, box) => (await import('../../services/api/integrations/store.ts')).rotateIntegrationCredentials(store, box),
 }
 
 export async function run(argv: string[]): Promise<number> {
@@ -44,20 +45,10 @@ export async function run(argv: string[]): Promise<number> {
   const config = loadConfig(process.env, configFlags(values, Object.keys(RUNTIME_FLAGS)))
   const logger = createLogger({ level: config.logLevel === 'info' ? 'warn' : config.logLevel })
   const box = resolveSecretBox(config, logger)
-  let store: Store
-  try {
-    store = await openAdminStore(config, logger)
-  } catch (err) {
-    if (!(err instanceof StoreBusyError)) throw err
-    process.stderr.write(`cdp keys: ${err.message}\n`)
-    return 1
-  }
-  try {
+  return withAdminStore('keys', config, logger, async (store) => {
     const rotated: Record<string, number> = {}
     for (const [name, rotate] of Object.entries(ROTATIONS)) rotated[name] = await rotate(store, box)
     process.stdout.write(`${JSON.stringify({ current_key: box.current, rotated })}\n`)
     return 0
-  } finally {
-    await store.close()
-  }
+  })
 }

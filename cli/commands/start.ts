@@ -1,4 +1,3 @@
-import fs from 'node:fs'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { randomBytes } from 'node:crypto'
@@ -11,11 +10,12 @@ import { runFeatures, type RunningFeatures } from '../../pipelines/features/run.
 import { createRecomputeEngine } from '../../pipelines/features/recompute.ts'
 import { onTenantProcessed, processingEvents, startProcessingScheduler } from '../../services/api/processing/index.ts'
 import { ResponseCache } from '../../services/api/analytics/cache.ts'
-import { resolveSecretBox } from '../../common/secrets.ts'
+import { devSecretFile, resolveSecretBox } from '../../common/secrets.ts'
 import { runAudienceSync, type RunningAudienceSync } from '../../pipelines/audience-sync/run.ts'
 import { AudienceSyncStore } from '../../pipelines/audience-sync/store.ts'
 import { audienceSyncRouter } from '../../services/api/audience-sync-routes.ts'
 import { webhooksRouter } from '../../services/api/webhooks.ts'
+import { start as startAdsSimulator } from '../../services/simulators/ads-platform/index.ts'
 import { DEMOGRAPHICS_GROUP, demographicsPipeline } from '../../pipelines/demographics/pipeline.ts'
 import { loadReferenceDirectory } from '../../pipelines/demographics/reference-loader.ts'
 import { TenantSummaries } from '../../services/api/analytics/summary.ts'
@@ -67,18 +67,7 @@ export function resolveAdminToken(config: Config, logger: Logger): string {
     throw new ConfigError([{ path: 'adminToken (CDP_ADMIN_TOKEN)', message: 'is required in production: the API does not start without an admin token (docs/auth.md)' }])
   }
   const file = adminTokenFile(config)
-  let token = ''
-  try {
-    token = fs.readFileSync(file, 'utf8').trim()
-  } catch {
-    // not there yet
-  }
-  if (token.length < 16) {
-    fs.mkdirSync(config.dataDir, { recursive: true })
-    token = randomBytes(32).toString('base64url')
-    fs.writeFileSync(file, `${token}\n`, { mode: 0o600 })
-  }
-  fs.chmodSync(file, 0o600)
+  const token = devSecretFile(file, (v) => v.length >= 16, () => randomBytes(32).toString('base64url'))
   logger.warn({ file }, 'CDP_ADMIN_TOKEN is not set: using the development admin token stored in this file; set CDP_ADMIN_TOKEN in production')
   return token
 }
@@ -195,8 +184,11 @@ export async function run(argv: string[]): Promise<number> {
     process.stdout.write(HELP)
     return 0
   }
-  const config = loadConfig(process.env, configFlags(values, Object.keys(FLAGS)))
+  let config = loadConfig(process.env, configFlags(values, Object.keys(FLAGS)))
   const logger = createLogger({ level: config.logLevel })
+  // The demo without an ads platform configured: the simulator runs in this process.
+  const adsSim = config.demo && config.roles.includes('audience-sync') && !config.adsApiBaseUrl ? await startDemoAdsPlatform() : null
+  if (adsSim) config = { ...config, ...adsSim.config }
   logger.info({ config: redactConfig(config) }, 'starting')
   const started = await startRoles(config, logger)
   if (config.demo && config.roles.includes('api')) {
@@ -213,6 +205,14 @@ export async function run(argv: string[]): Promise<number> {
       ].join('\n') + '\n',
     )
   }
+  if (adsSim && config.roles.includes('api')) {
+    adsSim.sim.state.setWebhook(`${started.url}/webhooks/social-ads`, DEMO_ADS.verifyToken)
+    const syncs = new AudienceSyncStore(started.runtime.store, resolveSecretBox(config, logger))
+    if (!(await syncs.listConfigs(DEMO_TENANT)).length) {
+      await syncs.createConfig({ tenant_id: DEMO_TENANT, name: 'Demo: Champions', segment: 'Champions', ad_account_id: DEMO_ADS.account, token: DEMO_ADS.token })
+    }
+    process.stdout.write(`Ads platform simulator at ${adsSim.sim.url}: tenant ${DEMO_TENANT}'s Champions sync to ${DEMO_ADS.account} (GET /api/v2/cdp/audience-syncs?tenant_id=${DEMO_TENANT})\n`)
+  }
   const demo = config.demo ? streamDemoTenant(started.runtime, logger) : null
   await new Promise<void>((resolve) => {
     const onSignal = (sig: string) => {
@@ -225,5 +225,17 @@ export async function run(argv: string[]): Promise<number> {
   })
   await demo?.done.catch(() => {})
   await started.stop()
+  await adsSim?.sim.close()
   return 0
+}
+
+/** The demo's simulated ads platform: one token with the three permissions, one ad account. */
+const DEMO_ADS = { token: 'EAAB-demo-ads-token', account: 'act_1000000001', appSecret: 'demo-app-secret', verifyToken: 'demo-verify-token' } as const
+
+async function startDemoAdsPlatform() {
+  const sim = await startAdsSimulator({ tokens: [DEMO_ADS.token], adAccounts: [DEMO_ADS.account], appSecret: DEMO_ADS.appSecret, webhookVerifyToken: DEMO_ADS.verifyToken })
+  return {
+    sim,
+    config: { adsApiBaseUrl: sim.url, adsAppAccessToken: sim.appAccessToken, adsAppSecret: DEMO_ADS.appSecret, adsWebhookVerifyToken: DEMO_ADS.verifyToken },
+  }
 }

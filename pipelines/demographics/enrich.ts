@@ -5,7 +5,7 @@
  */
 import { GENERATION_BY_SEGMENT, ageSegment, estimateAge, searchAdsAgeRange, socialAdsAgeRange, type AgeSegment, type SearchAdsAgeRange, type SocialAdsAgeRange } from './age.ts'
 import { genderFromCuilPrefix, genderFromFirstName, type Gender } from './gender.ts'
-import { correctLocation, type Region } from './location.ts'
+import { correctLocation, type LocationResult } from './location.ts'
 import { parseNationalId } from './national-id.ts'
 import { defaultReference, type ReferenceData } from './reference.ts'
 
@@ -20,7 +20,8 @@ export interface DemographicInput {
   postal_code: string | null
 }
 
-export interface Demographics {
+/** The enrichment of one customer: identity-derived fields, then the location (LocationResult, whose `issues` hold every reason). */
+export interface Demographics extends LocationResult {
   /** CUIT counts as CUIL. */
   national_id_type: 'DNI' | 'CUIL' | null
   /** 7-8 digits, no dots. */
@@ -34,17 +35,6 @@ export interface Demographics {
   search_ads_age_range: SearchAdsAgeRange | null
   gender: Gender | null
   gender_source: 'cuil' | 'first_name' | null
-  corrected_city: string | null
-  /** Canonical jurisdiction name ("Ciudad Autónoma de Buenos Aires", "Córdoba"). */
-  corrected_province: string | null
-  corrected_postal_code: string | null
-  region: Region | null
-  /** 0..1. */
-  location_confidence: number
-  location_correction_needed: boolean
-  is_location_validated: boolean
-  /** Machine-readable reasons, e.g. 'national_id_invalid_check_digit', 'province_unknown', 'city_empty'. */
-  issues: string[]
 }
 
 export function enrichDemographics(input: DemographicInput, now: Date, ref: ReferenceData = defaultReference()): Demographics {
