@@ -114,7 +114,9 @@ beforeAll(async () => {
       return r.ok && ((await r.json()) as { data: { pagination: { total: number } } }).data.pagination.total >= DEMO_CUSTOMERS
     },
     { what: 'the demo customers in ClickHouse', timeoutMs: 120_000, intervalMs: 1000 },
-  )
+  ).catch((e: Error) => {
+    throw new Error(`${e.message}\n${out.slice(-5000)}`)
+  })
   const run = await fetch(`${url}/api/v2/cdp/process/${TENANT}`, {
     method: 'POST',
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
