@@ -1,0 +1,246 @@
+/**
+ * The commerce-platform simulator as an Express app. The API lives under
+ * `/{account_name}/{environment}/api/…` (a real platform puts both in the host name; the
+ * connector takes a base URL template, see README.md); admin endpoints under `/_sim/`.
+ */
+import express, { type ErrorRequestHandler, type Express, type NextFunction, type Request, type Response } from 'express'
+import { timeParam, type Faults, type RequestLogEntry } from './dataset.ts'
+import { CommercePlatformState, seqOfOrderId, type Anomalies, type Resource, type SeedAppKey } from './state.ts'
+
+export interface CommercePlatformSimulatorOptions {
+  /** Default 'demoshop'. */
+  accountName?: string
+  /** Default '7d0e4a9c-…' (stable per account name). */
+  accountId?: string
+  /** Environments the account answers on; default ['commerce_stable']. */
+  environments?: string[]
+  /** The account's store hosts; default `www.{account}.com.ar`, `{account}.mitienda.com.ar`. */
+  hosts?: string[]
+  /** false: the account answers `isActive: false` (a suspended shop). */
+  isActive?: boolean
+  /** App keys (appkey-{account}-{hash}) and their tokens; default DEFAULTS.appKey / appToken. */
+  appKeys?: SeedAppKey[]
+  /** Shop size and history (synthetic generator): default 200 customers, seed 'commerce-platform', the year before `end`. */
+  customers?: number
+  seed?: string | number
+  start?: Date
+  /** Default: the clock's now. */
+  end?: Date
+  /** Share of orders with a shipping charge; default 0.2. */
+  shippingShare?: number
+  anomalies?: Partial<Anomalies>
+  /** Requests per window per app key; default 600 per minute. */
+  rateLimit?: { requests?: number; windowMs?: number }
+  faults?: Partial<Faults>
+  /** Largest `per_page`; default 100. */
+  maxPerPage?: number
+  now?: () => number
+  random?: () => number
+  onRequest?: (entry: RequestLogEntry) => void
+}
+
+export const DEFAULTS = {
+  accountName: 'demoshop',
+  environment: 'commerce_stable',
+  appKey: 'appkey-demoshop-SIM0001',
+  appToken: 'sim-app-token-demoshop-0123456789abcdef',
+  customers: 200,
+  seed: 'commerce-platform',
+  perPage: 50,
+} as const
+
+const DAY = 86_400_000
+
+class ApiError extends Error {
+  constructor(readonly status: number, readonly code: string, message: string, readonly retryAfter?: number) {
+    super(message)
+  }
+}
+
+export function createCommercePlatformSimulator(options: CommercePlatformSimulatorOptions = {}): { app: Express; state: CommercePlatformState } {
+  const now = options.now ?? Date.now
+  const accountName = options.accountName ?? DEFAULTS.accountName
+  const end = options.end ?? new Date(Math.floor(now() / DAY) * DAY)
+  const state = CommercePlatformState.fromGenerator(
+    {
+      accountName,
+      accountId: options.accountId ?? `acc-${accountName}-0001`,
+      environments: options.environments ?? [DEFAULTS.environment],
+      hosts: options.hosts ?? [`www.${accountName}.com.ar`, `${accountName}.mitienda.com.ar`],
+      isActive: options.isActive ?? true,
+      now,
+      random: options.random ?? Math.random,
+      maxPerPage: options.maxPerPage ?? 100,
+      rateLimit: { requests: options.rateLimit?.requests ?? 600, windowMs: options.rateLimit?.windowMs ?? 60_000 },
+    },
+    { customers: options.customers ?? DEFAULTS.customers, seed: options.seed ?? DEFAULTS.seed, start: options.start ?? new Date(end.getTime() - 365 * DAY), end, shippingShare: options.shippingShare },
+  )
+  for (const k of options.appKeys ?? [{ appKey: DEFAULTS.appKey, appToken: DEFAULTS.appToken }]) state.addAppKey(k)
+  if (options.faults) state.setFaults(options.faults)
+  if (options.anomalies) state.setAnomalies(options.anomalies)
+
+  const app = express()
+  app.disable('x-powered-by')
+  app.disable('etag')
+  app.use('/_sim', adminRouter(state))
+  app.use('/:account/:environment/api', apiRouter(state, options.onRequest))
+  app.use((req, res) => void res.status(404).json({ error: { code: 'NOT_FOUND', message: `no route for ${req.method} ${req.path}; the API is under /{account_name}/{environment}/api/` } }))
+  return { app, state }
+}
+
+interface Locals {
+  t0: number
+  time: number
+  caller: string | null
+}
+
+function apiRouter(state: CommercePlatformState, onRequest: CommercePlatformSimulatorOptions['onRequest']): express.Router {
+  const api = express.Router({ mergeParams: true })
+
+  const send = (req: Request, res: Response, status: number, body: unknown) => {
+    const l = res.locals as Locals
+    const entry: RequestLogEntry = {
+      seq: state.requestLog.length + 1,
+      time: l.time,
+      method: req.method,
+      path: req.originalUrl.split('?')[0]!,
+      status,
+      error: status >= 400 ? ((body as { error?: { code?: string } }).error?.code ?? null) : null,
+      caller: l.caller,
+      durationMs: Math.round((performance.now() - l.t0) * 100) / 100,
+    }
+    state.requestLog.push(entry)
+    onRequest?.(entry)
+    res.status(status).json(body)
+  }
+
+  api.use(async (req: Request, res: Response, next: NextFunction) => {
+    Object.assign(res.locals, { t0: performance.now(), time: state.opts.now(), caller: null } satisfies Locals)
+    const { account, environment } = req.params as { account: string; environment: string }
+    if (account !== state.opts.accountName) throw new ApiError(404, 'ACCOUNT_NOT_FOUND', `account '${account}' does not exist`)
+    if (!state.opts.environments.includes(environment)) throw new ApiError(404, 'ENVIRONMENT_NOT_FOUND', `account '${account}' has no environment '${environment}'`)
+    const key = req.header('x-app-key')
+    const reason = state.authenticate(key, req.header('x-app-token'))
+    if (reason) throw new ApiError(401, 'UNAUTHORIZED', reason)
+    ;(res.locals as Locals).caller = key!
+    if (state.faults.latencyMs > 0) await new Promise((r) => setTimeout(r, state.faults.latencyMs))
+    const wait = state.window.take(key!, state.opts.now())
+    if (wait > 0) throw new ApiError(429, 'TOO_MANY_REQUESTS', `more than ${state.window.limit} requests in ${state.window.windowMs / 1000}s`, Math.max(1, Math.ceil(wait / 1000)))
+    const fault = state.nextFault()
+    if (fault === 429) throw new ApiError(429, 'TOO_MANY_REQUESTS', 'simulated fault: too many requests', state.faults.retryAfterSec)
+    if (fault === 500) throw new ApiError(500, 'INTERNAL_ERROR', 'simulated fault: internal error')
+    next()
+  })
+
+  const requireResource = (req: Request, res: Response, r: Resource) => {
+    if (!state.resourcesOf((res.locals as Locals).caller!)[r]) throw new ApiError(403, 'FORBIDDEN', `this app key has no access to the ${r} API`)
+  }
+
+  api.get('/account', (req, res) => send(req, res, 200, state.renderAccount((res.locals as Locals).caller!)))
+
+  api.get('/catalog/products', (req, res) => {
+    requireResource(req, res, 'catalog')
+    const p = page(req, state, state.productsIn(range(req, 'updated')))
+    send(req, res, 200, { data: p.items.map((x) => state.renderProduct(x)), paging: p.paging })
+  })
+
+  api.get('/oms/orders', (req, res) => {
+    requireResource(req, res, 'orders')
+    const rows = state.ordersIn({ updated: range(req, 'updated'), created: range(req, 'created') })
+    const p = page(req, state, rows)
+    send(req, res, 200, { list: p.items.map((o) => state.renderOrder(o)), paging: { total: p.paging.total, pages: p.paging.pages, currentPage: p.paging.page, perPage: p.paging.per_page } })
+  })
+
+  api.get('/oms/orders/:orderId', (req, res) => {
+    requireResource(req, res, 'orders')
+    const o = state.order(seqOfOrderId(req.params.orderId as string))
+    if (!o) throw new ApiError(404, 'ORDER_NOT_FOUND', `order ${req.params.orderId} does not exist`)
+    send(req, res, 200, state.renderOrder(o))
+  })
+
+  api.get('/masterdata/customers', (req, res) => {
+    requireResource(req, res, 'masterdata')
+    const p = page(req, state, state.customersIn(range(req, 'updated')))
+    send(req, res, 200, { data: p.items.map((c) => state.renderCustomer(c)), paging: p.paging })
+  })
+
+  api.use(() => {
+    throw new ApiError(404, 'NOT_FOUND', 'no such API')
+  })
+
+  const onError: ErrorRequestHandler = (err, req, res, _next) => {
+    if (!(res.locals as Partial<Locals>).t0) Object.assign(res.locals, { t0: performance.now(), time: state.opts.now(), caller: null })
+    if (err instanceof ApiError) {
+      if (err.retryAfter !== undefined) res.setHeader('Retry-After', String(err.retryAfter))
+      return send(req, res, err.status, { error: { code: err.code, message: err.message } })
+    }
+    send(req, res, 500, { error: { code: 'INTERNAL_ERROR', message: (err as Error).message } })
+  }
+  api.use(onError)
+  return api
+}
+
+/** `{field}_from` / `{field}_to` query values (ISO 8601; from inclusive, to exclusive). */
+function range(req: Request, field: 'updated' | 'created'): { from?: number; to?: number } {
+  const from = timeParam(req.query[`${field}_from`])
+  const to = timeParam(req.query[`${field}_to`])
+  if (Number.isNaN(from) || Number.isNaN(to)) throw new ApiError(400, 'INVALID_PARAMETER', `${field}_from and ${field}_to must be ISO 8601 timestamps`)
+  return { from, to }
+}
+
+function page<T>(req: Request, state: CommercePlatformState, rows: T[]): { items: T[]; paging: { total: number; pages: number; page: number; per_page: number } } {
+  const pageNo = req.query.page === undefined ? 1 : Number(req.query.page)
+  const perPage = req.query.per_page === undefined ? DEFAULTS.perPage : Number(req.query.per_page)
+  if (!Number.isInteger(pageNo) || pageNo < 1) throw new ApiError(400, 'INVALID_PARAMETER', 'page must be an integer >= 1')
+  if (!Number.isInteger(perPage) || perPage < 1 || perPage > state.opts.maxPerPage) throw new ApiError(400, 'INVALID_PARAMETER', `per_page must be an integer in 1..${state.opts.maxPerPage}`)
+  return {
+    items: rows.slice((pageNo - 1) * perPage, pageNo * perPage),
+    paging: { total: rows.length, pages: Math.ceil(rows.length / perPage), page: pageNo, per_page: perPage },
+  }
+}
+
+function adminRouter(state: CommercePlatformState): express.Router {
+  const admin = express.Router()
+  admin.use(express.json())
+  admin.get('/state', (_req, res) => void res.json(state.snapshot()))
+  admin.get('/requests', (_req, res) => void res.json({ data: state.requestLog }))
+  admin.put('/faults', (req, res) => {
+    state.setFaults(req.body ?? {})
+    res.json(state.faults)
+  })
+  admin.put('/anomalies', (req, res) => {
+    state.setAnomalies(req.body ?? {})
+    res.json(state.anomalies)
+  })
+  admin.put('/rate-limit', (req, res) => {
+    const { requests, windowMs } = (req.body ?? {}) as { requests?: number; windowMs?: number }
+    if (requests !== undefined) state.window.limit = requests
+    if (windowMs !== undefined) state.window.windowMs = windowMs
+    state.window.reset()
+    res.json({ requests: state.window.limit, windowMs: state.window.windowMs })
+  })
+  admin.post('/app-keys', (req, res) => {
+    const k = (req.body ?? {}) as SeedAppKey
+    if (!k.appKey || !k.appToken) return void res.status(400).json({ error: 'appKey and appToken are required' })
+    state.addAppKey(k)
+    res.status(201).json({ appKey: k.appKey })
+  })
+  admin.post('/orders', (req, res) => {
+    const { customer, items, placedAt } = (req.body ?? {}) as { customer?: number; items?: { sku: string; quantity: number }[]; placedAt?: string }
+    try {
+      const o = state.addOrder(Number(customer), items ?? [], placedAt ? Date.parse(placedAt) : undefined)
+      res.status(201).json(state.renderOrder(state.order(o.seq)!))
+    } catch (err) {
+      res.status(400).json({ error: (err as Error).message })
+    }
+  })
+  admin.post('/orders/:orderId/cancel', (req, res) => {
+    try {
+      const o = state.cancelOrder(seqOfOrderId(req.params.orderId))
+      res.json(state.renderOrder(state.order(o.seq)!))
+    } catch (err) {
+      res.status(404).json({ error: (err as Error).message })
+    }
+  })
+  return admin
+}
