@@ -76,6 +76,16 @@ export const ConfigSchema = z
     audienceSyncPacingMs: z.coerce.number().int().min(0).max(60_000).default(2_000),
     /** How often audience size and delivery status are read (each read counts against 200 per hour and token). */
     audienceStatusIntervalMs: z.coerce.number().int().min(1000).default(900_000),
+    /** Connectors: base URLs of the external systems (or their simulators; docs/integrations.md). The commerce platform's may hold {account_name} and {environment}. */
+    connectorsCommercePlatformUrl: z.string().min(1).default('http://127.0.0.1:8091'),
+    connectorsMarketplaceUrl: z.url().default('http://127.0.0.1:8092'),
+    connectorsSearchAdsUrl: z.url().default('http://127.0.0.1:8093'),
+    /** The social-ads platform as the connectors validate it; default CDP_ADS_API_BASE_URL, else the simulator's port. */
+    connectorsSocialAdsUrl: z.url().optional(),
+    connectorsPollMs: z.coerce.number().int().min(100).default(5_000),
+    connectorsSyncTimeoutMs: z.coerce.number().int().min(1000).default(600_000),
+    /** Signs sync notifications of integrations that set no webhook secret of their own. */
+    connectorsWebhookSecret: z.string().min(8).optional(),
     /** Entries per tenant of the analytics response cache; 0 turns it off (e.g. to measure computed answers). */
     analyticsCacheEntries: z.coerce.number().int().min(0).max(100_000).default(500),
   })
@@ -123,6 +133,13 @@ export const ENV_NAMES: Record<keyof z.input<typeof ConfigSchema>, string> = {
   rateLimitDemographicsPer15Min: 'CDP_RATE_LIMIT_DEMOGRAPHICS_PER_15MIN',
   analyticsSummaryIntervalMs: 'CDP_ANALYTICS_SUMMARY_INTERVAL_MS',
   analyticsCacheEntries: 'CDP_ANALYTICS_CACHE_ENTRIES',
+  connectorsCommercePlatformUrl: 'CDP_CONNECTORS_COMMERCE_PLATFORM_URL',
+  connectorsMarketplaceUrl: 'CDP_CONNECTORS_MARKETPLACE_URL',
+  connectorsSearchAdsUrl: 'CDP_CONNECTORS_SEARCH_ADS_URL',
+  connectorsSocialAdsUrl: 'CDP_CONNECTORS_SOCIAL_ADS_URL',
+  connectorsPollMs: 'CDP_CONNECTORS_POLL_MS',
+  connectorsSyncTimeoutMs: 'CDP_CONNECTORS_SYNC_TIMEOUT_MS',
+  connectorsWebhookSecret: 'CDP_CONNECTORS_WEBHOOK_SECRET',
   demographicsReferenceDir: 'CDP_DEMOGRAPHICS_REFERENCE_DIR',
   adsApiBaseUrl: 'CDP_ADS_API_BASE_URL',
   adsApiVersion: 'CDP_ADS_API_VERSION',
@@ -135,7 +152,7 @@ export const ENV_NAMES: Record<keyof z.input<typeof ConfigSchema>, string> = {
 }
 
 /** Config keys whose values are secrets: never logged, never returned. */
-export const SECRET_KEYS = ['schemaRegistryPassword', 'clickhousePassword', 'adminToken', 'secretsKeys', 'adsAppAccessToken', 'adsAppSecret', 'adsWebhookVerifyToken'] as const
+export const SECRET_KEYS = ['schemaRegistryPassword', 'clickhousePassword', 'adminToken', 'secretsKeys', 'adsAppAccessToken', 'adsAppSecret', 'adsWebhookVerifyToken', 'connectorsWebhookSecret'] as const
 
 export class ConfigError extends Error {
   constructor(public readonly issues: { path: string; message: string }[]) {

@@ -19,6 +19,7 @@ const NOW = Date.UTC(2025, 6, 1)
 let store: Store
 let clock = NOW
 let summaries: TenantSummaries
+const moved: number[] = []
 
 const endpoint = (path: string) => ANALYTICS_ENDPOINTS.find((e) => e.path === path)!
 async function body(path: string, query: Record<string, string>, withSummaries: boolean) {
@@ -34,7 +35,7 @@ beforeAll(async () => {
   await seedTenant(store, OTHER, 50, 500)
   const engine = createRecomputeEngine({ store, logger: silentLogger, partitions: 4, now: () => NOW })
   for (const t of [T, OTHER]) await engine.run(t, { analyses: ['rfm', 'clv', 'churn'], batchSize: 1000, force: true, signal: new AbortController().signal })
-  summaries = new TenantSummaries({ store, logger: silentLogger, endpoints: ANALYTICS_ENDPOINTS, queries: SUMMARY_QUERIES, now: () => clock, intervalMs: 60_000 })
+  summaries = new TenantSummaries({ store, logger: silentLogger, endpoints: ANALYTICS_ENDPOINTS, queries: SUMMARY_QUERIES, now: () => clock, intervalMs: 60_000, onDataMoved: (t) => moved.push(t) })
   expect(await summaries.pass()).toBe(2) // both tenants have data
 }, 120_000)
 
@@ -73,6 +74,7 @@ describe('tenant summaries', () => {
 
     clock = NOW + 60_000
     expect(await summaries.pass()).toBe(1) // only the tenant whose data moved
+    expect(moved).toEqual([T]) // and its cached answers are dropped
     const fresh = (await body('/api/v2/cdp/analytics/rfm', {}, true)) as typeof before
     expect(fresh.data.overview.total_customers).toBe(before.data.overview.total_customers + 1)
     expect(fresh).toEqual(await body('/api/v2/cdp/analytics/rfm', {}, false))

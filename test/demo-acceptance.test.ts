@@ -99,7 +99,7 @@ beforeAll(async () => {
   const dir = tmpDir()
   const dataDir = path.join(dir, 'data')
   child = spawn('node', [CDP, 'start', '--demo', '--api-port', '0'], {
-    env: { ...process.env, CDP_DATA_DIR: dataDir, LOG_LEVEL: 'info', CDP_FEATURES_TICK_MS: '2000', CDP_AUDIENCE_SYNC_WINDOW_MS: '1000', CDP_AUDIENCE_SYNC_PACING_MS: '200', NODE_ENV: 'development' },
+    env: { ...process.env, CDP_DATA_DIR: dataDir, LOG_LEVEL: 'info', CDP_FEATURES_TICK_MS: '2000', CDP_AUDIENCE_SYNC_WINDOW_MS: '1000', CDP_AUDIENCE_SYNC_PACING_MS: '200', CDP_ANALYTICS_SUMMARY_INTERVAL_MS: '2000', NODE_ENV: 'development' },
   })
   let out = ''
   child.stdout!.on('data', (d) => (out += d))

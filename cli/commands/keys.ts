@@ -5,6 +5,7 @@ import { resolveSecretBox } from '../../common/secrets.ts'
 import type { Store } from '../../common/store/clickhouse.ts'
 import type { SecretBox } from '../../common/secrets.ts'
 import { AudienceSyncStore } from '../../pipelines/audience-sync/store.ts'
+import { rotateIntegrationCredentials } from '../../services/api/integrations/store.ts'
 import { withAdminStore } from '../admin-store.ts'
 import { RUNTIME_FLAGS, UsageError, configFlags, parse } from '../args.ts'
 
@@ -25,7 +26,7 @@ CDP_SECRETS_KEYS = "id:<64 hex>[,id:<64 hex>…]"; the first key encrypts, the o
 /** Each owner of stored secrets re-encrypts its own records. */
 const ROTATIONS: Record<string, (store: Store, box: SecretBox) => Promise<number>> = {
   audience_syncs: (store, box) => new AudienceSyncStore(store, box).rotateSecrets(),
-  integrations: async (store, box) => (await import('../../services/api/integrations/store.ts')).rotateIntegrationCredentials(store, box),
+  integrations: (store, box) => rotateIntegrationCredentials(store, box),
 }
 
 export async function run(argv: string[]): Promise<number> {

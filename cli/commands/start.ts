@@ -15,6 +15,9 @@ import { runAudienceSync, type RunningAudienceSync } from '../../pipelines/audie
 import { AudienceSyncStore } from '../../pipelines/audience-sync/store.ts'
 import { audienceSyncRouter } from '../../services/api/audience-sync-routes.ts'
 import { webhooksRouter } from '../../services/api/webhooks.ts'
+import { integrationsRouter } from '../../services/api/integrations/index.ts'
+import { runConnectors } from '../../pipelines/connectors/run.ts'
+import { ProcessingService } from '../../services/api/processing/index.ts'
 import { start as startAdsSimulator } from '../../services/simulators/ads-platform/index.ts'
 import { DEMOGRAPHICS_GROUP, demographicsPipeline } from '../../pipelines/demographics/pipeline.ts'
 import { loadReferenceDirectory } from '../../pipelines/demographics/reference-loader.ts'
@@ -104,11 +107,19 @@ export async function startRoles(config: Config, logger: Logger): Promise<Starte
   const processing = { store: runtime.store, engine, logger }
   // Analytics answers are cached per tenant; a processing run (or an invalidation) drops them.
   // Tenant summaries precompute the unfiltered overviews (refreshed as data moves and after each run).
+  const cache = new ResponseCache(Date.now, config.analyticsCacheEntries)
   const summaries =
     roles.has('api') && config.analyticsSummaryIntervalMs > 0
-      ? new TenantSummaries({ store: runtime.store, logger, endpoints: ANALYTICS_ENDPOINTS, queries: SUMMARY_QUERIES, intervalMs: config.analyticsSummaryIntervalMs })
+      ? new TenantSummaries({
+          store: runtime.store,
+          logger,
+          endpoints: ANALYTICS_ENDPOINTS,
+          queries: SUMMARY_QUERIES,
+          intervalMs: config.analyticsSummaryIntervalMs,
+          onDataMoved: (tenantId) => cache.invalidateTenant(tenantId),
+        })
       : null
-  const analytics = { store: runtime.store, logger, cache: new ResponseCache(Date.now, config.analyticsCacheEntries), summaries: summaries ?? undefined }
+  const analytics = { store: runtime.store, logger, cache, summaries: summaries ?? undefined }
   const unsubscribeCache = processingEvents.onCacheInvalidated((e) => analytics.cache.invalidateTenant(e.tenantId))
   const unsubscribe = onTenantProcessed((e) => {
     analytics.cache.invalidateTenant(e.tenantId)
@@ -135,7 +146,28 @@ export async function startRoles(config: Config, logger: Logger): Promise<Starte
       ? webhooksRouter({ store: audienceStore, logger, appSecret: config.adsAppSecret, verifyToken: config.adsWebhookVerifyToken })
       : undefined
   if (roles.has('api') && !webhooks) logger.info('ads webhooks off: set CDP_ADS_APP_SECRET and CDP_ADS_WEBHOOK_VERIFY_TOKEN to receive delivery-status events')
-  if (roles.has('connectors')) logger.warn({ role: 'connectors' }, 'role has nothing to run yet in this version')
+  // Connectors: sync jobs from the external systems into the topics, then the tenant's analysis.
+  const endpoints = {
+    commercePlatform: config.connectorsCommercePlatformUrl,
+    marketplace: config.connectorsMarketplaceUrl,
+    searchAds: config.connectorsSearchAdsUrl,
+    socialAds: config.connectorsSocialAdsUrl ?? config.adsApiBaseUrl ?? 'http://127.0.0.1:8089',
+  }
+  const processingService = new ProcessingService(processing)
+  const triggerAnalysis = async (tenantId: number) => {
+    const out = await processingService.process(tenantId, { analyses: ['rfm', 'clv', 'churn'], force: true, batch_size: 1000 })
+    if (out.kind === 'failed') throw out.error
+    if (out.kind === 'conflict') throw new Error(`a processing job is already running for tenant ${tenantId}; the analysis runs with it`)
+  }
+  let connectors: (RunningPipeline & { runOnce(): Promise<number> }) | null = null
+  if (roles.has('connectors')) {
+    connectors = await runConnectors(runtime, { secrets: secrets!, triggerAnalysis, endpoints, pollMs: config.connectorsPollMs, timeoutMs: config.connectorsSyncTimeoutMs, webhookSecret: config.connectorsWebhookSecret })
+    pipelines.push(connectors)
+  }
+  const integrations =
+    roles.has('api') && secrets
+      ? integrationsRouter({ store: runtime.store, secrets, endpoints, logger, onSyncQueued: () => void connectors?.runOnce().catch((err) => logger.error({ err }, 'sync run failed')) })
+      : undefined
 
   const readiness: ReadinessCheck[] = [
     { name: 'store', check: async () => (await runtime.store.ping()).success },
@@ -150,7 +182,7 @@ export async function startRoles(config: Config, logger: Logger): Promise<Starte
       demographicsPer15Min: config.rateLimitDemographicsPer15Min ?? defaultRateLimits(config.nodeEnv).demographicsPer15Min,
     },
   }
-  const app = roles.has('api') ? createApp({ logger, log: runtime.log, codec: runtime.codec, readiness, info, processing, analytics, auth, audienceSyncs, webhooks }) : createHealthApp(readiness, info)
+  const app = roles.has('api') ? createApp({ logger, log: runtime.log, codec: runtime.codec, readiness, info, processing, analytics, auth, audienceSyncs, webhooks, integrations }) : createHealthApp(readiness, info)
   const port = roles.has('api') ? config.apiPort : config.metricsPort
   const server = http.createServer(app)
   await new Promise<void>((resolve, reject) => {

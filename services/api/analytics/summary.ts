@@ -17,6 +17,8 @@ import type { AnalyticsContext } from './endpoint.ts'
  * those rows. A summary is as of its refresh (`asOf`): refreshed when the tenant's features,
  * orders or segment changes moved (checked every interval), after each processing run, and at
  * least every REFRESH_AFTER_MS as time passes; a summary older than MAX_AGE_MS is not used.
+ * When a tenant's data moved, `onDataMoved` lets the response cache drop that tenant's answers,
+ * so a cached answer is at most one interval behind the data.
  * Summaries live in the API process's memory (each API replica keeps its own): they are a cache
  * of ClickHouse, rebuilt on start.
  */
@@ -84,6 +86,8 @@ export interface SummaryDeps {
   queries: readonly SummaryQuery[]
   now?: () => number
   intervalMs: number
+  /** Called after a tenant's summary was recomputed because its data moved (the response cache drops the tenant's answers). */
+  onDataMoved?: (tenantId: number) => void
 }
 
 /** A summary older than this is not used (the live queries answer). */
@@ -177,6 +181,7 @@ export class TenantSummaries implements SummarySource {
       try {
         await this.refresh(tenantId, r.stamp)
         refreshed++
+        if (cur && cur.stamp !== r.stamp) this.deps.onDataMoved?.(tenantId)
       } catch (err) {
         this.deps.logger.error({ err, tenantId }, 'analytics summary refresh failed; the live queries answer meanwhile')
       }
