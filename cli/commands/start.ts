@@ -17,6 +17,8 @@ import { audienceSyncRouter } from '../../services/api/audience-sync-routes.ts'
 import { webhooksRouter } from '../../services/api/webhooks.ts'
 import { integrationsRouter } from '../../services/api/integrations/index.ts'
 import { runConnectors } from '../../pipelines/connectors/run.ts'
+import { TOPICS } from '../../common/topics.ts'
+import { groupLag } from '../../common/eventlog/port.ts'
 import { ProcessingService } from '../../services/api/processing/index.ts'
 import { start as startAdsSimulator } from '../../services/simulators/ads-platform/index.ts'
 import { DEMOGRAPHICS_GROUP, demographicsPipeline } from '../../pipelines/demographics/pipeline.ts'
@@ -155,6 +157,14 @@ export async function startRoles(config: Config, logger: Logger): Promise<Starte
   }
   const processingService = new ProcessingService(processing)
   const triggerAnalysis = async (tenantId: number) => {
+    // The run reads the raw projections: let the projection consume what the sync published first (bounded).
+    const group = config.consumerGroupPrefix + PROJECTION_GROUP
+    const deadline = Date.now() + 60_000
+    while (Date.now() < deadline) {
+      const lags = await Promise.all([TOPICS.orders.name, TOPICS.customers.name].map((t) => groupLag(runtime.log, group, t)))
+      if (lags.every((l) => l === 0)) break
+      await new Promise((r) => setTimeout(r, 250))
+    }
     const out = await processingService.process(tenantId, { analyses: ['rfm', 'clv', 'churn'], force: true, batch_size: 1000 })
     if (out.kind === 'failed') throw out.error
     if (out.kind === 'conflict') throw new Error(`a processing job is already running for tenant ${tenantId}; the analysis runs with it`)
