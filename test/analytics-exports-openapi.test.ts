@@ -360,6 +360,101 @@ describe('OpenAPI document and /docs', () => {
     for (const p of ['/health', '/ready', '/metrics']) expect(doc.paths[p]?.get).toBeDefined()
   })
 
+  const schemaAt = (s: unknown): Record<string, unknown> => {
+    const r = (s as { $ref?: string }).$ref
+    return (r ? doc.components.schemas[r.split('/').at(-1)!] : s) as Record<string, unknown>
+  }
+  const methodsOf = (path: string) => Object.keys(doc.paths[path] ?? {}).sort()
+
+  it('has the nine tenant-integration endpoints with their bodies, parameters and statuses', () => {
+    const base = '/api/v2/tenant-integrations'
+    expect(methodsOf(base)).toEqual(['post'])
+    expect(methodsOf(`${base}/{id}`)).toEqual(['delete', 'get', 'put'])
+    for (const p of [`${base}/integration/{integrationId}`, `${base}/health`]) expect(methodsOf(p), p).toEqual(['get'])
+    for (const p of [`${base}/validate/{integrationType}`, `${base}/{integrationId}/test`, `${base}/{integrationId}/sync`]) expect(methodsOf(p), p).toEqual(['post'])
+    const ops = Object.entries(doc.paths).filter(([p]) => p.startsWith(base)).flatMap(([, item]) => Object.values(item))
+    expect(ops).toHaveLength(9)
+    for (const op of ops) {
+      expect(op.tags, op.operationId).toEqual(['Integrations'])
+      expect(op.description, op.operationId).toBeTruthy()
+      expect(op.security, op.operationId).toBeUndefined() // the global bearer requirement
+      expect(op.responses['401'], op.operationId).toBeDefined()
+    }
+
+    // create: the discriminated union on integration_type, each shape with its spec credentials
+    const create = doc.paths[base]!.post!
+    expect(Object.keys(create.responses)).toEqual(expect.arrayContaining(['201', '400', '401', '403', '409', '502']))
+    expect(create.responses['400']).toMatchObject({ description: expect.stringContaining('INVALID_APP_KEY') })
+    expect(create.responses['400']).toMatchObject({ description: expect.stringContaining('Invalid credentials') })
+    const body = schemaAt(create.requestBody!.content['application/json']!.schema)
+    expect(create.requestBody!.required).toBe(true)
+    expect((body.properties as Record<string, { enum?: string[] }>).integration_type?.enum).toEqual(['commerce_platform', 'marketplace', 'search_ads', 'social_ads'])
+    const discriminator = body.discriminator as { propertyName: string; mapping: Record<string, string> }
+    expect(discriminator.propertyName).toBe('integration_type')
+    expect(Object.keys(discriminator.mapping)).toEqual(['commerce_platform', 'marketplace', 'search_ads', 'social_ads'])
+    const variant = (type: string) => schemaAt({ $ref: discriminator.mapping[type] })
+    const commerce = variant('commerce_platform')
+    expect(commerce.required).toEqual(['tenant_id', 'integration_type', 'account_name', 'environment', 'app_key', 'app_token'])
+    expect(commerce.additionalProperties).toBe(false)
+    expect((commerce.properties as Record<string, unknown>).integration_type).toMatchObject({ const: 'commerce_platform' })
+    // account names are matched case-insensitively: the pattern says so without a flag
+    expect(new RegExp((commerce.properties as Record<string, { pattern: string }>).account_name!.pattern).test('MyStore-1')).toBe(true)
+    expect(variant('marketplace').required).toEqual(expect.arrayContaining(['client_id', 'client_secret', 'redirect_uri']))
+    expect(variant('search_ads').required).toEqual(expect.arrayContaining(['customer_id', 'developer_token', 'refresh_token']))
+    expect(variant('social_ads').required).toEqual(expect.arrayContaining(['app_id', 'app_secret', 'access_token']))
+    const configuration = schemaAt((commerce.properties as Record<string, unknown>).configuration)
+    expect((configuration.properties as Record<string, { enum?: string[] }>).sync_interval?.enum).toContain('manual')
+
+    const list = doc.paths[`${base}/{id}`]!
+    expect(list.get!.parameters).toEqual([expect.objectContaining({ name: 'id', in: 'path', required: true })])
+    expect(list.put!.requestBody!.content['application/json']!.schema).toMatchObject({ additionalProperties: false, properties: { is_active: { type: 'boolean' } } })
+    expect(list.put!.description).toContain('changes')
+    expect(Object.keys(list.put!.responses)).toEqual(expect.arrayContaining(['200', '400', '404', '502']))
+    expect(Object.keys(list.delete!.responses)).toEqual(expect.arrayContaining(['200', '404']))
+    const validate = doc.paths[`${base}/validate/{integrationType}`]!.post!
+    expect(validate.parameters?.[0]).toMatchObject({ name: 'integrationType', in: 'path', schema: { enum: expect.arrayContaining(['commerce_platform']) } })
+    const validateBody = validate.requestBody!.content['application/json']!.schema as { oneOf: { title: string; required: string[] }[] }
+    expect(validateBody.oneOf[0]).toMatchObject({ title: 'commerce_platform', required: ['account_name', 'environment', 'app_key', 'app_token'] })
+    expect(Object.keys(validate.responses)).toEqual(['200', '400', '401', '502'])
+    expect(Object.keys(doc.paths[`${base}/{integrationId}/test`]!.post!.responses)).toEqual(expect.arrayContaining(['200', '400', '404', '502']))
+    const sync = doc.paths[`${base}/{integrationId}/sync`]!.post!
+    expect(Object.keys(sync.responses)).toEqual(expect.arrayContaining(['202', '400', '404', '409']))
+    expect(sync.responses['200']).toBeUndefined()
+    expect((sync.requestBody!.content['application/json']!.schema.properties as Record<string, { enum?: string[] }>).sync_type?.enum).toEqual(['full', 'incremental'])
+  })
+
+  it('has the audience-sync endpoints with tenant_id in the query', () => {
+    const base = '/api/v2/cdp/audience-syncs'
+    expect(methodsOf(base)).toEqual(['get', 'post'])
+    expect(methodsOf(`${base}/{id}`)).toEqual(['delete', 'get', 'put'])
+    for (const method of ['get', 'put', 'delete'] as const) {
+      const op = doc.paths[`${base}/{id}`]![method]!
+      expect(op.parameters?.map((p) => [p.name, p.in, p.required])).toEqual([['id', 'path', true], ['tenant_id', 'query', true]])
+      expect(op.responses['404']).toBeDefined()
+    }
+    expect(param(base, 'tenant_id')).toMatchObject({ required: true, schema: { type: 'integer' } })
+    const create = doc.paths[base]!.post!
+    expect(create.responses['201']).toBeDefined()
+    expect(create.requestBody!.content['application/json']!.schema).toMatchObject({ required: ['tenant_id', 'segment', 'ad_account_id', 'access_token'] })
+    expect(((create.requestBody!.content['application/json']!.schema.properties as Record<string, { enum: string[] }>).segment!.enum)).toHaveLength(11)
+    expect((doc.paths[`${base}/{id}`]!.put!.requestBody!.content['application/json']!.schema.properties as Record<string, { enum?: string[] }>).status?.enum).toEqual(['active', 'paused'])
+  })
+
+  it('has the social-ads webhook as a public route with its handshake and signature', () => {
+    const hook = doc.paths['/webhooks/social-ads']!
+    expect(methodsOf('/webhooks/social-ads')).toEqual(['get', 'post'])
+    for (const op of [hook.get!, hook.post!]) expect(op.security, op.operationId).toEqual([]) // no bearer, like /health
+    expect(hook.get!.parameters?.map((p) => [p.name, p.in, p.required])).toEqual([
+      ['hub.mode', 'query', true],
+      ['hub.verify_token', 'query', true],
+      ['hub.challenge', 'query', true],
+    ])
+    expect(Object.keys(hook.get!.responses)).toEqual(['200', '400', '403'])
+    expect(hook.post!.parameters).toEqual([expect.objectContaining({ name: 'X-Hub-Signature-256', in: 'header', required: true })])
+    expect(Object.keys(hook.post!.responses)).toEqual(expect.arrayContaining(['200', '400', '401']))
+    expect(hook.post!.requestBody!.content['application/json']!.schema).toMatchObject({ required: ['entry'] })
+  })
+
   it('/docs is a self-contained HTML page with every operation', async () => {
     const res = await fetch(`${url}/docs`)
     expect(res.status).toBe(200)

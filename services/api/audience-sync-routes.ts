@@ -19,9 +19,9 @@ export interface AudienceSyncRoutesDeps {
   onChange?: () => void
 }
 
-const tenantQuery = z.object({ tenant_id: z.coerce.number().int().positive() })
+export const tenantQuery = z.object({ tenant_id: z.coerce.number().int().positive() })
 const token = z.string().trim().min(8).max(4096)
-const CreateBody = z
+export const CreateBody = z
   .object({
     tenant_id: z.coerce.number().int().positive(),
     name: z.string().trim().min(1).max(200).optional(),
@@ -30,7 +30,7 @@ const CreateBody = z
     access_token: token,
   })
   .strict()
-const UpdateBody = z
+export const UpdateBody = z
   .object({
     name: z.string().trim().min(1).max(200).optional(),
     segment: z.enum(SEGMENTS).optional(),

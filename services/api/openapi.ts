@@ -5,6 +5,10 @@ import { EXPORT_ROW_LIMIT } from './analytics/exports.ts'
 import { ProcessBodySchema, ScheduleBodySchema } from './processing/validation.ts'
 import { IngestBatchSchema, MAX_BATCH_EVENTS } from '../../pipelines/ingest/validation.ts'
 import { ORDER_EVENT_TYPES } from '../../common/events.ts'
+import { ConfigurationInput, CreateIntegrationBody, DEFAULT_API_VERSION, defaultConfiguration, SyncBody, UPDATABLE_CREDENTIALS, UpdateIntegrationBody, ValidateCommerceBody } from './integrations/schemas.ts'
+import { INTEGRATION_TYPES, SYNCABLE_ENTITIES } from '../connectors/types.ts'
+import { CreateBody as AudienceSyncCreateBody, tenantQuery as audienceSyncQuery, UpdateBody as AudienceSyncUpdateBody } from './audience-sync-routes.ts'
+import { deliveryStatusEventSchema } from '../ads-api/webhook.ts'
 
 /**
  * The OpenAPI 3.1 document of the query service (served at GET /openapi.json, rendered at
@@ -58,8 +62,46 @@ const okJson = (description: string, schema: JsonSchema = ref('SuccessBody')) =>
 
 /** zod → JSON Schema (2020-12, which OpenAPI 3.1 uses as is), without the `$schema` key. */
 export function jsonSchema(schema: z.ZodType, io: 'input' | 'output' = 'input'): JsonSchema {
-  const { $schema: _drop, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as JsonSchema
+  const { $schema: _drop, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any', override: spellOutFlags }) as JsonSchema
   return rest
+}
+
+/** A JSON Schema pattern has no flags, so a case-insensitive zod regex is emitted with both cases spelled out. */
+function spellOutFlags(ctx: { zodSchema: z.core.$ZodTypes; jsonSchema: object }): void {
+  const json = ctx.jsonSchema as JsonSchema
+  for (const check of (ctx.zodSchema._zod.def as { checks?: z.core.$ZodCheck[] }).checks ?? []) {
+    const re = (check._zod.def as { pattern?: RegExp }).pattern
+    if (!re?.flags.includes('i')) continue
+    for (const s of [json, ...((json.allOf as JsonSchema[] | undefined) ?? [])]) if (s.pattern === re.source) s.pattern = caseless(re.source)
+  }
+}
+
+const otherCase = (s: string) => (s === s.toLowerCase() ? s.toUpperCase() : s.toLowerCase())
+
+/** `^[a-z0-9]x$` → `^[a-zA-Z0-9][xX]$`: the same language without the `i` flag. */
+export function caseless(source: string): string {
+  let out = ''
+  let inClass = false
+  for (let i = 0; i < source.length; i++) {
+    const c = source[i]!
+    if (c === '\\') {
+      out += c + (source[i + 1] ?? '')
+      i++
+    } else if (inClass) {
+      const range = /^[A-Za-z]-[A-Za-z]/.exec(source.slice(i))?.[0]
+      if (range) {
+        out += range + otherCase(range)
+        i += 2
+      } else {
+        if (c === ']') inClass = false
+        out += /[A-Za-z]/.test(c) ? c + otherCase(c) : c
+      }
+    } else {
+      if (c === '[') inClass = true
+      out += /[A-Za-z]/.test(c) ? `[${c.toLowerCase()}${c.toUpperCase()}]` : c
+    }
+  }
+  return out
 }
 
 const props = (s: JsonSchema) => (s.properties ?? {}) as Record<string, JsonSchema>
@@ -339,8 +381,362 @@ function ingestPaths(): Record<string, Record<string, OpenApiOperation>> {
   return out
 }
 
+/** Public routes (no bearer token): health, metrics, docs and the platforms' webhooks. */
+const open = { security: [] as Record<string, string[]>[] }
+
+const pascal = (snake: string) => snake.replace(/(^|_)([a-z])/g, (_m, _s, c: string) => c.toUpperCase())
+const integrationVariant = (type: string) => `Create${pascal(type)}Integration`
+
+const integrationIdParam: OpenApiParameter = {
+  name: 'integrationId',
+  in: 'path',
+  required: true,
+  description: 'Integration identifier (positive integer)',
+  schema: { type: 'integer', minimum: 1 },
+}
+
+/** The body's tenant_id: a positive integer, or its digits as a string (the union zod parses it from). */
+const BODY_TENANT_ID = { anyOf: [{ type: 'integer', minimum: 1 }, { type: 'string', pattern: '^\\d{1,16}$' }], description: 'Tenant identifier' }
+
+const CONFIGURATION_NOTES: Record<string, string> = {
+  api_version: `Default: ${Object.entries(DEFAULT_API_VERSION)
+    .map(([t, v]) => `${t} ${v}`)
+    .join(', ')}`,
+  sync_products: 'Default: true where the type syncs products',
+  sync_orders: 'Default: true where the type syncs orders',
+  sync_customers: 'Default: true where the type syncs customers',
+  sync_interval: 'manual: no scheduled syncs',
+  batch_size: 'Records per page (capped by the platform)',
+  retry_attempts: 'Retries of a failed attempt that may succeed later',
+  webhook_url: 'Where the signed completion notification is POSTed; null clears it',
+  webhook_secret: 'Write-only: signs the notifications (HMAC-SHA256), shown as `****`; null clears it',
+  initial_sync: 'Queue a full sync on create',
+  site_id: 'Marketplace only',
+  sync_listings: 'Marketplace only (stored, not synced)',
+  sync_questions: 'Marketplace only (stored, not synced)',
+}
+
+/** Integration bodies kept in components: the configuration, and one create shape per integration_type. */
+function integrationSchemas(): Record<string, JsonSchema> {
+  const configuration = jsonSchema(ConfigurationInput)
+  const defaults = INTEGRATION_TYPES.map((t) => defaultConfiguration(t) as unknown as Record<string, unknown>)
+  for (const [key, s] of Object.entries(props(configuration))) {
+    if (CONFIGURATION_NOTES[key]) s.description = CONFIGURATION_NOTES[key]
+    // a default shared by every type; per-type ones are in the notes
+    if (key in defaults[0]! && defaults.every((d) => JSON.stringify(d[key]) === JSON.stringify(defaults[0]![key]))) s.default = defaults[0]![key]
+  }
+  configuration.description = 'Partial: keys not sent keep their default (create) or stored value (update); unknown keys are refused'
+  const out: Record<string, JsonSchema> = { IntegrationConfiguration: configuration }
+  for (const variant of jsonSchema(CreateIntegrationBody).oneOf as JsonSchema[]) {
+    const type = (props(variant).integration_type?.const ?? '') as string
+    variant.properties = { ...props(variant), tenant_id: BODY_TENANT_ID, configuration: ref('IntegrationConfiguration') }
+    out[integrationVariant(type)] = { title: type, ...variant }
+  }
+  out.CreateIntegration = {
+    description: "One shape per `integration_type`, each with that type's credential fields beside `tenant_id`; they may also be grouped in a `credentials` object. Unknown fields are refused.",
+    type: 'object',
+    required: ['tenant_id', 'integration_type'],
+    properties: { tenant_id: BODY_TENANT_ID, integration_type: { type: 'string', enum: [...INTEGRATION_TYPES] }, configuration: ref('IntegrationConfiguration') },
+    oneOf: INTEGRATION_TYPES.map((t) => ref(integrationVariant(t))),
+    discriminator: { propertyName: 'integration_type', mapping: Object.fromEntries(INTEGRATION_TYPES.map((t) => [t, `#/components/schemas/${integrationVariant(t)}`])) },
+  }
+  out.CredentialCheckFailure = {
+    type: 'object',
+    description: 'The refusal of POST /validate/{integrationType} (the spec shape, not the common error body).',
+    required: ['success', 'message', 'error'],
+    properties: {
+      success: { const: false },
+      message: { type: 'string', description: '`Invalid credentials` or `Invalid app key`' },
+      error: {
+        type: 'object',
+        required: ['code', 'details'],
+        properties: {
+          code: { type: 'string', enum: ['INVALID_CREDENTIALS', 'INVALID_APP_KEY'] },
+          details: { type: 'string' },
+          account_name: { type: ['string', 'null'] },
+          environment: { type: 'string', description: 'commerce_platform' },
+          integration_type: { type: 'string', description: 'the other types' },
+          solution: { type: 'string', description: 'INVALID_APP_KEY' },
+        },
+      },
+    },
+  }
+  return out
+}
+
+const listOf = (xs: readonly string[]) => (xs.length ? xs.join(', ') : 'nothing')
+
+function integrationsPaths(): Record<string, Record<string, OpenApiOperation>> {
+  const base = '/api/v2/tenant-integrations'
+  const tags = ['Integrations']
+  const auth = { '401': { $ref: '#/components/responses/Unauthorized' }, '403': { $ref: '#/components/responses/Forbidden' } }
+  const badId = errorResponse('The integration id is not a positive integer')
+  const notFound = errorResponse('No such integration, or it is deleted')
+  const undecryptable = errorResponse('The stored credentials do not decrypt with the configured keyring (CDP_SECRETS_KEYS)')
+  const rejected = '`INVALID_APP_KEY` (with a `solution`) or `Invalid credentials` (`details.validation_error`)'
+  const unavailable = errorResponse('The platform did not answer the verification (`Credential validation failed`, `details.retry` true); nothing was stored')
+  // GET /{tenantId} and PUT, DELETE /{integrationId} share one path template; OpenAPI forbids two templates of the same shape.
+  const idAs = (p: OpenApiParameter): OpenApiParameter => ({ ...p, name: 'id' })
+  const update = jsonSchema(UpdateIntegrationBody)
+  update.properties = { ...props(update), configuration: ref('IntegrationConfiguration') }
+  const sync = jsonSchema(SyncBody)
+  const syncNotes: Record<string, string> = { entities: "Default: those the configuration turns on", date_from: 'YYYY-MM-DD, inclusive, UTC', date_to: 'YYYY-MM-DD, inclusive, UTC' }
+  for (const [key, s] of Object.entries(props(sync))) if (syncNotes[key]) s.description = syncNotes[key]
+  // Each type's credential fields: its create shape without tenant_id, integration_type and configuration.
+  const credentialShapes = (jsonSchema(CreateIntegrationBody).oneOf as JsonSchema[]).map((v) => {
+    const { tenant_id: _t, integration_type: type, configuration: _c, ...fields } = props(v)
+    return { ...v, title: String(type?.const), properties: fields, required: ((v.required as string[]) ?? []).filter((k) => k in fields) }
+  })
+  return {
+    [base]: {
+      post: {
+        operationId: 'createTenantIntegration',
+        summary: 'Connect an integration (credentials verified with the platform first)',
+        description: [
+          `Required credentials per type: ${credentialShapes.map((c) => `${c.title}: ${c.required.join(', ')}`).join('; ')}.`,
+          "Checked in order: the shape (400), the tenant (403), the commerce app key's form `appkey-{account_name}-{hash}` (400 `INVALID_APP_KEY`), the same account already connected for the tenant (409), then the credentials with the platform (400 `Invalid credentials`, 502 when it does not answer). Nothing is stored unless every check passes; credentials are stored encrypted.",
+          'Unless `configuration.initial_sync` is false, a full sync `sync_init_{id}` is queued for the types that sync data.',
+        ].join('\n\n'),
+        tags,
+        requestBody: { required: true, content: { 'application/json': { schema: ref('CreateIntegration') } } },
+        responses: {
+          '201': okJson('Created: `data` has id, tenant_id, integration_type, validation_status "valid", is_active true, initial_sync ({sync_id, status} or null)'),
+          '400': errorResponse(`Invalid body (\`details.errors[]\`), ${rejected}`),
+          ...auth,
+          '409': errorResponse('The account is already connected for the tenant (`details.integration_id`)'),
+          '502': unavailable,
+        },
+      },
+    },
+    [`${base}/{id}`]: {
+      get: {
+        operationId: 'listTenantIntegrations',
+        summary: 'List the integrations of a tenant',
+        description:
+          'Here `id` is the tenant id. `data` holds the integrations that are not deleted, each `{id, tenant_id, integration_type, account_name, environment (commerce_platform only), is_active, last_sync, sync_status, created_at, updated_at}`; `count` their number.',
+        tags,
+        parameters: [idAs(tenantIdParam)],
+        responses: { '200': okJson('`data`: the integrations; `count`'), '400': errorResponse('The tenant id is not a positive integer'), ...auth },
+      },
+      put: {
+        operationId: 'updateTenantIntegration',
+        summary: 'Update an integration',
+        description: [
+          `Here \`id\` is the integration id. Any of \`is_active\`, a partial \`configuration\` and the type's changeable credentials (${Object.entries(UPDATABLE_CREDENTIALS)
+            .map(([t, f]) => `${t}: ${f.join(', ')}`)
+            .join('; ')}). Account identifiers do not change: connect a new integration. New credentials (or a new marketplace site_id) are verified with the platform first; nothing changes when that fails.`,
+          '`data.changes` maps each changed field path (`is_active`, `configuration.<key>`, a credential name) to `{old, new}`, secrets masked; nothing changed answers 200 with `changes: {}`.',
+        ].join('\n\n'),
+        tags,
+        parameters: [idAs(integrationIdParam)],
+        requestBody: { required: true, content: { 'application/json': { schema: update } } },
+        responses: {
+          '200': okJson('Updated: `data` has id and changes'),
+          '400': errorResponse(`Invalid id, invalid or empty body, a field the type does not take (\`not_applicable\`), ${rejected}`),
+          ...auth,
+          '404': notFound,
+          '500': undecryptable,
+          '502': unavailable,
+        },
+      },
+      delete: {
+        operationId: 'deleteTenantIntegration',
+        summary: 'Delete an integration (soft)',
+        description: 'Here `id` is the integration id. The integration is marked deleted and inactive: it leaves the lists, is no longer synced, and its account can be connected again. Its row and sync history are kept.',
+        tags,
+        parameters: [idAs(integrationIdParam)],
+        responses: { '200': okJson('Deleted: `data` has id and deleted_at'), '400': badId, ...auth, '404': notFound },
+      },
+    },
+    [`${base}/integration/{integrationId}`]: {
+      get: {
+        operationId: 'getTenantIntegration',
+        summary: 'One integration in detail',
+        description:
+          'The list item plus `tenant_name`, `validation_status`, `configuration` (webhook secret as `****`), `credentials` (secrets masked as `****` and their last four characters; null when the stored record does not decrypt), `statistics` (runs: total, successful, failed, `last_error`, `avg_sync_time`), `next_scheduled_sync`, `current_sync` and `deleted_at`.',
+        tags,
+        parameters: [integrationIdParam],
+        responses: { '200': okJson('The integration in `data`'), '400': badId, ...auth, '404': notFound },
+      },
+    },
+    [`${base}/validate/{integrationType}`]: {
+      post: {
+        operationId: 'validateIntegrationCredentials',
+        summary: 'Check credentials with the platform without storing them',
+        description:
+          "The spec's `POST /validate/commerce_platform` takes `{account_name, environment, app_key, app_token}`; the other types take their create fields without tenant_id and integration_type. 200 with `account_info` (commerce_platform: account_name, account_id, is_active, hosts, apis_available; platform-specific for the others).",
+        tags,
+        parameters: [{ name: 'integrationType', in: 'path', required: true, schema: { type: 'string', enum: [...INTEGRATION_TYPES] } }],
+        requestBody: { required: true, content: { 'application/json': { schema: { oneOf: [{ title: 'commerce_platform', ...jsonSchema(ValidateCommerceBody) }, ...credentialShapes.filter((c) => c.title !== 'commerce_platform')] } } } },
+        responses: {
+          '200': okJson('Valid: `message` and `account_info`'),
+          '400': {
+            description: 'Unknown type or invalid body (common error body, `details.errors[]`), or refused by the platform: `error.code` `INVALID_CREDENTIALS` or `INVALID_APP_KEY`',
+            content: { 'application/json': { schema: { anyOf: [ref('ErrorBody'), ref('CredentialCheckFailure')] } } },
+          },
+          '401': auth['401'],
+          '502': errorResponse('The platform did not answer (`Credential validation failed`, `details.retry` true)'),
+        },
+      },
+    },
+    [`${base}/{integrationId}/test`]: {
+      post: {
+        operationId: 'testIntegrationConnection',
+        summary: 'Test the connection of an integration',
+        description:
+          'Authenticates with the stored credentials, then calls each API of the type with the smallest page and times it (commerce_platform catalog, orders, masterdata; marketplace orders, customers; search_ads conversions, customer_match; social_ads ad_accounts). `status` is `connected` (all answered) or `degraded` (some failed; still 200).',
+        tags,
+        parameters: [integrationIdParam],
+        responses: {
+          '200': okJson('`data` has integration_id, type, status, response_time, endpoints_tested'),
+          '400': errorResponse('Invalid id, or the platform rejects the stored credentials (`Invalid credentials`)'),
+          ...auth,
+          '404': notFound,
+          '500': undecryptable,
+          '502': errorResponse('`Connection failed`: the platform does not answer (`details.endpoints_tested`)'),
+        },
+      },
+    },
+    [`${base}/{integrationId}/sync`]: {
+      post: {
+        operationId: 'syncTenantIntegration',
+        summary: 'Queue a sync of an integration',
+        description: `The \`connectors\` role runs it; jobs of one integration run one at a time, in order. Entities per type: ${INTEGRATION_TYPES.map((t) => `${t} ${listOf(SYNCABLE_ENTITIES[t])}`).join('; ')} (an ads sync re-verifies the credentials). \`estimated_time\` is the average successful run (else 30 s per entity) times the jobs ahead.`,
+        tags,
+        parameters: [integrationIdParam],
+        requestBody: { required: false, content: { 'application/json': { schema: sync } } },
+        responses: {
+          '202': okJson('Queued: `data` has sync_id, status "queued", estimated_time, webhook_url, queue_position'),
+          '400': errorResponse('Invalid id or body, or entities the type does not sync (`not_supported`)'),
+          ...auth,
+          '404': notFound,
+          '409': errorResponse('The integration is inactive (activate it with PUT `{"is_active": true}`)'),
+        },
+      },
+    },
+    [`${base}/health`]: {
+      get: {
+        operationId: 'tenantIntegrationsHealth',
+        summary: 'Health of the integrations',
+        description:
+          "Over the caller's integrations (a tenant key: its tenant's; the admin token: all): `total_integrations`, `active_integrations`, `by_type` (every type: total, active, last_24h_syncs, success_rate or null) and `alerts` for active integrations whose last finished run failed.",
+        tags,
+        responses: { '200': okJson('The summary in `data`'), '401': auth['401'] },
+      },
+    },
+  }
+}
+
+function audienceSyncPaths(): Record<string, Record<string, OpenApiOperation>> {
+  const base = '/api/v2/cdp/audience-syncs'
+  const tags = ['Audience syncs']
+  const tenant = queryParameters(audienceSyncQuery)
+  const idParam: OpenApiParameter = { name: 'id', in: 'path', required: true, description: 'Audience-sync identifier', schema: { type: 'string' } }
+  const errors = {
+    '400': errorResponse('tenant_id missing or not a positive integer (`details.errors[]`)'),
+    '401': { $ref: '#/components/responses/Unauthorized' },
+    '403': { $ref: '#/components/responses/Forbidden' },
+  }
+  const notFound = errorResponse('No such audience sync for the tenant')
+  const tokenRefused = errorResponse('Invalid query or body (`details.errors[]`), or the token fails `/debug_token` (`Invalid credentials`, `details.validation_error`)')
+  const tokenCheckFailed = errorResponse('The token check with the ads platform failed unexpectedly')
+  return {
+    [base]: {
+      get: {
+        operationId: 'listAudienceSyncs',
+        summary: 'List the audience syncs of a tenant',
+        description:
+          'Each sync: id, tenant_id, name, segment, ad_account_id, access_token (always `********`), status, paused_reason, blocked_until, audience {id, approximate_count, delivery_status, status_source, status_updated_at}, last_sync, batch counters, rejected_batches, alerts, created_at, updated_at.',
+        tags,
+        parameters: tenant,
+        responses: { '200': okJson('`data`: the syncs; `count`'), ...errors },
+      },
+      post: {
+        operationId: 'createAudienceSync',
+        summary: "Keep a tenant's RFM segment in a custom audience of an ad account",
+        description: 'The access token is checked with `/debug_token` first (valid, unexpired, with the required permissions), then stored encrypted; it is never shown again.',
+        tags,
+        parameters: tenant.map((p) => ({ ...p, required: false, description: "Optional; when given it must equal the body's tenant_id" })),
+        requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(AudienceSyncCreateBody) } } },
+        responses: {
+          '201': okJson('Created: the sync in `data`'),
+          ...errors,
+          '400': errorResponse('Invalid body (`details.errors[]`), query and body name different tenants (`tenant_mismatch`), or the token fails `/debug_token` (`Invalid credentials`, `details.validation_error`)'),
+          '500': tokenCheckFailed,
+        },
+      },
+    },
+    [`${base}/{id}`]: {
+      get: {
+        operationId: 'getAudienceSync',
+        summary: 'One audience sync',
+        description: 'The shape of a list item, with the audience status last polled or received by webhook.',
+        tags,
+        parameters: [idParam, ...tenant],
+        responses: { '200': okJson('The sync in `data`'), ...errors, '404': notFound },
+      },
+      put: {
+        operationId: 'updateAudienceSync',
+        summary: 'Rename, change the segment, replace the token, pause or resume',
+        description: 'A new token (checked with `/debug_token` first) or `status: active` resumes a paused sync and clears a rate-limit wait; `status: paused` pauses it.',
+        tags,
+        parameters: [idParam, ...tenant],
+        requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(AudienceSyncUpdateBody) } } },
+        responses: { '200': okJson('Updated: the sync in `data`'), ...errors, '400': tokenRefused, '404': notFound, '500': tokenCheckFailed },
+      },
+      delete: {
+        operationId: 'deleteAudienceSync',
+        summary: 'Stop an audience sync',
+        description: 'The custom audience stays on the platform.',
+        tags,
+        parameters: [idParam, ...tenant],
+        responses: { '200': okJson('Deleted: `data` has id and deleted_at'), ...errors, '404': notFound },
+      },
+    },
+  }
+}
+
+function webhookPaths(): Record<string, Record<string, OpenApiOperation>> {
+  const tags = ['Webhooks']
+  const mounted = 'Alias: `/webhooks/social_ads`. Mounted only when CDP_ADS_APP_SECRET and CDP_ADS_WEBHOOK_VERIFY_TOKEN are set (404 otherwise).'
+  const hub = (name: string, description: string, schema: JsonSchema = { type: 'string' }): OpenApiParameter => ({ name: `hub.${name}`, in: 'query', required: true, description, schema })
+  return {
+    '/webhooks/social-ads': {
+      get: {
+        operationId: 'socialAdsWebhookHandshake',
+        summary: "The ads platform's subscription handshake",
+        description: `Echoes \`hub.challenge\` when \`hub.mode\` is subscribe and \`hub.verify_token\` is CDP_ADS_WEBHOOK_VERIFY_TOKEN. Public: no bearer token. ${mounted}`,
+        tags,
+        ...open,
+        parameters: [hub('mode', 'Must be subscribe', { type: 'string', enum: ['subscribe'] }), hub('verify_token', 'CDP_ADS_WEBHOOK_VERIFY_TOKEN'), hub('challenge', 'Echoed back')],
+        responses: {
+          '200': { description: 'The challenge, as is', content: { 'text/plain': { schema: { type: 'string' } } } },
+          '400': errorResponse('Not a subscription request (`hub.mode` is not subscribe, or no `hub.challenge`)'),
+          '403': errorResponse('`hub.verify_token` does not match'),
+        },
+      },
+      post: {
+        operationId: 'socialAdsWebhookEvent',
+        summary: 'Delivery-status events of custom audiences',
+        description: `Stores each entry's last \`delivery_status\` change for the audience sync that owns the audience; entries of unknown audiences are counted and ignored. Public: no bearer token; the \`X-Hub-Signature-256\` header authenticates the raw body. ${mounted}`,
+        tags,
+        ...open,
+        parameters: [
+          { name: 'X-Hub-Signature-256', in: 'header', required: true, description: 'sha256=<hex HMAC-SHA256 of the raw body, keyed with CDP_ADS_APP_SECRET>', schema: { type: 'string', pattern: '^sha256=[0-9a-fA-F]{64}$' } },
+        ],
+        requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(deliveryStatusEventSchema) } } },
+        responses: {
+          '200': okJson('`data` has updated and unknown_audiences'),
+          '400': errorResponse('The body is not JSON, or not the event shape (`details.errors[]`)'),
+          '401': errorResponse('Missing or wrong signature'),
+          '413': errorResponse('Body larger than 1 MB'),
+        },
+      },
+    },
+  }
+}
+
 function opsPaths(): Record<string, Record<string, OpenApiOperation>> {
-  const open = { security: [] as Record<string, string[]>[] }
   return {
     '/health': {
       get: {
@@ -391,7 +787,7 @@ export function buildOpenApi(): OpenApiDocument {
       title: 'CDP query service',
       version: packageVersion(),
       description:
-        'Analytics, processing and ingest endpoints of the customer data platform. Every error is the common body `{ success: false, error, details }`. Calls need a bearer token (API key) except /health, /ready, /metrics, /openapi.json and /docs.',
+        'Analytics, processing, ingest, tenant-integration and audience-sync endpoints of the customer data platform. Every error is the common body `{ success: false, error, details }` unless an endpoint says otherwise. Calls need a bearer token (API key) except /health, /ready, /metrics, /openapi.json, /docs and the platforms\' webhooks under /webhooks/ (authenticated by their signature).',
     },
     servers: [{ url: '/' }],
     security: [{ bearerAuth: [] }],
@@ -399,9 +795,16 @@ export function buildOpenApi(): OpenApiDocument {
       { name: 'Analytics', description: `Read-only analytics; tenant_id is required; pages hold at most 1,000 results, exports at most ${EXPORT_ROW_LIMIT.toLocaleString('en')} rows.` },
       { name: 'Processing', description: 'Recompute RFM, CLV and churn on demand or on a schedule.' },
       { name: 'Ingest', description: 'Send order and customer events.' },
+      {
+        name: 'Integrations',
+        description:
+          "Connect a tenant's commerce platform, marketplace, search-ads and social-ads accounts; the `connectors` role syncs their data. A tenant key reaches its own tenant's integrations only (403 otherwise). docs/integrations.md.",
+      },
+      { name: 'Audience syncs', description: "Keep a tenant's RFM segment in a custom audience of the ads platform; `tenant_id` is required in the query." },
+      { name: 'Webhooks', description: 'Events from the platforms (no token needed: they are verified by signature).' },
       { name: 'Operations', description: 'Health, readiness and metrics (no token needed).' },
     ],
-    paths: { ...analyticsPaths(), ...processingPaths(), ...ingestPaths(), ...opsPaths() },
+    paths: { ...analyticsPaths(), ...processingPaths(), ...ingestPaths(), ...integrationsPaths(), ...audienceSyncPaths(), ...webhookPaths(), ...opsPaths() },
     components: {
       schemas: {
         ErrorBody: {
@@ -431,6 +834,7 @@ export function buildOpenApi(): OpenApiDocument {
         Readiness: { type: 'object', properties: { ready: { type: 'boolean' }, checks: { type: 'object', additionalProperties: { type: 'boolean' } } } },
         OrderEventInput: ORDER_EVENT,
         CustomerEventInput: CUSTOMER_EVENT,
+        ...integrationSchemas(),
       },
       responses: {
         Unauthorized: { ...errorResponse('Missing, malformed, unknown or revoked bearer token'), headers: { 'WWW-Authenticate': { schema: { type: 'string' } } } },
