@@ -84,7 +84,7 @@ compatibilityCases('Confluent-compatible registry (Apicurio ccompat)', newConflu
 compatibilityCases('embedded registry', () => new EmbeddedSchemaRegistry(tmpDir()))
 
 describe('EventCodec on the real registry', () => {
-  it('registers every topic subject <topic>-value with BACKWARD compatibility', async () => {
+  it('registers every topic subject <topic>-value with BACKWARD compatibility', { timeout: 180_000 }, async () => {
     const codec = await EventCodec.create(newConfluentRegistry())
     const url = registryUrl()
     const res = await fetch(`${url}/subjects`)
