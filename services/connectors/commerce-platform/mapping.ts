@@ -61,6 +61,23 @@ const customerSchema = z.looseObject({
 
 const productSchema = z.looseObject({ skuId: z.coerce.string(), refId: str, name: z.string() })
 
+type Address = z.infer<typeof address>
+type Contact = Pick<z.infer<typeof profileSchema>, 'email' | 'firstName' | 'lastName' | 'phone' | 'document'>
+
+/** The contact and address fields of a customer event; master data and an order's client profile carry the same ones. */
+const contactFields = (p: Contact, a: Address | null | undefined) => ({
+  email: textOrNull(p.email),
+  first_name: textOrNull(p.firstName),
+  last_name: textOrNull(p.lastName),
+  phone: textOrNull(p.phone),
+  national_id: textOrNull(p.document),
+  street: textOrNull(a?.street),
+  city: textOrNull(a?.city),
+  province: textOrNull(a?.state),
+  postal_code: textOrNull(a?.postalCode),
+  country: countryCode(a?.country),
+})
+
 const fail = <T>(raw: unknown, idKey: string, error: z.ZodError | string): Mapped<T> => ({
   ok: false,
   externalId: typeof (raw as Record<string, unknown> | null)?.[idKey] === 'string' ? ((raw as Record<string, string>)[idKey] as string) : null,
@@ -75,23 +92,13 @@ export function mapCustomer(raw: unknown, ctx: MappingContext): Mapped<MappedCus
   const c = r.data
   const updated = parseTime(c.updatedIn)
   if (updated === null) return fail(raw, 'id', 'updatedIn is not a timestamp')
-  const a = c.addresses[0]
   const event: CustomerUpserted = {
     event_id: '',
     tenant_id: ctx.tenantId,
     occurred_at: updated,
     source: SOURCE,
     customer_id: deriveCustomerId(SOURCE, ctx.account, c.id),
-    email: textOrNull(c.email),
-    first_name: textOrNull(c.firstName),
-    last_name: textOrNull(c.lastName),
-    phone: textOrNull(c.phone),
-    national_id: textOrNull(c.document),
-    street: textOrNull(a?.street),
-    city: textOrNull(a?.city),
-    province: textOrNull(a?.state),
-    postal_code: textOrNull(a?.postalCode),
-    country: countryCode(a?.country),
+    ...contactFields(c, c.addresses[0]),
     registration_source: textOrNull(c.registrationSource),
     created_at: parseTime(c.createdIn),
     source_ids: [{ source: SOURCE, id: c.id }],
@@ -149,7 +156,6 @@ export function mapOrder(raw: unknown, ctx: MappingContext, products: ReadonlyMa
     events.push({ ...base, occurred_at: Math.max(at, placedAt), event_type: 'refunded', status: 'refunded', total: centsToDecimal(Math.max(0, o.value - refunded)), refunded_amount: centsToDecimal(f.value), items: [] })
   }
 
-  const a = o.shippingData?.address
   const profile: CustomerUpserted | null = p
     ? {
         event_id: connectorEventId([ctx.tenantId, SOURCE, ctx.account, 'order-profile', customerExternalId, placedAt]),
@@ -157,16 +163,7 @@ export function mapOrder(raw: unknown, ctx: MappingContext, products: ReadonlyMa
         occurred_at: placedAt,
         source: SOURCE,
         customer_id: customerId,
-        email: textOrNull(p.email),
-        first_name: textOrNull(p.firstName),
-        last_name: textOrNull(p.lastName),
-        phone: textOrNull(p.phone),
-        national_id: textOrNull(p.document),
-        street: textOrNull(a?.street),
-        city: textOrNull(a?.city),
-        province: textOrNull(a?.state),
-        postal_code: textOrNull(a?.postalCode),
-        country: countryCode(a?.country),
+        ...contactFields(p, o.shippingData?.address),
         registration_source: 'checkout',
         created_at: placedAt,
         source_ids: [{ source: SOURCE, id: customerExternalId }],

@@ -4,6 +4,9 @@
  */
 import crypto from 'node:crypto'
 import express, { type ErrorRequestHandler, type Express, type Request, type Response } from 'express'
+import { addLatency } from '../shared/faults.ts'
+import { createSimulatorApp } from '../shared/http.ts'
+import { appendEntry, durationSince, type RequestClock } from '../shared/request-log.ts'
 import { GraphError, invalidParameter, unknownObject } from './graph-error.ts'
 import type { Faults, LimitedOperation, RequestLogEntry, SeedAdAccount, SeedToken } from './model.ts'
 import { AdsPlatformState } from './state.ts'
@@ -53,9 +56,7 @@ export const DEFAULTS = {
 const AD_ACCOUNT_FIELDS = ['id', 'name', 'account_status', 'currency', 'timezone_name', 'business'] as const
 const AUDIENCE_FIELDS = ['id', 'name', 'subtype', 'description', 'customer_file_source', 'approximate_count', 'delivery_status', 'time_created', 'time_updated'] as const
 
-interface Locals {
-  time: number
-  t0: number
+interface Locals extends RequestClock {
   rows: number | null
   applied: boolean
   bodyDigest: string | null
@@ -82,9 +83,7 @@ export function createAdsPlatformSimulator(options: AdsPlatformSimulatorOptions 
   if (options.faults) state.setFaults(options.faults)
 
   const version = options.version ?? DEFAULTS.version
-  const app = express()
-  app.disable('x-powered-by')
-  app.disable('etag')
+  const app = createSimulatorApp()
   app.use(`/${version}`, apiRouter(state, options.onRequest))
   app.use('/_sim', adminRouter(state))
   app.use((req, res) => {
@@ -101,8 +100,7 @@ function locals(res: Response): Locals {
 function reply(state: AdsPlatformState, onRequest: AdsPlatformSimulatorOptions['onRequest'], req: Request, res: Response, status: number, body: unknown, fault: 429 | 500 | null = null): void {
   const l = locals(res)
   const errorCode = status >= 400 ? ((body as { error?: { code?: number } })?.error?.code ?? null) : null
-  const entry: RequestLogEntry = {
-    seq: state.requestLog.length + 1,
+  appendEntry<RequestLogEntry>(state.requestLog, onRequest, {
     time: l.time,
     method: req.method,
     path: req.path,
@@ -112,10 +110,8 @@ function reply(state: AdsPlatformState, onRequest: AdsPlatformSimulatorOptions['
     rows: l.rows ?? null,
     applied: status < 400 && (l.applied ?? false),
     fault,
-    durationMs: Math.round((performance.now() - l.t0) * 100) / 100,
-  }
-  state.requestLog.push(entry)
-  onRequest?.(entry)
+    durationMs: durationSince(l.t0),
+  })
   res.status(status).json(body)
 }
 
@@ -154,7 +150,7 @@ function apiRouter(state: AdsPlatformState, onRequest: AdsPlatformSimulatorOptio
     }),
   )
   api.use(async (req, res, next) => {
-    if (state.faults.latencyMs > 0) await new Promise((r) => setTimeout(r, state.faults.latencyMs))
+    await addLatency(state.faults)
     const fault = state.nextFault()
     if (fault === 429) return send(req, res, 429, new GraphError(429, 2, 'Simulated fault: too many requests, retry later', 'SimulatedFault').body(), 429)
     if (fault === 500) return send(req, res, 500, new GraphError(500, 1, 'Simulated fault: an unexpected error has occurred, retry later', 'SimulatedFault').body(), 500)

@@ -2,8 +2,7 @@
  * The ads platform simulator: `createAdsPlatformSimulator(options)` builds the Express app and its
  * state; `start(options)` also listens on a port (default: a free one) and returns what tests need.
  */
-import type { AddressInfo } from 'node:net'
-import type { Express } from 'express'
+import { listen, type ListenOptions, type RunningSimulator } from '../shared/http.ts'
 import { createAdsPlatformSimulator, DEFAULTS, type AdsPlatformSimulatorOptions } from './app.ts'
 import type { RequestLogEntry } from './model.ts'
 import type { AdsPlatformState } from './state.ts'
@@ -15,14 +14,9 @@ export type { AudienceView, DeliveryStatus, Faults, LimitedOperation, RequestLog
 export { memberKey, type Member, type SimColumn } from './upload.ts'
 export { deliveryStatusEvent, signBody } from './webhook.ts'
 
-export interface StartOptions extends AdsPlatformSimulatorOptions {
-  /** Default 0: a free port. */
-  port?: number
-  /** Default 127.0.0.1. */
-  host?: string
-}
+export interface StartOptions extends AdsPlatformSimulatorOptions, ListenOptions {}
 
-export interface RunningAdsPlatformSimulator {
+export interface RunningAdsPlatformSimulator extends RunningSimulator<AdsPlatformState, RequestLogEntry> {
   /** `http://host:port`: the client's baseUrl (the version path is appended by the client). */
   url: string
   /** `url` + `/{version}`. */
@@ -30,22 +24,13 @@ export interface RunningAdsPlatformSimulator {
   version: string
   /** `<appId>|<appSecret>`, the `access_token` of `/debug_token`. */
   appAccessToken: string
-  /** Live: the same array the simulator appends to. */
-  requestLog: RequestLogEntry[]
-  state: AdsPlatformState
-  app: Express
   /** Waits for webhook deliveries in flight, then stops listening and drops open connections. */
   close(): Promise<void>
 }
 
 export async function start(options: StartOptions = {}): Promise<RunningAdsPlatformSimulator> {
   const { app, state } = createAdsPlatformSimulator(options)
-  const host = options.host ?? '127.0.0.1'
-  const server = await new Promise<import('node:http').Server>((resolve, reject) => {
-    const s = app.listen(options.port ?? 0, host, (err?: Error) => (err ? reject(err) : resolve(s)))
-  })
-  const { port } = server.address() as AddressInfo
-  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`
+  const { url, close } = await listen(app, options.port, options.host)
   const version = options.version ?? DEFAULTS.version
   return {
     url,
@@ -57,10 +42,7 @@ export async function start(options: StartOptions = {}): Promise<RunningAdsPlatf
     app,
     close: async () => {
       await state.flushWebhooks()
-      await new Promise<void>((resolve, reject) => {
-        server.close((err) => (err ? reject(err) : resolve()))
-        server.closeAllConnections()
-      })
+      await close()
     },
   }
 }

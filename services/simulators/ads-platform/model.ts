@@ -3,6 +3,8 @@
  * counters, faults, the request log and webhook deliveries. No HTTP here; app.ts maps routes onto
  * these methods and tests can call them directly (through `state`).
  */
+import { drawFault } from '../shared/faults.ts'
+import type { LoggedRequest } from '../shared/request-log.ts'
 import { adAccountNotFound, invalidParameter, invalidToken, permissionDenied, rateLimited, unknownObject } from './graph-error.ts'
 import { checkPayload, type Member } from './upload.ts'
 
@@ -43,14 +45,9 @@ export interface DeliveryStatus {
   description: string
 }
 
-export interface RequestLogEntry {
-  seq: number
-  /** Epoch ms when the request arrived. */
-  time: number
-  method: string
+export interface RequestLogEntry extends LoggedRequest {
   /** Path below the version root, no query. */
   path: string
-  status: number
   /** `error.code` of an error answer. */
   errorCode: number | null
   /** SHA-256 hex of the raw request body; null without a body. */
@@ -61,7 +58,6 @@ export interface RequestLogEntry {
   applied: boolean
   /** Set when the answer was an injected fault. */
   fault: 429 | 500 | null
-  durationMs: number
 }
 
 export interface WebhookDelivery {
@@ -215,10 +211,7 @@ export class AdsPlatformModel {
   nextFault(): 429 | 500 | null {
     const queued = this.queuedFaults.shift()
     if (queued) return queued
-    const r = this.opts.random()
-    if (r < this.faults.rate429) return 429
-    if (r < this.faults.rate429 + this.faults.rate500) return 500
-    return null
+    return drawFault(this.faults, this.opts.random)
   }
 
   resetLimits(): void {

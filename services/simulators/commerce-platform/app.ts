@@ -3,11 +3,18 @@
  * `/{account_name}/{environment}/api/…` (a real platform puts both in the host name; the
  * connector takes a base URL template, see README.md); admin endpoints under `/_sim/`.
  */
-import express, { type ErrorRequestHandler, type Express, type NextFunction, type Request, type Response } from 'express'
-import { timeParam, type Faults, type RequestLogEntry } from './dataset.ts'
+import express, { type Express, type NextFunction, type Request, type Response } from 'express'
+import { apiErrorHandler, SimulatorApiError } from '../shared/api-error.ts'
+import { addLatency } from '../shared/faults.ts'
+import { createSimulatorApp, platformAdminRouter, timeRangeParams } from '../shared/http.ts'
+import { trafficOptions, type PlatformSimulatorOptions } from '../shared/platform-options.ts'
+import { admit, type Refusal } from '../shared/platform-state.ts'
+import { loggedReply, timeRequests, type RequestLocals } from '../shared/request-log.ts'
+import { historyPeriod } from './dataset.ts'
 import { CommercePlatformState, seqOfOrderId, type Anomalies, type Resource, type SeedAppKey } from './state.ts'
 
-export interface CommercePlatformSimulatorOptions {
+/** The shared options' defaults here: 200 customers, seed 'commerce-platform'; 600 requests per minute per app key. */
+export interface CommercePlatformSimulatorOptions extends PlatformSimulatorOptions {
   /** Default 'demoshop'. */
   accountName?: string
   /** Default '7d0e4a9c-…' (stable per account name). */
@@ -20,23 +27,11 @@ export interface CommercePlatformSimulatorOptions {
   isActive?: boolean
   /** App keys (appkey-{account}-{hash}) and their tokens; default DEFAULTS.appKey / appToken. */
   appKeys?: SeedAppKey[]
-  /** Shop size and history (synthetic generator): default 200 customers, seed 'commerce-platform', the year before `end`. */
-  customers?: number
-  seed?: string | number
-  start?: Date
-  /** Default: the clock's now. */
-  end?: Date
   /** Share of orders with a shipping charge; default 0.2. */
   shippingShare?: number
   anomalies?: Partial<Anomalies>
-  /** Requests per window per app key; default 600 per minute. */
-  rateLimit?: { requests?: number; windowMs?: number }
-  faults?: Partial<Faults>
   /** Largest `per_page`; default 100. */
   maxPerPage?: number
-  now?: () => number
-  random?: () => number
-  onRequest?: (entry: RequestLogEntry) => void
 }
 
 export const DEFAULTS = {
@@ -49,94 +44,75 @@ export const DEFAULTS = {
   perPage: 50,
 } as const
 
-const DAY = 86_400_000
-
-class ApiError extends Error {
-  constructor(readonly status: number, readonly code: string, message: string, readonly retryAfter?: number) {
-    super(message)
+/** The platform's error body: `{ error: { code, message } }`. */
+class ApiError extends SimulatorApiError {
+  constructor(status: number, readonly code: string, message: string, retryAfter?: number) {
+    super(status, message, retryAfter)
+  }
+  body() {
+    return { error: { code: this.code, message: this.message } }
   }
 }
 
 export function createCommercePlatformSimulator(options: CommercePlatformSimulatorOptions = {}): { app: Express; state: CommercePlatformState } {
-  const now = options.now ?? Date.now
+  const traffic = trafficOptions(options, 600)
   const accountName = options.accountName ?? DEFAULTS.accountName
-  const end = options.end ?? new Date(Math.floor(now() / DAY) * DAY)
+  const { start, end } = historyPeriod(options, traffic.now)
   const state = CommercePlatformState.fromGenerator(
     {
+      ...traffic,
       accountName,
       accountId: options.accountId ?? `acc-${accountName}-0001`,
       environments: options.environments ?? [DEFAULTS.environment],
       hosts: options.hosts ?? [`www.${accountName}.com.ar`, `${accountName}.mitienda.com.ar`],
       isActive: options.isActive ?? true,
-      now,
-      random: options.random ?? Math.random,
       maxPerPage: options.maxPerPage ?? 100,
-      rateLimit: { requests: options.rateLimit?.requests ?? 600, windowMs: options.rateLimit?.windowMs ?? 60_000 },
     },
-    { customers: options.customers ?? DEFAULTS.customers, seed: options.seed ?? DEFAULTS.seed, start: options.start ?? new Date(end.getTime() - 365 * DAY), end, shippingShare: options.shippingShare },
+    { customers: options.customers ?? DEFAULTS.customers, seed: options.seed ?? DEFAULTS.seed, start, end, shippingShare: options.shippingShare },
   )
   for (const k of options.appKeys ?? [{ appKey: DEFAULTS.appKey, appToken: DEFAULTS.appToken }]) state.addAppKey(k)
   if (options.faults) state.setFaults(options.faults)
   if (options.anomalies) state.setAnomalies(options.anomalies)
 
-  const app = express()
-  app.disable('x-powered-by')
-  app.disable('etag')
+  const app = createSimulatorApp()
   app.use('/_sim', adminRouter(state))
   app.use('/:account/:environment/api', apiRouter(state, options.onRequest))
   app.use((req, res) => void res.status(404).json({ error: { code: 'NOT_FOUND', message: `no route for ${req.method} ${req.path}; the API is under /{account_name}/{environment}/api/` } }))
   return { app, state }
 }
 
-interface Locals {
-  t0: number
-  time: number
-  caller: string | null
+/** The refusals of the rate limit and the fault dice, in the platform's words. */
+function refused(r: Refusal, state: CommercePlatformState): ApiError {
+  if (r.status === 500) return new ApiError(500, 'INTERNAL_ERROR', 'simulated fault: internal error')
+  const why = r.cause === 'fault' ? 'simulated fault: too many requests' : `more than ${state.window.limit} requests in ${state.window.windowMs / 1000}s`
+  return new ApiError(429, 'TOO_MANY_REQUESTS', why, r.retryAfterSec)
 }
 
 function apiRouter(state: CommercePlatformState, onRequest: CommercePlatformSimulatorOptions['onRequest']): express.Router {
   const api = express.Router({ mergeParams: true })
+  // The log has the whole path: the account and environment are in it.
+  const send = loggedReply(state.requestLog, onRequest, (body) => (body as { error?: { code?: string } }).error?.code ?? null, (req) => req.originalUrl.split('?')[0]!)
 
-  const send = (req: Request, res: Response, status: number, body: unknown) => {
-    const l = res.locals as Locals
-    const entry: RequestLogEntry = {
-      seq: state.requestLog.length + 1,
-      time: l.time,
-      method: req.method,
-      path: req.originalUrl.split('?')[0]!,
-      status,
-      error: status >= 400 ? ((body as { error?: { code?: string } }).error?.code ?? null) : null,
-      caller: l.caller,
-      durationMs: Math.round((performance.now() - l.t0) * 100) / 100,
-    }
-    state.requestLog.push(entry)
-    onRequest?.(entry)
-    res.status(status).json(body)
-  }
-
+  api.use(timeRequests(state.opts.now))
   api.use(async (req: Request, res: Response, next: NextFunction) => {
-    Object.assign(res.locals, { t0: performance.now(), time: state.opts.now(), caller: null } satisfies Locals)
     const { account, environment } = req.params as { account: string; environment: string }
     if (account !== state.opts.accountName) throw new ApiError(404, 'ACCOUNT_NOT_FOUND', `account '${account}' does not exist`)
     if (!state.opts.environments.includes(environment)) throw new ApiError(404, 'ENVIRONMENT_NOT_FOUND', `account '${account}' has no environment '${environment}'`)
     const key = req.header('x-app-key')
     const reason = state.authenticate(key, req.header('x-app-token'))
     if (reason) throw new ApiError(401, 'UNAUTHORIZED', reason)
-    ;(res.locals as Locals).caller = key!
-    if (state.faults.latencyMs > 0) await new Promise((r) => setTimeout(r, state.faults.latencyMs))
-    const wait = state.window.take(key!, state.opts.now())
-    if (wait > 0) throw new ApiError(429, 'TOO_MANY_REQUESTS', `more than ${state.window.limit} requests in ${state.window.windowMs / 1000}s`, Math.max(1, Math.ceil(wait / 1000)))
-    const fault = state.nextFault()
-    if (fault === 429) throw new ApiError(429, 'TOO_MANY_REQUESTS', 'simulated fault: too many requests', state.faults.retryAfterSec)
-    if (fault === 500) throw new ApiError(500, 'INTERNAL_ERROR', 'simulated fault: internal error')
+    ;(res.locals as RequestLocals).caller = key!
+    await addLatency(state.faults)
+    const refusal = admit(state, key!)
+    if (refusal) throw refused(refusal, state)
     next()
   })
 
   const requireResource = (req: Request, res: Response, r: Resource) => {
-    if (!state.resourcesOf((res.locals as Locals).caller!)[r]) throw new ApiError(403, 'FORBIDDEN', `this app key has no access to the ${r} API`)
+    if (!state.resourcesOf((res.locals as RequestLocals).caller!)[r]) throw new ApiError(403, 'FORBIDDEN', `this app key has no access to the ${r} API`)
   }
 
-  api.get('/account', (req, res) => send(req, res, 200, state.renderAccount((res.locals as Locals).caller!)))
+  api.get('/account', (req, res) => send(req, res, 200, state.renderAccount((res.locals as RequestLocals).caller!)))
 
   api.get('/catalog/products', (req, res) => {
     requireResource(req, res, 'catalog')
@@ -168,24 +144,15 @@ function apiRouter(state: CommercePlatformState, onRequest: CommercePlatformSimu
     throw new ApiError(404, 'NOT_FOUND', 'no such API')
   })
 
-  const onError: ErrorRequestHandler = (err, req, res, _next) => {
-    if (!(res.locals as Partial<Locals>).t0) Object.assign(res.locals, { t0: performance.now(), time: state.opts.now(), caller: null })
-    if (err instanceof ApiError) {
-      if (err.retryAfter !== undefined) res.setHeader('Retry-After', String(err.retryAfter))
-      return send(req, res, err.status, { error: { code: err.code, message: err.message } })
-    }
-    send(req, res, 500, { error: { code: 'INTERNAL_ERROR', message: (err as Error).message } })
-  }
-  api.use(onError)
+  api.use(apiErrorHandler(state.opts.now, send, (err) => new ApiError(500, 'INTERNAL_ERROR', (err as Error).message)))
   return api
 }
 
 /** `{field}_from` / `{field}_to` query values (ISO 8601; from inclusive, to exclusive). */
 function range(req: Request, field: 'updated' | 'created'): { from?: number; to?: number } {
-  const from = timeParam(req.query[`${field}_from`])
-  const to = timeParam(req.query[`${field}_to`])
-  if (Number.isNaN(from) || Number.isNaN(to)) throw new ApiError(400, 'INVALID_PARAMETER', `${field}_from and ${field}_to must be ISO 8601 timestamps`)
-  return { from, to }
+  const r = timeRangeParams(req, `${field}_from`, `${field}_to`)
+  if (!r) throw new ApiError(400, 'INVALID_PARAMETER', `${field}_from and ${field}_to must be ISO 8601 timestamps`)
+  return r
 }
 
 function page<T>(req: Request, state: CommercePlatformState, rows: T[]): { items: T[]; paging: { total: number; pages: number; page: number; per_page: number } } {
@@ -200,14 +167,7 @@ function page<T>(req: Request, state: CommercePlatformState, rows: T[]): { items
 }
 
 function adminRouter(state: CommercePlatformState): express.Router {
-  const admin = express.Router()
-  admin.use(express.json())
-  admin.get('/state', (_req, res) => void res.json(state.snapshot()))
-  admin.get('/requests', (_req, res) => void res.json({ data: state.requestLog }))
-  admin.put('/faults', (req, res) => {
-    state.setFaults(req.body ?? {})
-    res.json(state.faults)
-  })
+  const admin = platformAdminRouter(state)
   admin.put('/anomalies', (req, res) => {
     state.setAnomalies(req.body ?? {})
     res.json(state.anomalies)

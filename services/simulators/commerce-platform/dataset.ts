@@ -192,66 +192,10 @@ export interface TimeRange {
 
 export const inRange = (t: number, r: TimeRange) => (r.from === undefined || t >= r.from) && (r.to === undefined || t < r.to)
 
-/** Parses an ISO 8601 query value; undefined when absent; NaN marks an invalid one. */
-export function timeParam(v: unknown): number | undefined {
-  if (v === undefined || v === '') return undefined
-  if (typeof v !== 'string') return Number.NaN
-  const withZone = /^\d{4}-\d{2}-\d{2}$/.test(v) ? `${v}T00:00:00Z` : /[zZ]|[+-]\d{2}:?\d{2}$/.test(v) ? v : `${v}Z`
-  return Date.parse(withZone)
-}
+const DAY = 86_400_000
 
-/** A sliding-window request counter per caller: `take` says how long to wait (0: go ahead). */
-export class SlidingWindow {
-  private readonly calls = new Map<string, number[]>()
-  constructor(public limit: number, public windowMs: number) {}
-
-  take(key: string, now: number): number {
-    const list = (this.calls.get(key) ?? []).filter((t) => t > now - this.windowMs)
-    if (list.length >= this.limit) {
-      this.calls.set(key, list)
-      return list[0]! + this.windowMs - now
-    }
-    list.push(now)
-    this.calls.set(key, list)
-    return 0
-  }
-
-  reset(): void {
-    this.calls.clear()
-  }
-}
-
-/** Faults a simulator injects into its API requests. */
-export interface Faults {
-  /** Share (0..1) of API requests answered 429. */
-  rate429: number
-  /** Share (0..1) of API requests answered 500. */
-  rate500: number
-  /** Added to every API request. */
-  latencyMs: number
-  /** Retry-After (seconds) of the injected and the rate-limit 429s. */
-  retryAfterSec: number
-}
-
-export const NO_FAULTS: Faults = { rate429: 0, rate500: 0, latencyMs: 0, retryAfterSec: 1 }
-
-export interface RequestLogEntry {
-  seq: number
-  time: number
-  method: string
-  path: string
-  status: number
-  /** The platform's error code of an error answer, else null. */
-  error: string | null
-  /** Who called (app key, client id, customer id), never a secret. */
-  caller: string | null
-  durationMs: number
-}
-
-/** Draws a fault for one request: 429, 500 or none. */
-export function drawFault(f: Faults, random: () => number): 429 | 500 | null {
-  const r = random()
-  if (r < f.rate429) return 429
-  if (r < f.rate429 + f.rate500) return 500
-  return null
+/** The generator's period: by default the year before `end`, which defaults to the start of the clock's day (UTC). */
+export function historyPeriod(o: { start?: Date; end?: Date }, now: () => number): { start: Date; end: Date } {
+  const end = o.end ?? new Date(Math.floor(now() / DAY) * DAY)
+  return { start: o.start ?? new Date(end.getTime() - 365 * DAY), end }
 }

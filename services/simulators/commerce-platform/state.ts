@@ -5,21 +5,8 @@
  */
 import { createHash } from 'node:crypto'
 import { PRODUCTS } from '../../../pipelines/ingest/synthetic/catalog.ts'
-import {
-  buildDataset,
-  drawFault,
-  inRange,
-  NO_FAULTS,
-  OrderView,
-  SlidingWindow,
-  type Dataset,
-  type Faults,
-  type OrderAt,
-  type RequestLogEntry,
-  type SimCustomer,
-  type SimOrder,
-  type TimeRange,
-} from './dataset.ts'
+import { PlatformState, type PlatformStateOptions } from '../shared/platform-state.ts'
+import { buildDataset, inRange, OrderView, type Dataset, type OrderAt, type SimCustomer, type SimOrder, type TimeRange } from './dataset.ts'
 
 export type Resource = 'catalog' | 'orders' | 'masterdata' | 'payments'
 export type Resources = Record<Resource, boolean>
@@ -41,16 +28,13 @@ export interface Anomalies {
   guestCustomers: number
 }
 
-export interface ModelOptions {
+export interface ModelOptions extends PlatformStateOptions {
   accountName: string
   accountId: string
   environments: string[]
   hosts: string[]
   isActive: boolean
-  now: () => number
-  random: () => number
   maxPerPage: number
-  rateLimit: { requests: number; windowMs: number }
 }
 
 const iso = (ms: number) => new Date(ms).toISOString()
@@ -75,18 +59,20 @@ function documentType(doc: string | null): 'DNI' | 'CUIL' | null {
   return doc.replace(/\D/g, '').length === 11 ? 'CUIL' : 'DNI'
 }
 
-export class CommercePlatformState {
-  readonly requestLog: RequestLogEntry[] = []
+/** A customer's contact fields as master data and an order's client profile both render them. */
+function contactOf(c: SimCustomer) {
+  return { email: c.email, firstName: c.firstName, lastName: c.lastName, document: c.document, documentType: documentType(c.document), phone: c.phone }
+}
+
+export class CommercePlatformState extends PlatformState<ModelOptions> {
   readonly appKeys = new Map<string, { appToken: string; resources: Resources }>()
-  faults: Faults = { ...NO_FAULTS }
   anomalies: Anomalies = { duplicateOrders: 0, totalMismatches: 0, guestCustomers: 0 }
-  readonly window: SlidingWindow
   private readonly view: OrderView
   /** Products' last change: the catalogue is loaded when the dataset starts. */
   private readonly catalogUpdatedAt: number
 
-  constructor(readonly opts: ModelOptions, readonly data: Dataset, catalogUpdatedAt: number) {
-    this.window = new SlidingWindow(opts.rateLimit.requests, opts.rateLimit.windowMs)
+  constructor(opts: ModelOptions, readonly data: Dataset, catalogUpdatedAt: number) {
+    super(opts)
     this.view = new OrderView(data.orders)
     this.catalogUpdatedAt = catalogUpdatedAt
   }
@@ -99,10 +85,6 @@ export class CommercePlatformState {
     this.appKeys.set(seed.appKey, { appToken: seed.appToken, resources: { ...ALL_RESOURCES, ...seed.resources } })
   }
 
-  setFaults(f: Partial<Faults>): void {
-    this.faults = { ...this.faults, ...f }
-  }
-
   setAnomalies(a: Partial<Anomalies>): void {
     const before = this.anomalies.totalMismatches
     this.anomalies = { ...this.anomalies, ...a }
@@ -110,10 +92,6 @@ export class CommercePlatformState {
       this.data.orders.forEach((o, i) => (o.unexplainedCents = i < this.anomalies.totalMismatches ? 100 : 0))
       this.view.invalidate()
     }
-  }
-
-  nextFault(): 429 | 500 | null {
-    return drawFault(this.faults, this.opts.random)
   }
 
   /** null when the key and token are right and belong to this account; else the reason. */
@@ -197,12 +175,7 @@ export class CommercePlatformState {
   renderCustomer(c: SimCustomer) {
     return {
       id: this.customerId(c.no),
-      email: c.email,
-      firstName: c.firstName,
-      lastName: c.lastName,
-      document: c.document,
-      documentType: documentType(c.document),
-      phone: c.phone,
+      ...contactOf(c),
       isCorporate: false,
       registrationSource: c.registrationSource,
       createdIn: iso(c.registeredAt),
@@ -230,15 +203,7 @@ export class CommercePlatformState {
       ],
       currencyCode: 'ARS',
       items: o.items.map((i) => ({ id: i.sku, refId: i.sku, productId: i.sku.split('-')[1], name: i.name, quantity: i.quantity, price: i.unitCents, sellingPrice: i.unitCents })),
-      clientProfileData: {
-        userProfileId: this.customerId(c.no),
-        email: c.email,
-        firstName: c.firstName,
-        lastName: c.lastName,
-        document: c.document,
-        documentType: documentType(c.document),
-        phone: c.phone,
-      },
+      clientProfileData: { userProfileId: this.customerId(c.no), ...contactOf(c) },
       shippingData: { address: { street: c.street, city: c.city, state: c.province, postalCode: c.postalCode, country: 'ARG' } },
       invoicedDate: v.deliveredAt !== null ? iso(v.deliveredAt) : v.refund ? iso(v.refund.at) : null,
       cancellationDate: v.cancelledAt !== null ? iso(v.cancelledAt) : null,

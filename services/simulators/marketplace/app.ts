@@ -2,30 +2,26 @@
  * The marketplace simulator as an Express app: OAuth token endpoint, the seller's identity,
  * order and buyer searches (offset paging), admin endpoints under `/_sim/`. See README.md.
  */
-import express, { type ErrorRequestHandler, type Express, type NextFunction, type Request, type Response } from 'express'
-import { timeParam, type Faults, type RequestLogEntry } from '../commerce-platform/dataset.ts'
+import express, { type Express, type NextFunction, type Request, type Response } from 'express'
+import { historyPeriod } from '../commerce-platform/dataset.ts'
+import { apiErrorHandler, SimulatorApiError } from '../shared/api-error.ts'
+import { addLatency } from '../shared/faults.ts'
+import { createSimulatorApp, platformAdminRouter, timeRangeParams } from '../shared/http.ts'
+import { trafficOptions, type PlatformSimulatorOptions } from '../shared/platform-options.ts'
+import { admit, type Refusal } from '../shared/platform-state.ts'
+import { loggedReply, timeRequests, type RequestLocals } from '../shared/request-log.ts'
 import { MarketplaceState, type SeedClient, type SellerOptions } from './state.ts'
 
-export interface MarketplaceSimulatorOptions {
+/** The shared options' defaults here: 150 customers, seed 'marketplace'; 1,500 requests per minute per application. */
+export interface MarketplaceSimulatorOptions extends PlatformSimulatorOptions {
   /** Registered applications; default DEFAULTS' one. */
   clients?: SeedClient[]
   /** The seller every application acts for; default user 123456789 'DEMOSHOP' on site 'MLA'. */
   seller?: Partial<SellerOptions>
   /** Access-token lifetime; default 6 hours (the marketplace's usual). */
   tokenTtlMs?: number
-  /** Shop size and history (synthetic generator): default 150 customers, seed 'marketplace', the year before `end`. */
-  customers?: number
-  seed?: string | number
-  start?: Date
-  end?: Date
-  /** Requests per window per application; default 1,500 per minute. */
-  rateLimit?: { requests?: number; windowMs?: number }
-  faults?: Partial<Faults>
   /** Largest `limit`; default 50. */
   maxLimit?: number
-  now?: () => number
-  random?: () => number
-  onRequest?: (entry: RequestLogEntry) => void
 }
 
 export const DEFAULTS = {
@@ -37,44 +33,32 @@ export const DEFAULTS = {
   seed: 'marketplace',
 } as const
 
-const DAY = 86_400_000
-
 /** The marketplace's error body: `{ message, error, status, cause }`. */
-class ApiError extends Error {
-  constructor(readonly status: number, readonly error: string, message: string, readonly retryAfter?: number) {
-    super(message)
+class ApiError extends SimulatorApiError {
+  constructor(status: number, readonly error: string, message: string, retryAfter?: number) {
+    super(status, message, retryAfter)
   }
   body() {
     return { message: this.message, error: this.error, status: this.status, cause: [] as unknown[] }
   }
 }
 
-interface Locals {
-  t0: number
-  time: number
-  caller: string | null
-}
-
 export function createMarketplaceSimulator(options: MarketplaceSimulatorOptions = {}): { app: Express; state: MarketplaceState } {
-  const now = options.now ?? Date.now
-  const end = options.end ?? new Date(Math.floor(now() / DAY) * DAY)
+  const traffic = trafficOptions(options, 1500)
+  const { start, end } = historyPeriod(options, traffic.now)
   const state = MarketplaceState.fromGenerator(
     {
+      ...traffic,
       seller: { ...DEFAULTS.seller, ...options.seller },
       tokenTtlMs: options.tokenTtlMs ?? 6 * 3_600_000,
-      now,
-      random: options.random ?? Math.random,
       maxLimit: options.maxLimit ?? 50,
-      rateLimit: { requests: options.rateLimit?.requests ?? 1500, windowMs: options.rateLimit?.windowMs ?? 60_000 },
     },
-    { customers: options.customers ?? DEFAULTS.customers, seed: options.seed ?? DEFAULTS.seed, start: options.start ?? new Date(end.getTime() - 365 * DAY), end },
+    { customers: options.customers ?? DEFAULTS.customers, seed: options.seed ?? DEFAULTS.seed, start, end },
   )
   for (const c of options.clients ?? [{ clientId: DEFAULTS.clientId, clientSecret: DEFAULTS.clientSecret, redirectUri: DEFAULTS.redirectUri }]) state.addClient(c)
   if (options.faults) state.setFaults(options.faults)
 
-  const app = express()
-  app.disable('x-powered-by')
-  app.disable('etag')
+  const app = createSimulatorApp()
   app.use('/_sim', adminRouter(state))
   app.use(apiRouter(state, options.onRequest))
   return { app, state }
@@ -82,38 +66,17 @@ export function createMarketplaceSimulator(options: MarketplaceSimulatorOptions 
 
 function apiRouter(state: MarketplaceState, onRequest: MarketplaceSimulatorOptions['onRequest']): express.Router {
   const api = express.Router()
-  const send = (req: Request, res: Response, status: number, body: unknown) => {
-    const l = res.locals as Locals
-    const entry: RequestLogEntry = {
-      seq: state.requestLog.length + 1,
-      time: l.time,
-      method: req.method,
-      path: req.path,
-      status,
-      error: status >= 400 ? ((body as { error?: string }).error ?? null) : null,
-      caller: l.caller,
-      durationMs: Math.round((performance.now() - l.t0) * 100) / 100,
-    }
-    state.requestLog.push(entry)
-    onRequest?.(entry)
-    res.status(status).json(body)
-  }
+  const send = loggedReply(state.requestLog, onRequest, (body) => (body as { error?: string }).error ?? null)
 
-  api.use((_req, res, next) => {
-    Object.assign(res.locals, { t0: performance.now(), time: state.opts.now(), caller: null } satisfies Locals)
-    next()
-  })
+  api.use(timeRequests(state.opts.now))
   api.use(express.urlencoded({ extended: false }), express.json())
   // Faults, latency and the rate limit apply to every call, the token endpoint included.
   api.use(async (req: Request, res: Response, next: NextFunction) => {
-    if (state.faults.latencyMs > 0) await new Promise((r) => setTimeout(r, state.faults.latencyMs))
+    await addLatency(state.faults)
     const caller = callerOf(req, state)
-    ;(res.locals as Locals).caller = caller
-    const wait = state.window.take(caller ?? req.ip ?? 'anonymous', state.opts.now())
-    if (wait > 0) throw new ApiError(429, 'too_many_requests', 'Too many requests, please retry later', Math.max(1, Math.ceil(wait / 1000)))
-    const fault = state.nextFault()
-    if (fault === 429) throw new ApiError(429, 'too_many_requests', 'simulated fault: too many requests', state.faults.retryAfterSec)
-    if (fault === 500) throw new ApiError(500, 'internal_error', 'simulated fault: internal error')
+    ;(res.locals as RequestLocals).caller = caller
+    const refusal = admit(state, caller ?? req.ip ?? 'anonymous')
+    if (refusal) throw refused(refusal)
     next()
   })
 
@@ -170,18 +133,21 @@ function apiRouter(state: MarketplaceState, onRequest: MarketplaceSimulatorOptio
     throw new ApiError(404, 'not_found', `resource ${req.method} ${req.path} not found`)
   })
 
-  const onError: ErrorRequestHandler = (err, req, res, _next) => {
-    if (!(res.locals as Partial<Locals>).t0) Object.assign(res.locals, { t0: performance.now(), time: state.opts.now(), caller: null })
-    if (err instanceof ApiError) {
-      if (err.retryAfter !== undefined) res.setHeader('Retry-After', String(err.retryAfter))
-      return send(req, res, err.status, err.body())
-    }
-    const e = err as { type?: string; message?: string }
-    if (e.type === 'entity.parse.failed') return send(req, res, 400, new ApiError(400, 'bad_request', 'malformed body').body())
-    send(req, res, 500, new ApiError(500, 'internal_error', e.message ?? String(err)).body())
-  }
-  api.use(onError)
+  api.use(
+    apiErrorHandler(state.opts.now, send, (err) => {
+      const e = err as { type?: string; message?: string }
+      if (e.type === 'entity.parse.failed') return new ApiError(400, 'bad_request', 'malformed body')
+      return new ApiError(500, 'internal_error', e.message ?? String(err))
+    }),
+  )
   return api
+}
+
+/** The refusals of the rate limit and the fault dice, in the marketplace's words. */
+function refused(r: Refusal): ApiError {
+  if (r.status === 500) return new ApiError(500, 'internal_error', 'simulated fault: internal error')
+  const why = r.cause === 'fault' ? 'simulated fault: too many requests' : 'Too many requests, please retry later'
+  return new ApiError(429, 'too_many_requests', why, r.retryAfterSec)
 }
 
 /** The calling application's client id (never a secret), when the request names it or carries its token. */
@@ -198,10 +164,9 @@ function checkSeller(req: Request, state: MarketplaceState): void {
 }
 
 function range(req: Request, field: string): { from?: number; to?: number } {
-  const from = timeParam(req.query[`${field}.from`])
-  const to = timeParam(req.query[`${field}.to`])
-  if (Number.isNaN(from) || Number.isNaN(to)) throw new ApiError(400, 'bad_request', `${field}.from and ${field}.to must be ISO 8601 timestamps`)
-  return { from, to }
+  const r = timeRangeParams(req, `${field}.from`, `${field}.to`)
+  if (!r) throw new ApiError(400, 'bad_request', `${field}.from and ${field}.to must be ISO 8601 timestamps`)
+  return r
 }
 
 function page<T>(req: Request, state: MarketplaceState, rows: T[]): { items: T[]; paging: { total: number; offset: number; limit: number } } {
@@ -213,14 +178,7 @@ function page<T>(req: Request, state: MarketplaceState, rows: T[]): { items: T[]
 }
 
 function adminRouter(state: MarketplaceState): express.Router {
-  const admin = express.Router()
-  admin.use(express.json())
-  admin.get('/state', (_req, res) => void res.json(state.snapshot()))
-  admin.get('/requests', (_req, res) => void res.json({ data: state.requestLog }))
-  admin.put('/faults', (req, res) => {
-    state.setFaults(req.body ?? {})
-    res.json(state.faults)
-  })
+  const admin = platformAdminRouter(state)
   admin.post('/expire-tokens', (_req, res) => {
     state.expireAccessTokens()
     res.json({ expired: state.accessTokens.size })

@@ -2,27 +2,18 @@
  * The marketplace simulator: `createMarketplaceSimulator(options)` builds the Express app and its
  * state; `start(options)` also listens (default 127.0.0.1, a free port).
  */
-import type { Express } from 'express'
-import { listen } from '../commerce-platform/index.ts'
-import type { RequestLogEntry } from '../commerce-platform/dataset.ts'
+import { listen, type ListenOptions, type RunningSimulator } from '../shared/http.ts'
 import { createMarketplaceSimulator, type MarketplaceSimulatorOptions } from './app.ts'
 import type { MarketplaceState } from './state.ts'
 
 export { createMarketplaceSimulator, DEFAULTS, type MarketplaceSimulatorOptions } from './app.ts'
 export { MarketplaceState, localIso, orderIdOf, type SeedClient, type SellerOptions } from './state.ts'
 
-export interface StartOptions extends MarketplaceSimulatorOptions {
-  port?: number
-  host?: string
-}
+export interface StartOptions extends MarketplaceSimulatorOptions, ListenOptions {}
 
-export interface RunningMarketplaceSimulator {
+export interface RunningMarketplaceSimulator extends RunningSimulator<MarketplaceState> {
   /** The connector's base URL. */
   url: string
-  requestLog: RequestLogEntry[]
-  state: MarketplaceState
-  app: Express
-  close(): Promise<void>
 }
 
 export async function start(options: StartOptions = {}): Promise<RunningMarketplaceSimulator> {

@@ -7,20 +7,8 @@
  */
 import { randomBytes } from 'node:crypto'
 import { fromCents } from '../../../common/decimal.ts'
-import {
-  buildDataset,
-  drawFault,
-  inRange,
-  NO_FAULTS,
-  OrderView,
-  SlidingWindow,
-  type Dataset,
-  type Faults,
-  type OrderAt,
-  type RequestLogEntry,
-  type SimCustomer,
-  type TimeRange,
-} from '../commerce-platform/dataset.ts'
+import { buildDataset, inRange, OrderView, type Dataset, type OrderAt, type SimCustomer, type TimeRange } from '../commerce-platform/dataset.ts'
+import { PlatformState, type PlatformStateOptions } from '../shared/platform-state.ts'
 
 export interface SeedClient {
   clientId: string
@@ -47,21 +35,21 @@ export function localIso(ms: number): string {
 /** Money in pesos as a JSON number, the way the marketplace sends it (e.g. 45000.5). */
 const pesos = (cents: number) => Number(fromCents(BigInt(cents)))
 
-export class MarketplaceState {
-  readonly requestLog: RequestLogEntry[] = []
+export interface MarketplaceStateOptions extends PlatformStateOptions {
+  seller: SellerOptions
+  tokenTtlMs: number
+  maxLimit: number
+}
+
+export class MarketplaceState extends PlatformState<MarketplaceStateOptions> {
   readonly clients = new Map<string, SeedClient>()
   readonly accessTokens = new Map<string, IssuedToken>()
   /** Refresh token → client; a refresh token is single-use (rotated on every refresh). */
   readonly refreshTokens = new Map<string, string>()
-  faults: Faults = { ...NO_FAULTS }
-  readonly window: SlidingWindow
   private readonly view: OrderView
 
-  constructor(
-    readonly opts: { seller: SellerOptions; tokenTtlMs: number; now: () => number; random: () => number; maxLimit: number; rateLimit: { requests: number; windowMs: number } },
-    readonly data: Dataset,
-  ) {
-    this.window = new SlidingWindow(opts.rateLimit.requests, opts.rateLimit.windowMs)
+  constructor(opts: MarketplaceStateOptions, readonly data: Dataset) {
+    super(opts)
     this.view = new OrderView(data.orders)
   }
 
@@ -71,14 +59,6 @@ export class MarketplaceState {
 
   addClient(c: SeedClient): void {
     this.clients.set(c.clientId, { ...c })
-  }
-
-  setFaults(f: Partial<Faults>): void {
-    this.faults = { ...this.faults, ...f }
-  }
-
-  nextFault(): 429 | 500 | null {
-    return drawFault(this.faults, this.opts.random)
   }
 
   // ---- OAuth ---------------------------------------------------------------------------------

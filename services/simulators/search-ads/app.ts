@@ -4,11 +4,18 @@
  * See README.md.
  */
 import { createHash } from 'node:crypto'
-import express, { type ErrorRequestHandler, type Express, type NextFunction, type Request, type Response } from 'express'
-import { timeParam, type Faults, type RequestLogEntry } from '../commerce-platform/dataset.ts'
+import express, { type Express, type NextFunction, type Request, type Response } from 'express'
+import { historyPeriod } from '../commerce-platform/dataset.ts'
+import { apiErrorHandler, SimulatorApiError } from '../shared/api-error.ts'
+import { addLatency } from '../shared/faults.ts'
+import { createSimulatorApp, platformAdminRouter, timeRangeParams } from '../shared/http.ts'
+import { trafficOptions, type PlatformSimulatorOptions } from '../shared/platform-options.ts'
+import { admit, type Refusal } from '../shared/platform-state.ts'
+import { loggedReply, timeRequests, type RequestLocals } from '../shared/request-log.ts'
 import { digits, SearchAdsState, type SeedAccount, type SeedRefreshToken } from './state.ts'
 
-export interface SearchAdsSimulatorOptions {
+/** The shared options' defaults here: 150 customers, seed 'search-ads' (the shop behind the conversions); 1,000 requests per minute per developer token. */
+export interface SearchAdsSimulatorOptions extends PlatformSimulatorOptions {
   /** Version path segment; default 'v17'. */
   version?: string
   /** Accepted developer tokens; default DEFAULTS.developerToken. */
@@ -21,21 +28,10 @@ export interface SearchAdsSimulatorOptions {
   oauthClient?: { clientId: string; clientSecret: string }
   /** Default one hour. */
   accessTokenTtlMs?: number
-  /** Shop behind the conversions (synthetic generator): default 150 customers, seed 'search-ads', the year before `end`. */
-  customers?: number
-  seed?: string | number
-  start?: Date
-  end?: Date
   /** Share of orders attributed to an ad click; default 0.3. */
   attributedShare?: number
-  /** Requests per window per developer token; default 1,000 per minute. */
-  rateLimit?: { requests?: number; windowMs?: number }
-  faults?: Partial<Faults>
   /** Largest pageSize; default 1,000. */
   maxPageSize?: number
-  now?: () => number
-  random?: () => number
-  onRequest?: (entry: RequestLogEntry) => void
 }
 
 export const DEFAULTS = {
@@ -50,9 +46,9 @@ export const DEFAULTS = {
 const DAY = 86_400_000
 
 /** The platform's error body: `{ error: { code, message, status, details: [{ errors: [{ errorCode, message }] }] } }`. */
-class ApiError extends Error {
-  constructor(readonly status: number, readonly statusName: string, readonly reason: Record<string, string> | null, message: string, readonly retryAfter?: number) {
-    super(message)
+class ApiError extends SimulatorApiError {
+  constructor(status: number, readonly statusName: string, readonly reason: Record<string, string> | null, message: string, retryAfter?: number) {
+    super(status, message, retryAfter)
   }
   body() {
     return {
@@ -66,26 +62,18 @@ class ApiError extends Error {
   }
 }
 
-interface Locals {
-  t0: number
-  time: number
-  caller: string | null
-}
-
 export function createSearchAdsSimulator(options: SearchAdsSimulatorOptions = {}): { app: Express; state: SearchAdsState } {
-  const now = options.now ?? Date.now
-  const end = options.end ?? new Date(Math.floor(now() / DAY) * DAY)
+  const traffic = trafficOptions(options, 1000)
+  const { start, end } = historyPeriod(options, traffic.now)
   const seed = options.seed ?? DEFAULTS.seed
   const state = SearchAdsState.fromGenerator(
     {
+      ...traffic,
       accessTokenTtlMs: options.accessTokenTtlMs ?? 3_600_000,
-      now,
-      random: options.random ?? Math.random,
       maxPageSize: options.maxPageSize ?? 1000,
-      rateLimit: { requests: options.rateLimit?.requests ?? 1000, windowMs: options.rateLimit?.windowMs ?? 60_000 },
       oauthClient: options.oauthClient ?? null,
     },
-    { customers: options.customers ?? DEFAULTS.customers, seed, start: options.start ?? new Date(end.getTime() - 365 * DAY), end, attributedShare: options.attributedShare ?? 0.3 },
+    { customers: options.customers ?? DEFAULTS.customers, seed, start, end, attributedShare: options.attributedShare ?? 0.3 },
   )
   for (const a of options.accounts ?? [DEFAULTS.customerId]) state.addAccount(typeof a === 'string' ? { id: a } : a)
   for (const t of options.developerTokens ?? [DEFAULTS.developerToken]) state.developerTokens.add(t)
@@ -93,9 +81,7 @@ export function createSearchAdsSimulator(options: SearchAdsSimulatorOptions = {}
   if (options.faults) state.setFaults(options.faults)
 
   const version = options.version ?? DEFAULTS.version
-  const app = express()
-  app.disable('x-powered-by')
-  app.disable('etag')
+  const app = createSimulatorApp()
   app.use('/_sim', adminRouter(state))
   app.use(apiRouter(state, version, options.onRequest))
   return { app, state }
@@ -103,28 +89,13 @@ export function createSearchAdsSimulator(options: SearchAdsSimulatorOptions = {}
 
 function apiRouter(state: SearchAdsState, version: string, onRequest: SearchAdsSimulatorOptions['onRequest']): express.Router {
   const api = express.Router()
-  const send = (req: Request, res: Response, status: number, body: unknown) => {
-    const l = res.locals as Locals
+  // The token endpoint's errors are OAuth's (`error` a string), the API's the platform's (`error.status`).
+  const send = loggedReply(state.requestLog, onRequest, (body) => {
     const err = (body as { error?: unknown }).error
-    const entry: RequestLogEntry = {
-      seq: state.requestLog.length + 1,
-      time: l.time,
-      method: req.method,
-      path: req.path,
-      status,
-      error: status >= 400 ? (typeof err === 'string' ? err : ((err as { status?: string } | undefined)?.status ?? null)) : null,
-      caller: l.caller,
-      durationMs: Math.round((performance.now() - l.t0) * 100) / 100,
-    }
-    state.requestLog.push(entry)
-    onRequest?.(entry)
-    res.status(status).json(body)
-  }
-
-  api.use((_req, res, next) => {
-    Object.assign(res.locals, { t0: performance.now(), time: state.opts.now(), caller: null } satisfies Locals)
-    next()
+    return typeof err === 'string' ? err : ((err as { status?: string } | undefined)?.status ?? null)
   })
+
+  api.use(timeRequests(state.opts.now))
   api.use(express.urlencoded({ extended: false }), express.json())
 
   // OAuth: the refresh-token grant (the tenant authorised the CDP once; the refresh token is what it keeps).
@@ -149,13 +120,10 @@ function apiRouter(state: SearchAdsState, version: string, onRequest: SearchAdsS
     if (refresh === 'expired') throw new ApiError(401, 'UNAUTHENTICATED', { authenticationError: 'OAUTH_TOKEN_EXPIRED' }, 'The OAuth access token has expired.')
     if (!refresh) throw new ApiError(401, 'UNAUTHENTICATED', { authenticationError: 'OAUTH_TOKEN_INVALID' }, 'Request had invalid authentication credentials.')
     res.locals.refresh = refresh
-    ;(res.locals as Locals).caller = `developer-token:sha256:${createHash('sha256').update(devToken).digest('hex').slice(0, 8)}`
-    if (state.faults.latencyMs > 0) await new Promise((r) => setTimeout(r, state.faults.latencyMs))
-    const wait = state.window.take(devToken, state.opts.now())
-    if (wait > 0) throw new ApiError(429, 'RESOURCE_EXHAUSTED', { quotaError: 'RESOURCE_EXHAUSTED' }, 'Too many requests. Retry in a moment.', Math.max(1, Math.ceil(wait / 1000)))
-    const fault = state.nextFault()
-    if (fault === 429) throw new ApiError(429, 'RESOURCE_EXHAUSTED', { quotaError: 'RESOURCE_TEMPORARILY_EXHAUSTED' }, 'simulated fault: too many requests', state.faults.retryAfterSec)
-    if (fault === 500) throw new ApiError(500, 'INTERNAL', { internalError: 'INTERNAL_ERROR' }, 'simulated fault: internal error')
+    ;(res.locals as RequestLocals).caller = `developer-token:sha256:${createHash('sha256').update(devToken).digest('hex').slice(0, 8)}`
+    await addLatency(state.faults)
+    const refusal = admit(state, devToken)
+    if (refusal) throw refused(refusal)
     next()
   })
 
@@ -194,24 +162,22 @@ function apiRouter(state: SearchAdsState, version: string, onRequest: SearchAdsS
     throw new ApiError(404, 'NOT_FOUND', null, `Method not found: ${req.method} ${req.path}`)
   })
 
-  const onError: ErrorRequestHandler = (err, req, res, _next) => {
-    if (!(res.locals as Partial<Locals>).t0) Object.assign(res.locals, { t0: performance.now(), time: state.opts.now(), caller: null })
-    if (err instanceof ApiError) {
-      if (err.retryAfter !== undefined) res.setHeader('Retry-After', String(err.retryAfter))
-      return send(req, res, err.status, err.body())
-    }
-    send(req, res, 500, new ApiError(500, 'INTERNAL', null, (err as Error).message).body())
-  }
-  api.use(onError)
+  api.use(apiErrorHandler(state.opts.now, send, (err) => new ApiError(500, 'INTERNAL', null, (err as Error).message)))
   return api
+}
+
+/** The refusals of the rate limit and the fault dice, in the platform's words. */
+function refused(r: Refusal): ApiError {
+  if (r.status === 500) return new ApiError(500, 'INTERNAL', { internalError: 'INTERNAL_ERROR' }, 'simulated fault: internal error')
+  if (r.cause === 'fault') return new ApiError(429, 'RESOURCE_EXHAUSTED', { quotaError: 'RESOURCE_TEMPORARILY_EXHAUSTED' }, 'simulated fault: too many requests', r.retryAfterSec)
+  return new ApiError(429, 'RESOURCE_EXHAUSTED', { quotaError: 'RESOURCE_EXHAUSTED' }, 'Too many requests. Retry in a moment.', r.retryAfterSec)
 }
 
 /** `dateFrom` / `dateTo` (YYYY-MM-DD, both inclusive, UTC). */
 function dates(req: Request): { from?: number; to?: number } {
-  const from = timeParam(req.query.dateFrom)
-  const to = timeParam(req.query.dateTo)
-  if (Number.isNaN(from) || Number.isNaN(to)) throw new ApiError(400, 'INVALID_ARGUMENT', { requestError: 'INVALID_DATE' }, 'dateFrom and dateTo must be YYYY-MM-DD dates')
-  return { from, to: to === undefined ? undefined : to + DAY }
+  const r = timeRangeParams(req, 'dateFrom', 'dateTo')
+  if (!r) throw new ApiError(400, 'INVALID_ARGUMENT', { requestError: 'INVALID_DATE' }, 'dateFrom and dateTo must be YYYY-MM-DD dates')
+  return { from: r.from, to: r.to === undefined ? undefined : r.to + DAY }
 }
 
 /** Page tokens are opaque to callers: base64url of the next offset. */
@@ -228,14 +194,7 @@ function page<T>(req: Request, state: SearchAdsState, rows: T[]): { items: T[]; 
 }
 
 function adminRouter(state: SearchAdsState): express.Router {
-  const admin = express.Router()
-  admin.use(express.json())
-  admin.get('/state', (_req, res) => void res.json(state.snapshot()))
-  admin.get('/requests', (_req, res) => void res.json({ data: state.requestLog }))
-  admin.put('/faults', (req, res) => {
-    state.setFaults(req.body ?? {})
-    res.json(state.faults)
-  })
+  const admin = platformAdminRouter(state)
   admin.post('/expire-tokens', (_req, res) => {
     for (const t of state.accessTokens.values()) t.expiresAt = state.opts.now()
     res.json({ expired: state.accessTokens.size })

@@ -7,18 +7,8 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { fromCents } from '../../../common/decimal.ts'
 import { hashValue } from '../../ads-api/hashing.ts'
-import {
-  buildDataset,
-  drawFault,
-  inRange,
-  NO_FAULTS,
-  SlidingWindow,
-  unitHash,
-  type Dataset,
-  type Faults,
-  type RequestLogEntry,
-  type TimeRange,
-} from '../commerce-platform/dataset.ts'
+import { buildDataset, inRange, unitHash, type Dataset, type TimeRange } from '../commerce-platform/dataset.ts'
+import { PlatformState, type PlatformStateOptions } from '../shared/platform-state.ts'
 
 export interface SeedAccount {
   /** 10 digits (dashes allowed: 123-456-7890). */
@@ -46,23 +36,21 @@ export interface Conversion {
   gclid: string
 }
 
-export class SearchAdsState {
-  readonly requestLog: RequestLogEntry[] = []
+export interface SearchAdsStateOptions extends PlatformStateOptions {
+  accessTokenTtlMs: number
+  maxPageSize: number
+  oauthClient: { clientId: string; clientSecret: string } | null
+}
+
+export class SearchAdsState extends PlatformState<SearchAdsStateOptions> {
   readonly developerTokens = new Set<string>()
   readonly refreshTokens = new Map<string, string[] | null>()
   readonly accessTokens = new Map<string, { refreshToken: string; expiresAt: number }>()
   readonly accounts = new Map<string, Required<SeedAccount>>()
-  faults: Faults = { ...NO_FAULTS }
-  readonly window: SlidingWindow
   readonly conversions: Conversion[]
 
-  constructor(
-    readonly opts: { accessTokenTtlMs: number; now: () => number; random: () => number; maxPageSize: number; rateLimit: { requests: number; windowMs: number }; oauthClient: { clientId: string; clientSecret: string } | null },
-    readonly data: Dataset,
-    attributedShare: number,
-    seed: string | number,
-  ) {
-    this.window = new SlidingWindow(opts.rateLimit.requests, opts.rateLimit.windowMs)
+  constructor(opts: SearchAdsStateOptions, readonly data: Dataset, attributedShare: number, seed: string | number) {
+    super(opts)
     this.conversions = data.orders
       .filter((o) => unitHash(`${seed}|click|${o.seq}`) < attributedShare)
       .map((o) => ({ orderNo: o.seq, at: o.placedAt, valueCents: o.itemsCents, gclid: `Cj0KCQ${createHash('sha256').update(`${seed}|gclid|${o.seq}`).digest('base64url').slice(0, 40)}` }))
@@ -81,14 +69,6 @@ export class SearchAdsState {
 
   addRefreshToken(t: SeedRefreshToken): void {
     this.refreshTokens.set(t.refreshToken, t.customerIds ? t.customerIds.map(digits) : null)
-  }
-
-  setFaults(f: Partial<Faults>): void {
-    this.faults = { ...this.faults, ...f }
-  }
-
-  nextFault(): 429 | 500 | null {
-    return drawFault(this.faults, this.opts.random)
   }
 
   /** A new access token for a known refresh token, or null. */
