@@ -81,6 +81,16 @@ describe('tenant summaries', () => {
     expect(await summaries.pass()).toBe(0) // nothing moved since
   })
 
+  it('invalidate drops the summary at once, and a refresh that began before it does not bring it back', async () => {
+    const pending = summaries.refresh(T)
+    summaries.invalidate(T)
+    await pending
+    expect(summaries.asOf(T)).toBeNull()
+    expect(summaries.lookup(T, 'rfm.overview')).toBeUndefined()
+    await summaries.refresh(T)
+    expect(summaries.asOf(T)).toBe(clock)
+  })
+
   it('is not used once older than MAX_AGE_MS, and is refreshed as time passes', async () => {
     const asOf = summaries.asOf(T)!
     clock = asOf + MAX_AGE_MS + 1

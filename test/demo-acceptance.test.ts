@@ -171,6 +171,28 @@ describe('demo tenant on the embedded runtime', () => {
     expect(sync).toMatchObject({ segment: 'Champions', access_token: '********' })
   }, 120_000)
 
+  it("tenant 2's commerce-platform integration syncs the simulated shop into the pipeline", async () => {
+    const list = (await (await get('/api/v2/tenant-integrations/2', admin)).json()) as { count: number; data: { id: number; integration_type: string }[] }
+    expect(list.count).toBe(1)
+    expect(list.data[0]).toMatchObject({ integration_type: 'commerce_platform' })
+    const detail = await waitFor(
+      async () => {
+        const d = (await (await get(`/api/v2/tenant-integrations/integration/${list.data[0]!.id}`, admin)).json()) as { data: { sync_status: string; statistics: { successful_syncs: number } } }
+        return d.data.statistics.successful_syncs > 0 ? d.data : undefined
+      },
+      { what: 'the first sync of the demo shop', timeoutMs: 120_000, intervalMs: 1000 },
+    )
+    expect(detail.sync_status).toBe('success')
+    const customers = await waitFor(
+      async () => {
+        const r = (await (await get('/api/cdp/v2/customers?tenant_id=2&limit=1', admin)).json()) as { data?: { pagination: { total: number } } }
+        return (r.data?.pagination.total ?? 0) > 0 ? r.data!.pagination.total : undefined
+      },
+      { what: "tenant 2's customers in the analytics", timeoutMs: 60_000, intervalMs: 1000 },
+    )
+    expect(customers).toBeGreaterThan(0)
+  }, 200_000)
+
   it('answers 400, 401, 403 and 404 with the common error body', async () => {
     const cases: [string, string, number][] = [
       [`/api/v2/cdp/analytics/clv?tenant_id=${TENANT}&tier=gold`, key, 400],

@@ -21,6 +21,7 @@ import { TOPICS } from '../../common/topics.ts'
 import { groupLag } from '../../common/eventlog/port.ts'
 import { ProcessingService } from '../../services/api/processing/index.ts'
 import { start as startAdsSimulator } from '../../services/simulators/ads-platform/index.ts'
+import { start as startCommerceSimulator } from '../../services/simulators/commerce-platform/index.ts'
 import { DEMOGRAPHICS_GROUP, demographicsPipeline } from '../../pipelines/demographics/pipeline.ts'
 import { loadReferenceDirectory } from '../../pipelines/demographics/reference-loader.ts'
 import { TenantSummaries } from '../../services/api/analytics/summary.ts'
@@ -125,6 +126,7 @@ export async function startRoles(config: Config, logger: Logger): Promise<Starte
   const unsubscribeCache = processingEvents.onCacheInvalidated((e) => analytics.cache.invalidateTenant(e.tenantId))
   const unsubscribe = onTenantProcessed((e) => {
     analytics.cache.invalidateTenant(e.tenantId)
+    summaries?.invalidate(e.tenantId)
     summaries?.refresh(e.tenantId).catch((err) => logger.error({ err, tenantId: e.tenantId }, 'analytics summary refresh after a processing run failed'))
     if (!features) return
     features.engine.invalidateModel(e.tenantId)
@@ -231,6 +233,9 @@ export async function run(argv: string[]): Promise<number> {
   // The demo without an ads platform configured: the simulator runs in this process.
   const adsSim = config.demo && config.roles.includes('audience-sync') && !config.adsApiBaseUrl ? await startDemoAdsPlatform() : null
   if (adsSim) config = { ...config, ...adsSim.config }
+  // ... and the commerce platform, which tenant 2's integration syncs from.
+  const shopSim = config.demo && config.roles.includes('connectors') && !process.env.CDP_CONNECTORS_COMMERCE_PLATFORM_URL ? await startCommerceSimulator({ customers: 300, appKeys: [DEMO_SHOP_KEY] }) : null
+  if (shopSim) config = { ...config, connectorsCommercePlatformUrl: shopSim.url }
   logger.info({ config: redactConfig(config) }, 'starting')
   const started = await startRoles(config, logger)
   if (config.demo && config.roles.includes('api')) {
@@ -255,6 +260,7 @@ export async function run(argv: string[]): Promise<number> {
     }
     process.stdout.write(`Ads platform simulator at ${adsSim.sim.url}: tenant ${DEMO_TENANT}'s Champions sync to ${DEMO_ADS.account} (GET /api/v2/cdp/audience-syncs?tenant_id=${DEMO_TENANT})\n`)
   }
+  if (shopSim && config.roles.includes('api')) await connectDemoShop(started.url, resolveAdminToken(config, logger), shopSim).catch((err) => logger.error({ err }, 'demo: the commerce integration failed'))
   const demo = config.demo ? streamDemoTenant(started.runtime, logger) : null
   await new Promise<void>((resolve) => {
     const onSignal = (sig: string) => {
@@ -268,7 +274,28 @@ export async function run(argv: string[]): Promise<number> {
   await demo?.done.catch(() => {})
   await started.stop()
   await adsSim?.sim.close()
+  await shopSim?.close()
   return 0
+}
+
+/** The demo's tenant 2 sells through the simulated commerce platform: its integration and a first full sync. */
+const DEMO_SHOP_TENANT = 2
+const DEMO_SHOP_KEY = { appKey: 'appkey-demoshop-DEMO0001', appToken: 'demo-app-token-demoshop-0123456789abcdef' }
+
+async function connectDemoShop(apiUrl: string, adminToken: string, sim: Awaited<ReturnType<typeof startCommerceSimulator>>): Promise<void> {
+  const call = async (path: string, body: unknown) => {
+    const res = await fetch(`${apiUrl}${path}`, { method: 'POST', headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' }, body: JSON.stringify(body) })
+    const json = (await res.json()) as { data?: { id?: number; sync_id?: string }; error?: unknown }
+    if (!res.ok) throw new Error(`${path}: HTTP ${res.status} ${JSON.stringify(json.error)}`)
+    return json.data!
+  }
+  const key = DEMO_SHOP_KEY
+  const created = await call('/api/v2/tenant-integrations', {
+    tenant_id: DEMO_SHOP_TENANT, integration_type: 'commerce_platform', account_name: sim.accountName, environment: sim.environment,
+    app_key: key.appKey, app_token: key.appToken, configuration: { sync_interval: 'hourly' },
+  })
+  const sync = await call(`/api/v2/tenant-integrations/${created.id}/sync`, { sync_type: 'full', entities: ['customers', 'orders'] })
+  process.stdout.write(`Commerce platform simulator at ${sim.url}: tenant ${DEMO_SHOP_TENANT}'s integration ${created.id} is syncing (sync ${sync.sync_id})\n`)
 }
 
 /** The demo's simulated ads platform: one token with the three permissions, one ad account. */

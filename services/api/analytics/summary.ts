@@ -107,6 +107,8 @@ interface TenantSummary {
 
 export class TenantSummaries implements SummarySource {
   private readonly tenants = new Map<number, TenantSummary>()
+  /** Bumped by invalidate(): a refresh that began before it does not store its (older) result. */
+  private readonly generations = new Map<number, number>()
   private readonly now: () => number
   private timer: NodeJS.Timeout | null = null
   private running: Promise<void> = Promise.resolve()
@@ -127,14 +129,22 @@ export class TenantSummaries implements SummarySource {
     return t && this.now() - t.asOf <= MAX_AGE_MS ? t.asOf : null
   }
 
+  /** Drops a tenant's summary at once (its data changed under it, e.g. a processing run): requests go live until the next refresh. */
+  invalidate(tenantId: number): void {
+    this.tenants.delete(tenantId)
+    this.generations.set(tenantId, (this.generations.get(tenantId) ?? 0) + 1)
+    tenantsGauge.set(this.tenants.size)
+  }
+
   /** Recomputes one tenant's summary now (serialised with the other refreshes). */
   refresh(tenantId: number, stamp = ''): Promise<void> {
-    const next = this.running.then(() => this.compute(tenantId, stamp))
+    const generation = this.generations.get(tenantId) ?? 0
+    const next = this.running.then(() => this.compute(tenantId, stamp, generation))
     this.running = next.catch(() => undefined)
     return next
   }
 
-  private async compute(tenantId: number, stamp: string): Promise<void> {
+  private async compute(tenantId: number, stamp: string, generation: number): Promise<void> {
     const started = performance.now()
     const asOf = this.now()
     const values = new Map<string, unknown>()
@@ -146,6 +156,7 @@ export class TenantSummaries implements SummarySource {
         if (!ep) throw new Error(`no analytics endpoint ${sq.path}`)
         await ep.body(ctx, ep.query.parse({ tenant_id: String(tenantId), ...sq.query }) as never)
       }
+      if ((this.generations.get(tenantId) ?? 0) !== generation) return // invalidated meanwhile: this result may predate the change
       this.tenants.set(tenantId, { asOf, stamp, values })
       tenantsGauge.set(this.tenants.size)
       refreshes.inc({ outcome: 'ok' })
