@@ -11,7 +11,10 @@ export const REDACT_PATHS = [
   'authorization', '*.authorization', 'req.headers.authorization', 'req.headers["x-api-key"]', '*.headers["x-api-key"]',
   'headers.authorization', '*.headers.authorization', 'headers.cookie', '*.headers.cookie', 'req.headers.cookie',
   'adminToken', '*.adminToken', 'api_key', '*.api_key', 'apiKey', '*.apiKey', 'key_hash', '*.key_hash',
-  'credentials', '*.credentials',
+  'credentials', '*.credentials', 'webhook_secret', '*.webhook_secret',
+  // One level deeper (pino's `*` matches one key): a record or body logged inside another object.
+  '*.*.password', '*.*.secret', '*.*.token', '*.*.app_token', '*.*.app_secret', '*.*.client_secret', '*.*.access_token',
+  '*.*.refresh_token', '*.*.developer_token', '*.*.credentials', '*.*.webhook_secret', '*.*.authorization',
 ]
 
 export function createLogger(opts: { level?: string; name?: string; destination?: pino.DestinationStream } = {}): Logger {

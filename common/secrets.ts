@@ -39,8 +39,12 @@ export class SecretBox {
   decrypt(e: EncryptedSecret): string {
     const key = this.keys.get(e.key_id)
     if (!key) throw new SecretDecryptError(`no key ${e.key_id} in the keyring`)
+    // A full 16-byte IV and a full 16-byte tag only: a truncated tag would weaken the authentication.
+    if (!/^[0-9a-f]{32}$/i.test(e.iv) || !/^[0-9a-f]{32}$/i.test(e.tag) || !/^(?:[0-9a-f]{2})*$/i.test(e.ciphertext)) {
+      throw new SecretDecryptError('the secret record is malformed (iv and tag must be 16 bytes in hex)')
+    }
     try {
-      const d = createDecipheriv('aes-256-gcm', key, Buffer.from(e.iv, 'hex'))
+      const d = createDecipheriv('aes-256-gcm', key, Buffer.from(e.iv, 'hex'), { authTagLength: 16 })
       d.setAuthTag(Buffer.from(e.tag, 'hex'))
       return Buffer.concat([d.update(Buffer.from(e.ciphertext, 'hex')), d.final()]).toString('utf8')
     } catch {

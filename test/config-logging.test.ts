@@ -46,8 +46,10 @@ describe('logger', () => {
     const sink = new Writable({ write: (chunk, _enc, cb) => (lines.push(String(chunk)), cb()) })
     const log = createLogger({ level: 'info', destination: sink as never })
     log.info({ clickhousePassword: 'p1', integration: { app_token: 't1', access_token: 't2' }, credentials: { x: 'c1' }, req: { headers: { authorization: 'Bearer t3' } } }, 'hello')
+    // Two levels down, and the webhook secret.
+    log.info({ webhook_secret: 'w1', integration: { configuration: { webhook_secret: 'w2' } }, job: { creds: { app_token: 't4', refresh_token: 't5' } } }, 'nested')
     const out = lines.join('')
-    for (const secret of ['p1', 't1', 't2', 'c1', 'Bearer t3']) expect(out).not.toContain(secret)
+    for (const secret of ['p1', 't1', 't2', 'c1', 'Bearer t3', 'w1', 'w2', 't4', 't5']) expect(out).not.toContain(secret)
     expect(out).toContain('"msg":"hello"')
   })
 })

@@ -31,6 +31,9 @@ describe('secrets at rest (AES-256-GCM)', () => {
     const flipped = { ...e, ciphertext: (parseInt(e.ciphertext.slice(0, 2), 16) ^ 1).toString(16).padStart(2, '0') + e.ciphertext.slice(2) }
     expect(() => box.decrypt(flipped)).toThrow(SecretDecryptError)
     expect(() => box.decrypt({ ...e, key_id: 'k9' })).toThrow(/no key k9/)
+    // A truncated tag (Node would accept 4 bytes without authTagLength) or IV is refused.
+    expect(() => box.decrypt({ ...e, tag: e.tag.slice(0, 8) })).toThrow(SecretDecryptError)
+    expect(() => box.decrypt({ ...e, iv: e.iv.slice(0, 24) })).toThrow(SecretDecryptError)
   })
 
   it('rotation: a new current key reads old records and re-encrypts them under itself', () => {

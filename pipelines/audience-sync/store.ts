@@ -163,14 +163,15 @@ export class AudienceSyncStore implements LimitStore {
 
   /** `cdp keys rotate`: every configuration whose token is under an older key, re-encrypted under the current one. */
   async rotateSecrets(): Promise<number> {
-    const rs = await this.store.query({ query: 'SELECT * EXCEPT version FROM audience_sync_configs FINAL', format: 'JSONEachRow' })
-    const rows = await rs.json<Record<string, unknown> & { token: string }>()
+    const rs = await this.store.query({ query: 'SELECT * FROM audience_sync_configs FINAL', format: 'JSONEachRow' })
+    const rows = await rs.json<Record<string, unknown> & { token: string; version: string | number }>()
     const moved = rows.filter((r) => (JSON.parse(r.token) as EncryptedSecret).key_id !== this.secrets.current)
     if (!moved.length) return 0
+    // version + 1, not a new one: a configuration written meanwhile (newer version) wins over this copy.
     await this.store.insert({
       table: 'audience_sync_configs',
       format: 'JSONEachRow',
-      values: moved.map((r) => ({ ...r, token: JSON.stringify(this.secrets.reencrypt(JSON.parse(r.token) as EncryptedSecret)), version: nextVersion(this.now()) })),
+      values: moved.map((r) => ({ ...r, token: JSON.stringify(this.secrets.reencrypt(JSON.parse(r.token) as EncryptedSecret)), version: String(BigInt(r.version) + 1n) })),
     })
     return moved.length
   }

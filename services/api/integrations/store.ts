@@ -219,8 +219,8 @@ export class IntegrationStore {
 
   /** `cdp keys rotate`: every sealed value not under the current key, re-encrypted under it. */
   async rotateSecrets(): Promise<number> {
-    const rs = await this.store.query({ query: 'SELECT * EXCEPT version FROM integrations FINAL', format: 'JSONEachRow' })
-    const rows = await rs.json<Record<string, unknown> & { credentials: string; webhook_secret: string }>()
+    const rs = await this.store.query({ query: 'SELECT * FROM integrations FINAL', format: 'JSONEachRow' })
+    const rows = await rs.json<Record<string, unknown> & { credentials: string; webhook_secret: string; version: string | number }>()
     const stale = (s: string) => s !== '' && (JSON.parse(s) as EncryptedSecret).key_id !== this.secrets.current
     const moved = rows.filter((r) => stale(r.credentials) || stale(r.webhook_secret))
     if (!moved.length) return 0
@@ -228,7 +228,8 @@ export class IntegrationStore {
     await this.store.insert({
       table: 'integrations',
       format: 'JSONEachRow',
-      values: moved.map((r) => ({ ...r, credentials: reseal(r.credentials), webhook_secret: reseal(r.webhook_secret), version: nextVersion() })),
+      // version + 1, not a new one: an integration written meanwhile (newer version) wins over this copy.
+      values: moved.map((r) => ({ ...r, credentials: reseal(r.credentials), webhook_secret: reseal(r.webhook_secret), version: String(BigInt(r.version) + 1n) })),
     })
     return moved.length
   }
