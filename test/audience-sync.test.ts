@@ -239,17 +239,92 @@ describe('audience sync', () => {
     expect(await held(t, c.config_id)).toEqual(expected(t, [1, 2]))
   })
 
-  it('rows the platform rejects are recorded per batch and not sent again', async () => {
+  it('a customer without identifiers is not sent and not recorded: it goes once its profile has an email', async () => {
     const t = tenant
     await customers(t, [1, 2], (id) => (id === 2 ? { email: null, phone: null, first_name: null, last_name: null } : {}))
     await segments(t, [[1, 'At Risk'], [2, 'At Risk']])
     const c = await config(t)
-    await syncer().cycle()
-    // Customer 2 has no identifier at all: never sent, held as rejected.
+    const s = syncer()
+    await s.cycle()
     expect(await held(t, c.config_id)).toEqual(expected(t, [1]))
-    const summary = (await syncStore.batchSummary(t, [c.config_id])).get(c.config_id)!
-    expect(summary.batches_done).toBe(1)
-    expect(await syncStore.delta((await syncStore.getConfig(t, c.config_id))!, 0, 10)).toEqual([])
+    expect((await syncStore.batchSummary(t, [c.config_id])).get(c.config_id)!.batches_done).toBe(1)
+    expect((await syncStore.delta((await syncStore.getConfig(t, c.config_id))!, 0, 10)).map((d) => d.customer_id)).toEqual([2])
+    await customers(t, [2], () => ({ version: 2 }))
+    await s.cycle()
+    expect(await held(t, c.config_id)).toEqual(expected(t, [1, 2]))
+  })
+
+  it('a removal sends the row that was added, even after the email changed', async () => {
+    const t = tenant
+    await customers(t, [1, 2])
+    await segments(t, [[1, 'At Risk'], [2, 'At Risk']])
+    const c = await config(t)
+    const s = syncer()
+    await s.cycle()
+    await customers(t, [1], () => ({ email: 'new-address@else.test', version: 2 }))
+    await segments(t, [[1, 'Lost']])
+    await s.cycle()
+    expect(await held(t, c.config_id)).toEqual(expected(t, [2]))
+  })
+
+  it('an audience deleted outside the CDP is re-created and filled again, with an alert', async () => {
+    const t = tenant
+    await customers(t, [1, 2])
+    await segments(t, [[1, 'At Risk']])
+    const c = await config(t)
+    const s = syncer()
+    await s.cycle()
+    const first = (await syncStore.getConfig(t, c.config_id))!.audience_id!
+    await s.client(TOKEN).deleteCustomAudience(first)
+    await segments(t, [[2, 'At Risk']])
+    await s.cycle() // the upload finds the audience gone: reset
+    expect((await syncStore.alertsOf(t, [c.config_id])).map((a) => a.code)).toContain('audience_missing')
+    await s.cycle() // a new audience, filled with the whole segment
+    const second = (await syncStore.getConfig(t, c.config_id))!.audience_id!
+    expect(second).not.toBe(first)
+    expect(await held(t, c.config_id)).toEqual(expected(t, [1, 2]))
+  })
+
+  it('a token that never expires (expires_at 0) is valid', async () => {
+    const t = tenant
+    const token = `EAAB-forever-${t}`
+    sim.state.addToken({ token, expiresAt: null })
+    await customers(t, [1])
+    await segments(t, [[1, 'At Risk']])
+    const c = await syncStore.createConfig({ tenant_id: t, name: 'x', segment: 'At Risk', ad_account_id: ACCOUNT, token })
+    await syncer().cycle()
+    expect(await syncStore.getConfig(t, c.config_id)).toMatchObject({ status: 'active' })
+    expect(await held(t, c.config_id)).toEqual(expected(t, [1]))
+  })
+
+  it('a wrong application token (ours) pauses no tenant', async () => {
+    const t = tenant
+    await customers(t, [1])
+    await segments(t, [[1, 'At Risk']])
+    const c = await config(t)
+    await syncer({ ads: { baseUrl: sim.url, appAccessToken: 'not-our-app|wrong' } }).cycle()
+    expect(await syncStore.getConfig(t, c.config_id)).toMatchObject({ status: 'active', paused_reason: null })
+    expect(await syncStore.alertsOf(t, [c.config_id])).toEqual([])
+  })
+
+  it('status polling after a revoked token pauses the tenant once and reads nothing more', async () => {
+    const t = tenant
+    const token = `EAAB-poll-${t}`
+    sim.state.addToken({ token })
+    await customers(t, [1, 2])
+    await segments(t, [[1, 'At Risk'], [2, 'Lost']])
+    await syncStore.createConfig({ tenant_id: t, name: 'a', segment: 'At Risk', ad_account_id: ACCOUNT, token })
+    await syncStore.createConfig({ tenant_id: t, name: 'b', segment: 'Lost', ad_account_id: ACCOUNT, token })
+    const s = syncer()
+    await s.cycle()
+    sim.state.expireToken(token)
+    const audiences = (await syncStore.listConfigs(t)).map((c) => `/${c.audience_id}`)
+    expect(audiences).toHaveLength(2)
+    const before = sim.requestLog.length
+    await s.pollStatus()
+    expect(sim.requestLog.slice(before).filter((r) => audiences.includes(r.path))).toHaveLength(1)
+    const configs = await syncStore.listConfigs(t)
+    expect(configs.map((c) => c.status)).toEqual(['paused', 'paused'])
   })
 
   it('reads audience size and delivery status into ClickHouse', async () => {

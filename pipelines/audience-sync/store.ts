@@ -96,9 +96,23 @@ export class AudienceSyncStore implements LimitStore {
     return r ? this.toConfig(r) : null
   }
 
-  /** Every configuration of every tenant, with its token decrypted (the sync loop). */
+  /**
+   * Every active configuration of every tenant, with its token decrypted (the sync loop). One
+   * whose token does not decrypt (a key dropped from the keyring, a damaged record) is paused
+   * with an alert instead of stopping everyone's sync.
+   */
   async activeConfigsWithTokens(): Promise<ConfigWithToken[]> {
-    return (await this.configRows(`status = 'active'`, {})).map((r) => ({ ...this.toConfig(r), token: this.secrets.decrypt(JSON.parse(r.token) as EncryptedSecret) }))
+    const out: ConfigWithToken[] = []
+    for (const r of await this.configRows(`status = 'active'`, {})) {
+      const c = this.toConfig(r)
+      try {
+        out.push({ ...c, token: this.secrets.decrypt(JSON.parse(r.token) as EncryptedSecret) })
+      } catch (err) {
+        await this.writeConfig({ ...c, status: 'paused', paused_reason: 'token_undecryptable' })
+        await this.alert(c.tenant_id, c.config_id, 'token_undecryptable', `The stored ads token cannot be decrypted (${(err as Error).message}): set a new token`)
+      }
+    }
+    return out
   }
 
   async tokenOf(tenantId: number, configId: string): Promise<string | null> {
@@ -216,13 +230,42 @@ export class AudienceSyncStore implements LimitStore {
     return new Map(rows.map((r) => [Number(r.customer_id), { email: r.email, phone: r.phone, first_name: r.first_name, last_name: r.last_name }]))
   }
 
-  async recordMembers(c: AudienceSyncConfig, batchId: string, rows: { customer_id: number; member: 0 | 1; rejected: boolean }[]): Promise<void> {
+  async recordMembers(c: AudienceSyncConfig, batchId: string, rows: { customer_id: number; member: 0 | 1; rejected: boolean; schema?: string[]; row?: string[] }[]): Promise<void> {
     if (!rows.length) return
     const version = nextVersion(this.now())
     await this.store.insert({
       table: 'audience_members',
       format: 'JSONEachRow',
-      values: rows.map((r) => ({ tenant_id: c.tenant_id, config_id: c.config_id, customer_id: r.customer_id, member: r.member, rejected: r.rejected ? 1 : 0, batch_id: batchId, version })),
+      values: rows.map((r) => ({
+        tenant_id: c.tenant_id, config_id: c.config_id, customer_id: r.customer_id, member: r.member, rejected: r.rejected ? 1 : 0, batch_id: batchId,
+        hashed_schema: r.member ? (r.schema ?? []) : [], hashed_row: r.member ? (r.row ?? []) : [], version,
+      })),
+    })
+  }
+
+  /** The hashed rows the audience was given for these members (what a removal must send). */
+  async heldRows(c: AudienceSyncConfig, ids: number[]): Promise<Map<number, { schema: string[]; row: string[] }>> {
+    const rs = await this.store.query({
+      query: `SELECT customer_id, hashed_schema, hashed_row FROM audience_members FINAL
+              WHERE tenant_id = {t:UInt64} AND config_id = {c:String} AND customer_id IN {ids:Array(UInt64)} AND member = 1 AND length(hashed_row) > 0`,
+      query_params: { t: c.tenant_id, c: c.config_id, ids },
+      format: 'JSONEachRow',
+    })
+    const rows = await rs.json<{ customer_id: string; hashed_schema: string[]; hashed_row: string[] }>()
+    return new Map(rows.map((r) => [Number(r.customer_id), { schema: r.hashed_schema, row: r.hashed_row }]))
+  }
+
+  /**
+   * The platform no longer has the configuration's audience (deleted outside the CDP): forget its
+   * id and what it held, so the next cycle creates a new audience and fills it again.
+   */
+  async resetAudience(c: AudienceSyncConfig): Promise<void> {
+    await this.updateConfig(c.tenant_id, c.config_id, (x) => ({ ...x, audience_id: null }))
+    await this.store.command({
+      query: `INSERT INTO audience_members (tenant_id, config_id, customer_id, member, rejected, batch_id, hashed_schema, hashed_row, version)
+              SELECT tenant_id, config_id, customer_id, 0, 0, 'audience-reset', [], [], version + 1
+              FROM audience_members FINAL WHERE tenant_id = {t:UInt64} AND config_id = {c:String} AND member = 1`,
+      query_params: { t: c.tenant_id, c: c.config_id },
     })
   }
 

@@ -3,6 +3,9 @@ import type { Logger } from '../../common/logger.ts'
 import {
   AdsApiError,
   AdsClient,
+  chunk,
+  MAX_ROWS_PER_REQUEST,
+  type AudienceColumn,
   HourlyBudget,
   InvalidTokenError,
   PermissionDeniedError,
@@ -41,6 +44,14 @@ export interface SyncerOptions {
   sleep?: Sleep
   now?: () => number
 }
+
+/** The tenant was paused (its token is invalid or lacks a permission): no more calls for it in this cycle. */
+class TenantPausedError extends Error {}
+/** The configuration's audience was gone and is reset: this configuration stops for this cycle. */
+class AudienceResetError extends Error {}
+
+/** True when /debug_token says the token is expired (0 = never expires). */
+export const tokenExpired = (expiresAt: number, nowMs: number) => expiresAt !== 0 && expiresAt * 1000 <= nowMs
 
 /** Id of a batch: the configuration, the operation and exactly which customers, with their target state. */
 export function batchId(configId: string, operation: 'add' | 'remove', customerIds: readonly number[]): string {
@@ -93,16 +104,19 @@ export class AudienceSyncer {
   }
 
   /** Maps a failure to the spec's action; true when the tenant was paused. */
-  private async handle(c: ConfigWithToken, err: unknown): Promise<boolean> {
+  private async handle(c: ConfigWithToken, err: unknown, operation: 'sync' | 'read' = 'sync'): Promise<boolean> {
     const log = this.o.logger.child({ tenantId: c.tenant_id, configId: c.config_id })
+    if (err instanceof TenantPausedError) return true
+    if (err instanceof AudienceResetError) return false
     if (!(err instanceof AdsApiError)) {
       log.error({ err }, 'audience sync failed; tried again next cycle')
       return false
     }
     auditEvents.inc({ event: err.name })
     if (err instanceof RateLimitError) {
-      log.warn({ retryAt: new Date(err.retryAt).toISOString(), source: err.source }, 'ads rate limit: waiting for the window')
-      await this.o.store.updateConfig(c.tenant_id, c.config_id, (x) => ({ ...x, blocked_until: err.retryAt }))
+      log.warn({ retryAt: new Date(err.retryAt).toISOString(), source: err.source, operation }, 'ads rate limit: waiting for the window')
+      // A read limit must not hold the uploads back: only upload and creation limits block the configuration.
+      if (operation === 'sync') await this.o.store.updateConfig(c.tenant_id, c.config_id, (x) => ({ ...x, blocked_until: err.retryAt }))
       return false
     }
     if (err instanceof InvalidTokenError || err instanceof PermissionDeniedError) {
@@ -131,22 +145,31 @@ export class AudienceSyncer {
     this.o.logger.warn({ tenantId: c.tenant_id, reason, configs: n }, 'audience sync paused for the tenant')
   }
 
-  /** /debug_token: valid and with the three permissions; checked at most every tokenCheckMs. */
-  private async checkToken(c: ConfigWithToken): Promise<boolean> {
+  /**
+   * /debug_token: valid, not expired and with the three permissions; checked at most every
+   * tokenCheckMs. A rejected token pauses the tenant (TenantPausedError). /debug_token itself
+   * failing (our application token is wrong, the platform is down) is ours to fix: logged and
+   * tried again next cycle, never blamed on the tenant.
+   */
+  private async checkToken(c: ConfigWithToken): Promise<void> {
     const key = createHash('sha256').update(c.token).digest('hex')
-    if ((this.checked.get(key) ?? 0) > this.now()) return true
-    const info = await this.client(c.token).debugToken()
-    if (!info.is_valid || info.expires_at * 1000 <= this.now()) {
+    if ((this.checked.get(key) ?? 0) > this.now()) return
+    let info
+    try {
+      info = await this.client(c.token).debugToken()
+    } catch (err) {
+      throw new Error(`/debug_token failed (check CDP_ADS_APP_ACCESS_TOKEN and the platform): ${(err as Error).message}`)
+    }
+    if (!info.is_valid || tokenExpired(info.expires_at, this.now())) {
       await this.pauseTenant(c, 'token_invalid', 'The ads access token is invalid or expired (/debug_token): sync paused until a new token is set')
-      return false
+      throw new TenantPausedError()
     }
     const missing = REQUIRED_SCOPES.filter((s) => !info.scopes.includes(s))
     if (missing.length) {
       await this.pauseTenant(c, `missing_permission:${missing.join(',')}`, `The ads access token lacks ${missing.join(', ')}: sync paused until granted`)
-      return false
+      throw new TenantPausedError()
     }
     this.checked.set(key, this.now() + (this.o.tokenCheckMs ?? 15 * 60_000))
-    return true
   }
 
   private async ensureAudience(c: ConfigWithToken): Promise<string> {
@@ -165,32 +188,43 @@ export class AudienceSyncer {
   private async syncConfig(c: ConfigWithToken, signal?: AbortSignal): Promise<number> {
     const delta = await this.o.store.delta(c, this.o.settleMs, this.o.maxDeltaPerCycle ?? 100_000)
     if (!delta.length) return 0
-    if (!(await this.checkToken(c))) return 0
+    await this.checkToken(c)
     const audienceId = await this.ensureAudience(c)
     const ids = await this.o.store.identifiers(c.tenant_id, delta.map((d) => d.customer_id))
+    const current = (d: Item) => {
+      const p = ids.get(d.customer_id)
+      return { EMAIL: p?.email, PHONE: p?.phone, FN: p?.first_name, LN: p?.last_name }
+    }
+    const work: { operation: 'add' | 'remove'; batch: UploadBatch<Item> }[] = []
+    // Adds: the customers' identifiers now. One without any is not sent and not recorded, so it is
+    // tried again once its profile has an email, a phone or a name.
+    const adds = delta.filter((d) => d.want === 1)
+    if (adds.length) for (const batch of prepareUpload(adds, current, { maxRows: this.o.maxRows }).batches) work.push({ operation: 'add', batch })
+    // Removals: exactly the rows that were added (the email or phone may have changed since),
+    // grouped by their schema; members added without a kept row by their identifiers now.
+    const removes = delta.filter((d) => d.want === 0)
+    if (removes.length) {
+      const held = await this.o.store.heldRows(c, removes.map((d) => d.customer_id))
+      const bySchema = new Map<string, Item[]>()
+      for (const d of removes.filter((r) => held.has(r.customer_id))) {
+        const key = held.get(d.customer_id)!.schema.join(',')
+        bySchema.set(key, [...(bySchema.get(key) ?? []), d])
+      }
+      for (const [key, items] of bySchema) {
+        for (const part of chunk(items, this.o.maxRows ?? MAX_ROWS_PER_REQUEST)) {
+          work.push({ operation: 'remove', batch: { index: work.length, items: part, payload: { schema: key.split(',') as AudienceColumn[], data: part.map((d) => held.get(d.customer_id)!.row) } } })
+        }
+      }
+      const rest = removes.filter((r) => !held.has(r.customer_id))
+      if (rest.length) for (const batch of prepareUpload(rest, current, { maxRows: this.o.maxRows }).batches) work.push({ operation: 'remove', batch })
+    }
     const client = this.client(c.token)
     let sent = 0
-    let first = true
-    for (const operation of ['add', 'remove'] as const) {
-      const items = delta.filter((d) => (operation === 'add' ? d.want === 1 : d.want === 0))
-      if (!items.length) continue
-      const prepared = prepareUpload(
-        items,
-        (d) => {
-          const p = ids.get(d.customer_id)
-          return { EMAIL: p?.email, PHONE: p?.phone, FN: p?.first_name, LN: p?.last_name }
-        },
-        { maxRows: this.o.maxRows },
-      )
-      // Customers with no identifier at all cannot be matched: held as they are wanted, never sent.
-      if (prepared.skipped.length) await this.o.store.recordMembers(c, 'no-identifiers', prepared.skipped.map((d) => ({ customer_id: d.customer_id, member: d.want, rejected: true })))
-      for (const batch of prepared.batches) {
-        if (signal?.aborted) return sent
-        if (!first && this.o.pacingMs > 0) await this.sleep(this.o.pacingMs)
-        first = false
-        await this.upload(c, client, audienceId, operation, batch)
-        sent += batch.items.length
-      }
+    for (const [n, { operation, batch }] of work.entries()) {
+      if (signal?.aborted) return sent
+      if (n > 0 && this.o.pacingMs > 0) await this.sleep(this.o.pacingMs)
+      await this.upload(c, client, audienceId, operation, batch)
+      sent += batch.items.length
     }
     return sent
   }
@@ -203,6 +237,13 @@ export class AudienceSyncer {
     try {
       result = operation === 'add' ? await client.addUsers(audienceId, batch.payload) : await client.removeUsers(audienceId, batch.payload)
     } catch (err) {
+      if (err instanceof AdsApiError && err.code === 100 && /does not exist/i.test(err.message)) {
+        // The audience was deleted outside the CDP: not a malformed batch. Start a new audience next cycle.
+        await this.o.store.recordBatch({ ...base, status: 'failed', error: `${err.name}: ${err.message}` })
+        await this.o.store.resetAudience(c)
+        await this.o.store.alert(c.tenant_id, c.config_id, 'audience_missing', `Custom audience ${audienceId} no longer exists on the platform: a new one is created and filled`)
+        throw new AudienceResetError()
+      }
       if (err instanceof AdsApiError && err.action === 'dead_letter_batch') {
         // Error 100 (or an answer we cannot read): recorded and dead-lettered; the rows are held as
         // rejected so the same batch is not sent again until their membership changes.
@@ -217,7 +258,11 @@ export class AudienceSyncer {
     }
     const rejected = rejectedItems(batch, result)
     const rejectedIds = new Set(rejected.items.map((i) => i.customer_id))
-    await this.o.store.recordMembers(c, id, batch.items.map((i) => ({ customer_id: i.customer_id, member: i.want, rejected: rejectedIds.has(i.customer_id) })))
+    await this.o.store.recordMembers(
+      c,
+      id,
+      batch.items.map((item, k) => ({ customer_id: item.customer_id, member: item.want, rejected: rejectedIds.has(item.customer_id), schema: batch.payload.schema, row: batch.payload.data[k] })),
+    )
     await this.o.store.recordBatch({
       ...base,
       status: 'done',
@@ -232,8 +277,9 @@ export class AudienceSyncer {
   /** Reads each audience's size and delivery status (within the hourly read budget). */
   async pollStatus(): Promise<number> {
     let read = 0
+    const paused = new Set<number>()
     for (const c of await this.o.store.activeConfigsWithTokens()) {
-      if (!c.audience_id) continue
+      if (!c.audience_id || paused.has(c.tenant_id)) continue
       if (!(await this.budget.peek(c.token, 'read_audience')).allowed) continue
       try {
         const a = await this.client(c.token).getCustomAudience(c.audience_id)
@@ -248,7 +294,7 @@ export class AudienceSyncer {
         })
         read++
       } catch (err) {
-        await this.handle(c, err)
+        if (await this.handle(c, err, 'read')) paused.add(c.tenant_id)
       }
     }
     return read

@@ -37,16 +37,19 @@ ORDER BY (tenant_id, customer_id);
 
 -- What each audience holds, per customer, as of the last successful upload (member 1 or 0).
 -- `rejected`: the platform refused the row (invalid entry); it is not sent again until the
--- customer's membership changes.
+-- customer's membership changes. `hashed_schema`/`hashed_row`: exactly what was added, so a
+-- removal sends the same row even if the customer's email or phone changed since.
 CREATE TABLE IF NOT EXISTS audience_members
 (
-    tenant_id    UInt64,
-    config_id    String,
-    customer_id  UInt64,
-    member       UInt8,
-    rejected     UInt8,
-    batch_id     String,
-    version      UInt64
+    tenant_id      UInt64,
+    config_id      String,
+    customer_id    UInt64,
+    member         UInt8,
+    rejected       UInt8,
+    batch_id       String,
+    hashed_schema  Array(String),
+    hashed_row     Array(String),
+    version        UInt64
 )
 ENGINE = ReplacingMergeTree(version)
 ORDER BY (tenant_id, config_id, customer_id);

@@ -3,12 +3,13 @@ import { z } from 'zod'
 import type { Logger } from '../../common/logger.ts'
 import { SEGMENTS } from '../../pipelines/features/segments.ts'
 import type { AudienceSyncConfig, AudienceSyncStore } from '../../pipelines/audience-sync/store.ts'
-import { REQUIRED_SCOPES } from '../../pipelines/audience-sync/syncer.ts'
+import { REQUIRED_SCOPES, tokenExpired } from '../../pipelines/audience-sync/syncer.ts'
 import { AdsApiError, AdsClient } from '../ads-api/index.ts'
 import { fieldErrorsFromZod } from '../../pipelines/ingest/validation.ts'
 import { sendError } from './errors.ts'
 
 const BASE = '/api/v2/cdp/audience-syncs'
+const UNAVAILABLE = 'unavailable'
 
 export interface AudienceSyncRoutesDeps {
   store: AudienceSyncStore
@@ -56,19 +57,30 @@ export function audienceSyncRouter(deps: AudienceSyncRoutesDeps): Router {
     return q.data.tenant_id
   }
 
-  /** /debug_token: valid, not expired, with the three permissions; null when fine, else why not. */
+  /**
+   * /debug_token: valid, not expired, with the three permissions; null when fine, else why not.
+   * 'unavailable' when the platform could not be asked (down, or our application token rejected).
+   */
   const tokenProblem = async (accessToken: string): Promise<string | null> => {
     if (!deps.ads) return null
     try {
       const info = await new AdsClient({ ...deps.ads, accessToken, retry: { policy: { maxAttempts: 1, multiplier: 1, minWaitMs: 0, maxWaitMs: 0 } } }).debugToken()
-      if (!info.is_valid || info.expires_at * 1000 <= Date.now()) return 'the access token is invalid or expired'
+      if (!info.is_valid || tokenExpired(info.expires_at, Date.now())) return 'the access token is invalid or expired'
       const missing = REQUIRED_SCOPES.filter((s) => !info.scopes.includes(s))
       return missing.length ? `the access token lacks ${missing.join(', ')}` : null
     } catch (err) {
       if (err instanceof AdsApiError && (err.code === 190 || err.code === 200)) return 'the access token is invalid or lacks permissions'
+      if (err instanceof AdsApiError) {
+        deps.logger.error({ err: { name: err.name, code: err.code, status: err.httpStatus } }, '/debug_token failed: check CDP_ADS_APP_ACCESS_TOKEN and the ads platform')
+        return UNAVAILABLE
+      }
       throw err
     }
   }
+  const refuse = (res: Response, problem: string) =>
+    problem === UNAVAILABLE
+      ? sendError(res, 502, 'Ads platform unavailable', 'the token could not be checked with the ads platform; try again later')
+      : sendError(res, 400, 'Invalid credentials', { validation_error: problem })
 
   const view = async (tenantId: number, configs: AudienceSyncConfig[]) => {
     const ids = configs.map((c) => c.config_id)
@@ -123,7 +135,7 @@ export function audienceSyncRouter(deps: AudienceSyncRoutesDeps): Router {
       const q = req.query.tenant_id
       if (q !== undefined && String(q) !== String(b.data.tenant_id)) return sendError(res, 400, 'Invalid request', { errors: [{ path: 'tenant_id', code: 'tenant_mismatch', message: 'the query and the body name different tenants' }] })
       const problem = await tokenProblem(b.data.access_token)
-      if (problem) return sendError(res, 400, 'Invalid credentials', { validation_error: problem })
+      if (problem) return refuse(res, problem)
       const { access_token, ...rest } = b.data
       const c = await store.createConfig({ ...rest, token: access_token, name: rest.name ?? `CDP ${rest.segment} (tenant ${rest.tenant_id})` })
       deps.logger.info({ tenantId: c.tenant_id, configId: c.config_id, segment: c.segment }, 'audience sync configured')
@@ -156,7 +168,7 @@ export function audienceSyncRouter(deps: AudienceSyncRoutesDeps): Router {
       if (!cur) return sendError(res, 404, 'Audience sync not found', { id: req.params.configId, tenant_id: tenantId })
       if (b.data.access_token) {
         const problem = await tokenProblem(b.data.access_token)
-        if (problem) return sendError(res, 400, 'Invalid credentials', { validation_error: problem })
+        if (problem) return refuse(res, problem)
       }
       const next = await store.updateConfig(
         tenantId,
