@@ -28,4 +28,14 @@ describe('analytics response cache', () => {
     expect(cache.get(1, 'k')).toBeUndefined()
     expect(cache.get(2, 'k')).toBe('two')
   })
+
+  it('an answer computed before an invalidation is not stored after it', () => {
+    const cache = new ResponseCache()
+    const epoch = cache.epoch(1)
+    cache.invalidateTenant(1) // the data moved while the answer was being computed
+    cache.set(1, 'k', 'stale', 60_000, epoch)
+    expect(cache.get(1, 'k')).toBeUndefined()
+    cache.set(1, 'k', 'fresh', 60_000, cache.epoch(1))
+    expect(cache.get(1, 'k')).toBe('fresh')
+  })
 })

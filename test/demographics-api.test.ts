@@ -268,6 +268,10 @@ describe('GET /api/v2/cdp/analytics/demographics', () => {
     expect(f.body.data.summary).toEqual(expected(PEOPLE.filter((p) => p.gender === 'F' && p.region === 'Región Centro')).summary)
     const g = await get(`/api/v2/cdp/analytics/demographics?tenant_id=${T}&generation=Boomers`)
     expect(g.body.data.summary.total_customers).toBe(2) // 58 and 70
+    // A filter that matches nobody: 200 with zeros, not the 204 of a tenant without data.
+    const none = await get(`/api/v2/cdp/analytics/demographics?tenant_id=${T}&gender=U&region=Cuyo`)
+    expect(none.status).toBe(200)
+    expect(none.body.data.summary).toMatchObject({ total_customers: 0, customers_with_age: 0, overall_avg_age: null })
     const a = await get(`/api/v2/cdp/analytics/demographics?tenant_id=${T}&age_segment=25-34`)
     expect(a.body.data.age_analysis.map((r: { customer_count: number }) => r.customer_count)).toEqual([0, 2, 0, 0, 0])
   })

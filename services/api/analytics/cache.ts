@@ -5,6 +5,8 @@
  */
 export class ResponseCache {
   private readonly entries = new Map<number, Map<string, { at: number; ttl: number; value: unknown }>>()
+  /** Bumped by invalidateTenant: an answer computed before it must not be stored after it. */
+  private readonly epochs = new Map<number, number>()
   constructor(private readonly now: () => number = Date.now, private readonly maxPerTenant = 500) {}
 
   get<T>(tenantId: number, key: string): T | undefined {
@@ -17,8 +19,14 @@ export class ResponseCache {
     return e.value as T
   }
 
-  set(tenantId: number, key: string, value: unknown, ttlMs: number): void {
+  /** The tenant's epoch now: pass it to set() with an answer computed from here on. */
+  epoch(tenantId: number): number {
+    return this.epochs.get(tenantId) ?? 0
+  }
+
+  set(tenantId: number, key: string, value: unknown, ttlMs: number, epoch = this.epoch(tenantId)): void {
     if (this.maxPerTenant <= 0) return // a cache of size 0 is off
+    if (epoch !== this.epoch(tenantId)) return // invalidated while it was computed: possibly stale
     let m = this.entries.get(tenantId)
     if (!m) this.entries.set(tenantId, (m = new Map()))
     if (m.size >= this.maxPerTenant) m.delete(m.keys().next().value!)
@@ -27,6 +35,7 @@ export class ResponseCache {
 
   invalidateTenant(tenantId: number): void {
     this.entries.delete(tenantId)
+    this.epochs.set(tenantId, this.epoch(tenantId) + 1)
   }
 }
 

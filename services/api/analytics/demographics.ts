@@ -79,6 +79,11 @@ const bits = (set: readonly string[]) => KEYS.reduce((m, k, i) => m | ((set.incl
 /** ISO 8601 without zone (the spec's `timestamp`): UTC wall time, milliseconds. */
 export const isoWithoutZone = (ms: number) => new Date(ms).toISOString().slice(0, 23)
 
+/** Whether a customer or demographic filter narrows the request. */
+function narrowedBy(q: DemographicsOptions, nowMs: number): boolean {
+  return customerScope(q, nowMs).filtered || DEMOGRAPHIC_FILTERS.some((f) => q[f] !== undefined)
+}
+
 async function groups(ctx: AnalyticsContext, q: DemographicsOptions): Promise<GroupRow[]> {
   const s = customerScope(q, ctx.now())
   const c: string[] = []
@@ -87,7 +92,7 @@ async function groups(ctx: AnalyticsContext, q: DemographicsOptions): Promise<Gr
   if (q.gender) (c.push('d.gender IN {f_gender:Array(String)}'), (params.f_gender = q.gender))
   if (q.region) (c.push('d.region IN {f_region:Array(String)}'), (params.f_region = q.region))
   if (q.generation) (c.push('d.generation IN {f_generation:Array(String)}'), (params.f_generation = q.generation))
-  const narrowed = s.filtered || c.length > 0
+  const narrowed = narrowedBy(q, ctx.now())
   const where = [s.where, ...c].join(' AND ')
   return tenantWide(ctx, q.tenant_id, 'demographics.groups', !narrowed, () =>
     select<GroupRow>(
@@ -124,8 +129,11 @@ export async function demographicsBody(ctx: AnalyticsContext, q: DemographicsOpt
   })
   const of = (set: readonly string[]) => rows.filter((r) => r.g === bits(set))
   const total = of(SETS.total)[0]
-  // No customer with any demographic field: nothing to analyse (204, no body).
-  if (!total || (total.with_age === 0 && total.with_gender === 0 && total.with_location === 0)) return NO_CONTENT
+  // The tenant has no demographic data at all: nothing to analyse (204, no body). A filter that
+  // matches nobody is an answer of zeros (200), not "no data".
+  const empty = !total || (total.with_age === 0 && total.with_gender === 0 && total.with_location === 0)
+  if (empty && !narrowedBy(q, ctx.now())) return NO_CONTENT
+  if (!total) throw new Error('the grouping-sets query returned no total row')
 
   const byAge = new Map(of(SETS.age).map((r) => [r.age_segment, r]))
   const withSegment = [...byAge.entries()].filter(([k]) => k !== null).reduce((s, [, r]) => s + r.customers, 0)

@@ -7,6 +7,7 @@ import { sendError } from '../errors.ts'
 import { ResponseCache, OVERVIEW_MAX_AGE_S } from './cache.ts'
 import { NO_CONTENT, type AnalyticsContext } from './endpoint.ts'
 import { asOfSummary, type SummarySource } from './summary.ts'
+import { customerScope } from './customers.ts'
 import { EXPORT_ROW_LIMIT, sendExport } from './exports.ts'
 import { ANALYTICS_ENDPOINTS } from './endpoints.ts'
 
@@ -48,7 +49,8 @@ export function analyticsRouter(deps: AnalyticsDeps): Router {
         }
         const q = parsed.data
         if (!(await known(q.tenant_id))) return sendError(res, ep.unknownTenantStatus ?? 404, 'Tenant not found', { tenant_id: q.tenant_id })
-        const rctx = asOfSummary(ctx, q.tenant_id)
+        // Unfiltered requests are answered as of the tenant summary; filtered ones run live, on the live clock.
+        const rctx = customerScope(q, ctx.now()).filtered ? ctx : asOfSummary(ctx, q.tenant_id)
         if (q.format) {
           if (!ep.export) return sendError(res, 400, 'Export not available', `${ep.path} has no row-level export; formats apply to endpoints with rows`)
           const n = await ep.export.count(rctx, q)
@@ -59,8 +61,9 @@ export function analyticsRouter(deps: AnalyticsDeps): Router {
         const key = `${ep.path}?${JSON.stringify(q)}`
         let body = ep.cacheTtlMs ? ctx.cache.get(q.tenant_id, key) : undefined
         if (body === undefined) {
+          const epoch = ctx.cache.epoch(q.tenant_id)
           body = await ep.body(rctx, q)
-          if (ep.cacheTtlMs) ctx.cache.set(q.tenant_id, key, body, ep.cacheTtlMs)
+          if (ep.cacheTtlMs) ctx.cache.set(q.tenant_id, key, body, ep.cacheTtlMs, epoch)
         }
         if (ep.overview) res.set('Cache-Control', `private, max-age=${OVERVIEW_MAX_AGE_S}`)
         if (body === NO_CONTENT) return void res.status(204).end()
