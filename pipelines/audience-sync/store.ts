@@ -278,7 +278,7 @@ export class AudienceSyncStore implements LimitStore {
     audience_id: string
     operation: 'add' | 'remove'
     rows: number
-    status: 'pending' | 'done' | 'dead_letter' | 'failed'
+    status: 'pending' | 'done' | 'dead_letter' | 'failed' | 'waiting'
     num_received?: number | null
     num_invalid_entries?: number | null
     invalid_entry_samples?: Record<string, string[]>

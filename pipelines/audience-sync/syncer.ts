@@ -174,12 +174,23 @@ export class AudienceSyncer {
 
   private async ensureAudience(c: ConfigWithToken): Promise<string> {
     if (c.audience_id) return c.audience_id
-    const created = await this.client(c.token).createCustomAudience(c.ad_account_id, {
-      name: c.name,
-      description: `CDP segment "${c.segment}" of tenant ${c.tenant_id} (kept in sync by the customer data platform)`,
-      subtype: 'CUSTOM',
-      customer_file_source: 'USER_PROVIDED_ONLY',
-    })
+    let created
+    try {
+      created = await this.client(c.token).createCustomAudience(c.ad_account_id, {
+        name: c.name,
+        description: `CDP segment "${c.segment}" of tenant ${c.tenant_id} (kept in sync by the customer data platform)`,
+        subtype: 'CUSTOM',
+        customer_file_source: 'USER_PROVIDED_ONLY',
+      })
+    } catch (err) {
+      // Refused as malformed: repeating it every cycle would only spend the 25 creations an hour.
+      if (err instanceof AdsApiError && err.action === 'dead_letter_batch') {
+        await this.o.store.updateConfig(c.tenant_id, c.config_id, (x) => ({ ...x, status: 'paused', paused_reason: 'audience_create_failed' }))
+        await this.o.store.alert(c.tenant_id, c.config_id, 'audience_create_failed', `Creating the custom audience was refused (error ${err.code ?? 'unknown'}): ${err.message}`)
+        throw new AudienceResetError()
+      }
+      throw err
+    }
     await this.o.store.updateConfig(c.tenant_id, c.config_id, (x) => ({ ...x, audience_id: created.id }))
     this.o.logger.info({ tenantId: c.tenant_id, configId: c.config_id, audienceId: created.id }, 'custom audience created')
     return created.id
@@ -253,7 +264,8 @@ export class AudienceSyncer {
         await this.o.store.alert(c.tenant_id, c.config_id, 'batch_dead_lettered', `Batch ${id} (${operation}, ${batch.items.length} rows) was refused as malformed (error ${err.code ?? 'unknown'}): ${err.message}`)
         return
       }
-      await this.o.store.recordBatch({ ...base, status: 'failed', error: err instanceof Error ? `${err.name}: ${err.message}` : String(err) })
+      // A rate-limit wait is not a failure of the batch (spec: wait for the window).
+      await this.o.store.recordBatch({ ...base, status: err instanceof RateLimitError ? 'waiting' : 'failed', error: err instanceof Error ? `${err.name}: ${err.message}` : String(err) })
       throw err
     }
     const rejected = rejectedItems(batch, result)

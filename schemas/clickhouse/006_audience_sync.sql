@@ -54,7 +54,8 @@ CREATE TABLE IF NOT EXISTS audience_members
 ENGINE = ReplacingMergeTree(version)
 ORDER BY (tenant_id, config_id, customer_id);
 
--- Every upload batch: written `pending` before the call, then `done`, `dead_letter` or `failed`.
+-- Every upload batch: written `pending` before the call, then `done`, `dead_letter`, `failed`, or
+-- `waiting` (a rate limit: not a failure).
 CREATE TABLE IF NOT EXISTS audience_sync_batches
 (
     tenant_id              UInt64,
