@@ -12,6 +12,9 @@ import { projectionPipeline } from '../pipelines/projection/pipeline.ts'
 import { runFeatures } from '../pipelines/features/run.ts'
 import { runConnectors } from '../pipelines/connectors/run.ts'
 import { SyncQueue, type SyncJob } from '../pipelines/connectors/queue.ts'
+import { SecretDecryptError } from '../common/secrets.ts'
+import type { EventLog } from '../common/eventlog/port.ts'
+import { createSyncSource } from '../services/connectors/source.ts'
 import { createApp } from '../services/api/app.ts'
 import { ApiKeyStore } from '../services/api/api-keys.ts'
 import { integrationsRouter } from '../services/api/integrations/router.ts'
@@ -76,7 +79,8 @@ async function call(method: string, path: string, body?: unknown): Promise<{ sta
 }
 
 async function runner(over: Partial<Parameters<typeof runConnectors>[1]> = {}) {
-  const r = await runConnectors(rt, { secrets: box, triggerAnalysis: async (t) => void analysed.push(t), endpoints, pollMs: 3_600_000, now, leaseMs: 60_000, runnerId: uniqueName('runner'), ...over })
+  // The webhook receiver listens on 127.0.0.1: allowed here as in development.
+  const r = await runConnectors(rt, { secrets: box, triggerAnalysis: async (t) => void analysed.push(t), endpoints, pollMs: 3_600_000, now, leaseMs: 60_000, runnerId: uniqueName('runner'), allowPrivateWebhooks: true, ...over })
   stops.push(() => r.stop())
   return r
 }
@@ -264,7 +268,7 @@ describe('a sync killed halfway', () => {
     const aTick = a.runOnce().catch(() => 0)
     await waitFor(async () => {
       const j = await job(id, syncId)
-      return j.checkpoint?.cursor === '4' && j.entities[j.checkpoint.entity_index] === 'orders'
+      return j.checkpoint?.stats.entities.orders?.pages === 3 && j.checkpoint.cursor !== null && j.entities[j.checkpoint.entity_index] === 'orders'
     }, { what: 'three pages of orders checkpointed', timeoutMs: 60_000 })
     const beforeKill = (await job(id, syncId)).stats!
     expect(beforeKill.entities.orders!.published).toBe(75)
@@ -399,6 +403,188 @@ describe('recurring syncs and the marketplace', () => {
     const after = (await call('GET', `${BASE}/integration/${id}`)).body.data
     expect(Date.parse(after.next_scheduled_sync)).toBe(next + 3_600_000)
     expect(await r.runOnce()).toBe(0)
+  })
+})
+
+describe('sync notifications: SSRF guard and secrets', () => {
+  it('refuses loopback, private and link-local webhook destinations unless allowPrivateWebhooks; the sync still succeeds', async () => {
+    const tenant = TENANT + 5
+    const id = await create(tenant, { integration_type: 'commerce_platform', account_name: 'demoshop', environment: 'commerce_stable', app_key: commerceSim.DEFAULTS.appKey, app_token: commerceSim.DEFAULTS.appToken, configuration: { initial_sync: false, sync_interval: 'manual', webhook_url: hookUrl } })
+    const port = new URL(hookUrl).port
+    const guarded = await runner({ allowPrivateWebhooks: false })
+    for (const url of [hookUrl, `http://localhost:${port}/hook`, 'http://10.1.2.3/hook', 'http://169.254.169.254/latest/meta-data/', 'http://[::ffff:127.0.0.1]:' + port + '/', 'http://100.64.0.1/']) {
+      expect((await call('PUT', `${BASE}/${id}`, { configuration: { webhook_url: url } })).status).toBe(200)
+      const syncId = (await call('POST', `${BASE}/${id}/sync`, { entities: ['products'] })).body.data.sync_id as string
+      expect(await guarded.runOnce()).toBe(1)
+      const j = await job(id, syncId)
+      expect(j.status, url).toBe('success')
+      expect(j.notification, url).toMatchObject({ status: 'failed', url, http_status: null, attempts: 0, error: expect.stringMatching(/^refused: .*private or reserved address/) })
+      expect(hooks.some((h) => h.raw.includes(syncId)), url).toBe(false)
+    }
+    // The same local receiver with the option on (development): delivered.
+    await call('PUT', `${BASE}/${id}`, { configuration: { webhook_url: hookUrl } })
+    const syncId = (await call('POST', `${BASE}/${id}/sync`, { entities: ['products'] })).body.data.sync_id as string
+    await (await runner()).runOnce()
+    expect((await job(id, syncId)).notification).toMatchObject({ status: 'delivered', http_status: 204 })
+  })
+
+  it('an integration secret that cannot be decrypted fails the notification instead of signing with the shared secret', async () => {
+    const tenant = TENANT + 6
+    const own = 'own-webhook-secret-that-is-lost-0123'
+    const id = await create(tenant, { integration_type: 'commerce_platform', account_name: 'demoshop', environment: 'commerce_stable', app_key: commerceSim.DEFAULTS.appKey, app_token: commerceSim.DEFAULTS.appToken, configuration: { initial_sync: false, sync_interval: 'manual', webhook_url: hookUrl, webhook_secret: own } })
+    // A keyring that opens the credentials but not this integration's webhook secret.
+    const broken = Object.create(box) as SecretBox
+    broken.decrypt = (e) => {
+      const plain = box.decrypt(e)
+      if (plain === own) throw new SecretDecryptError(`no key ${e.key_id} in the keyring`)
+      return plain
+    }
+    const syncId = (await call('POST', `${BASE}/${id}/sync`, { entities: ['products'] })).body.data.sync_id as string
+    await (await runner({ secrets: broken, webhookSecret: 'shared-deployment-secret-0123456789' })).runOnce()
+    const j = await job(id, syncId)
+    expect(j.status).toBe('success')
+    expect(j.notification).toMatchObject({ status: 'failed', signed: false, attempts: 0, error: expect.stringContaining('cannot be decrypted') })
+    expect(hooks.some((h) => h.raw.includes(syncId))).toBe(false)
+  })
+})
+
+/** A bigshop integration (created through an API whose endpoints point at the big simulator) and a queued orders sync. */
+async function bigOrdersSync(tenant: number, batchSize: number): Promise<{ id: number; syncId: string }> {
+  const bigApi = await listen(createApp({ logger, log: rt.log, codec: rt.codec, readiness: [], auth: { adminToken: ADMIN, keys: new ApiKeyStore(store) }, integrations: integrationsRouter({ store, secrets: box, endpoints: { ...endpoints, commercePlatform: big.url }, logger, now }) }))
+  const post = async (path: string, body: unknown) => {
+    const res = await fetch(`${bigApi}${BASE}${path}`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' }, body: JSON.stringify(body) })
+    return { status: res.status, body: (await res.json()) as Json }
+  }
+  const c = await post('', { tenant_id: tenant, integration_type: 'commerce_platform', account_name: 'bigshop', environment: 'commerce_stable', app_key: 'appkey-bigshop-BIG0001', app_token: 'big-app-token-0123456789abcdef', configuration: { initial_sync: false, sync_interval: 'manual', batch_size: batchSize } })
+  expect(c.status, JSON.stringify(c.body)).toBe(201)
+  const id = c.body.data.id as number
+  const q = await post(`/${id}/sync`, { entities: ['orders'] })
+  expect(q.status).toBe(202)
+  return { id, syncId: q.body.data.sync_id as string }
+}
+
+describe('a runner that stalls past its lease', () => {
+  it('writes neither a checkpoint nor a success once another runner took the job over', async () => {
+    const tenant = TENANT + 7
+    const { id, syncId } = await bigOrdersSync(tenant, 50)
+    const e = { ...endpoints, commercePlatform: big.url }
+    // Runner A stalls on its last page of orders; the answer comes after B finished the job.
+    const lastPage = Math.ceil(expected(big).orders / 50)
+    expect(lastPage).toBeGreaterThan(1)
+    let pages = 0
+    let resume: () => void = () => {}
+    const gate = new Promise<void>((r) => (resume = r))
+    const frozen = clock.t
+    const aAnalysed: number[] = []
+    const a = await runConnectors(rt, {
+      secrets: box, triggerAnalysis: async (t) => void aAnalysed.push(t), endpoints: e, pollMs: 3_600_000, now: () => frozen, leaseMs: 60_000, runnerId: 'runner-stall-A',
+      fetch: async (input, init) => {
+        if (String(input).includes('/oms/orders') && ++pages === lastPage) await gate
+        return fetch(input, init)
+      },
+    })
+    stops.push(() => a.stop())
+    const aTick = a.runOnce()
+    await waitFor(async () => pages >= lastPage, { what: 'runner A stalled on its last page' })
+    clock.t += 120_000
+    await (await runner({ endpoints: e, runnerId: 'runner-stall-B' })).runOnce()
+    const done = await job(id, syncId)
+    expect(done).toMatchObject({ status: 'success', attempt: 2, runner_id: '' })
+    resume()
+    await aTick
+    const after = await job(id, syncId)
+    expect(after).toMatchObject({ status: 'success', attempt: 2, runner_id: '', finished_at: done.finished_at })
+    expect(after.checkpoint).toEqual(done.checkpoint)
+    expect(aAnalysed).toEqual([])
+    const runs = await queue().runs(id, syncId)
+    expect(runs.map((r) => [r.attempt, r.status]).sort()).toEqual([[1, 'interrupted'], [2, 'success']])
+  })
+})
+
+describe('the heartbeat during a page', () => {
+  it('persists the counts of the pages the checkpoint has passed, never half a page', async () => {
+    const tenant = TENANT + 8
+    const { id, syncId } = await bigOrdersSync(tenant, 25)
+    // Publishing the 2nd page of orders takes long enough for heartbeats (every second) to write the job.
+    let sends = 0
+    let resume: () => void = () => {}
+    const gate = new Promise<void>((r) => (resume = r))
+    const slowLog: EventLog = Object.create(rt.log)
+    slowLog.send = async (topic, records) => {
+      if (topic === TOPICS.orders.name && ++sends === 2) await gate
+      return rt.log.send(topic, records)
+    }
+    const r = await runConnectors({ ...rt, log: slowLog }, { secrets: box, triggerAnalysis: async () => {}, endpoints: { ...endpoints, commercePlatform: big.url }, pollMs: 3_600_000, now, leaseMs: 4_000, runnerId: uniqueName('runner') })
+    stops.push(() => r.stop())
+    const tick = r.runOnce()
+    await waitFor(async () => sends >= 2, { what: 'the 2nd page publishing' })
+    const before = performance.now()
+    await waitFor(async () => (await job(id, syncId)).heartbeat_at !== null && performance.now() - before > 2_500, { what: 'heartbeats during the page', timeoutMs: 10_000 })
+    const mid = await job(id, syncId)
+    resume()
+    await tick
+    // One page read (25 orders) and its cursor: the stats written with it are that page's, whatever the heartbeat wrote.
+    expect(mid.checkpoint!.stats.entities.orders).toMatchObject({ pages: 1, received: 25, published: 25 })
+    expect(mid.stats!.entities.orders).toMatchObject({ pages: 1, received: 25, published: 25 })
+    const j = await job(id, syncId)
+    const { orders } = expected(big)
+    expect(j.status).toBe('success')
+    expect(j.stats!.entities.orders).toMatchObject({ received: orders, published: orders })
+  })
+})
+
+describe('keyset paging over the updated window', () => {
+  it('commerce platform: a record that changes between page 1 and page 2 moves no other record out of the sync', async () => {
+    const t = { now: SIM_NOW }
+    const sim = await commerceSim.start({ customers: 60, end: SIM_END, now: () => t.now, seed: 'keyset' })
+    try {
+      const window = { from: null, to: SIM_NOW }
+      const want = sim.state.ordersIn({ updated: { to: window.to }, created: {} }).map((o) => o.order.seq)
+      expect(want.length).toBeGreaterThan(30)
+      const source = createSyncSource('commerce_platform', { account_name: 'demoshop', environment: 'commerce_stable', app_key: commerceSim.DEFAULTS.appKey, app_token: commerceSim.DEFAULTS.appToken }, {}, { tenantId: 1, endpoints: { ...endpoints, commercePlatform: sim.url } })
+      const got = new Set<string>()
+      let cursor: string | null = null
+      let pages = 0
+      do {
+        const page = await source.page('orders', window, cursor, 10, new Map())
+        for (const o of page.orders) got.add(o.externalId)
+        if (++pages === 1) {
+          // After page 1 the shop cancels one of the orders already read: it leaves the window.
+          t.now = SIM_NOW + 60_000
+          sim.state.cancelOrder(want[3]!)
+        }
+        cursor = page.next
+      } while (cursor !== null)
+      for (const seq of want) expect(got.has(commerceSim.orderIdOf(seq)), `order ${seq}`).toBe(true)
+    } finally {
+      await sim.close()
+    }
+  })
+
+  it('marketplace: likewise with its offset-paged search', async () => {
+    const t = { now: SIM_NOW }
+    const sim = await marketplaceSim.start({ customers: 40, end: SIM_END, now: () => t.now, seed: 'keyset' })
+    try {
+      const window = { from: null, to: SIM_NOW }
+      const want = sim.state.ordersIn({ updated: { to: window.to }, created: {} }).map((o) => marketplaceSim.orderIdOf(o.order.seq))
+      expect(want.length).toBeGreaterThan(30)
+      const source = createSyncSource('marketplace', { client_id: marketplaceSim.DEFAULTS.clientId, client_secret: marketplaceSim.DEFAULTS.clientSecret, redirect_uri: marketplaceSim.DEFAULTS.redirectUri }, {}, { tenantId: 1, endpoints: { ...endpoints, marketplace: sim.url }, now: () => t.now })
+      const got = new Set<string>()
+      let cursor: string | null = null
+      let pages = 0
+      do {
+        const page = await source.page('orders', window, cursor, 10, new Map())
+        for (const o of page.orders) got.add(o.externalId)
+        if (++pages === 1) {
+          t.now = SIM_NOW + 60_000
+          sim.state.cancelOrder(want[3]!)
+        }
+        cursor = page.next
+      } while (cursor !== null)
+      for (const oid of want) expect(got.has(String(oid)), `order ${oid}`).toBe(true)
+    } finally {
+      await sim.close()
+    }
   })
 })
 

@@ -12,6 +12,7 @@ import { createApp } from '../services/api/app.ts'
 import { ApiKeyStore, type CreatedKey } from '../services/api/api-keys.ts'
 import { integrationsRouter } from '../services/api/integrations/router.ts'
 import { IntegrationStore, rotateIntegrationCredentials } from '../services/api/integrations/store.ts'
+import { SyncBody } from '../services/api/integrations/schemas.ts'
 import { SyncQueue } from '../pipelines/connectors/queue.ts'
 import * as commerceSim from '../services/simulators/commerce-platform/index.ts'
 import * as marketplaceSim from '../services/simulators/marketplace/index.ts'
@@ -355,6 +356,13 @@ describe('validate, test, sync (endpoints 6, 7, 8)', () => {
     expect(job).toMatchObject({ status: 'queued', sync_type: 'full', entities: ['customers', 'orders'], date_from: Date.UTC(2025, 0, 1), date_to: Date.UTC(2025, 3, 1) })
     expectCommonError(await call('POST', `${BASE}/${id}/sync`, { date_from: '2025-02-01', date_to: '2025-01-01' }), 400)
     expectCommonError(await call('POST', `${BASE}/${id}/sync`, { date_from: '01/02/2025' }), 400)
+    // Impossible dates are refused, not rolled over into the next month.
+    for (const bad of [{ date_from: '2024-02-30' }, { date_to: '2023-02-29' }, { date_from: '2025-04-31' }, { date_to: '2025-13-01' }]) {
+      const e = await call('POST', `${BASE}/${id}/sync`, bad)
+      expectCommonError(e, 400)
+      expect(JSON.stringify(e.body)).toContain('not a calendar date')
+    }
+    expect(SyncBody.safeParse({ date_from: '2024-02-29', date_to: '2024-12-31' }).success).toBe(true)
     expectCommonError(await call('POST', `${BASE}/${id}/sync`, { entities: ['invoices'] }), 400)
     const ads = (await call('GET', `${BASE}/1`)).body.data.find((i: Json) => i.integration_type === 'search_ads').id
     expect((await call('POST', `${BASE}/${ads}/sync`, { entities: ['orders'] })).body.details.errors[0].code).toBe('not_supported')

@@ -33,6 +33,8 @@ export interface JobDeps {
   triggerAnalysis(tenantId: number): Promise<void>
   /** Signs notifications of integrations without a webhook_secret of their own. */
   webhookSecret: string | null
+  /** Notifications may go to private, loopback and link-local addresses (development only). */
+  allowPrivateWebhooks?: boolean
   /** Transport of the connectors and the webhook (tests inject one). */
   fetch?: typeof fetch
   sleep?: (ms: number) => Promise<void>
@@ -89,9 +91,9 @@ export async function executeJob(claimed: SyncJob, deps: JobDeps, signal: AbortS
     const http: HttpOptions = { fetch: deps.fetch, sleep: deps.sleep, signal }
     const source = createSyncSource(integration.integration_type, creds, { api_version: integration.configuration.api_version, site_id: integration.configuration.site_id ?? undefined }, { tenantId: job.tenant_id, endpoints: deps.endpoints, http, now: deps.now })
     await source.verify()
-    const cp = job.checkpoint ?? (await initialCheckpoint(job, deps))
+    let cp: Checkpoint = job.checkpoint ?? (await initialCheckpoint(job, deps))
     job = { ...job, checkpoint: cp }
-    const run = new PageProcessor(job, cp.stats, deps)
+    const run = new PageProcessor(job, deps)
 
     while (cp.entity_index < job.entities.length) {
       if (signal.aborted) throw new SyncInterruptedError('the runner is stopping')
@@ -101,17 +103,24 @@ export async function executeJob(claimed: SyncJob, deps: JobDeps, signal: AbortS
       const window: SyncWindow = { from: cp.window_from[entity] ?? null, to: cp.window_to }
       const first = cp.cursor === null
       const page = await source.page(entity, window, cp.cursor, integration.configuration.batch_size, run.products)
-      await run.process(entity, page, first)
-      if (page.next === null) {
-        run.closeEntity(entity)
-        cp.entity_index++
-        cp.cursor = null
-      } else cp.cursor = page.next
+      // The page counts into a copy: the heartbeat may write the job while the page is being
+      // published, and the committed checkpoint must pair the old cursor with the old counts (a
+      // resumed attempt replays the page and would otherwise count it twice).
+      const stats = structuredClone(cp.stats)
+      await run.process(entity, page, first, stats)
+      const last = page.next === null
+      if (last) run.closeEntity(entity, stats)
+      const next: Checkpoint = { ...cp, stats, entity_index: last ? cp.entity_index + 1 : cp.entity_index, cursor: last ? null : page.next }
+      // A runner that stalled past its lease lost the job: it must not move the checkpoint back.
+      await ensureOwner(job, deps)
+      cp = next
       job = { ...job, checkpoint: cp, stats: cp.stats, heartbeat_at: deps.now() }
       await queue.write(job)
     }
 
+    await ensureOwner(job, deps)
     await updateWatermarks(job, cp, deps)
+    cp = { ...cp, stats: structuredClone(cp.stats) }
     const published = cp.stats.events_published.customers + cp.stats.events_published.orders
     if (published > 0) {
       try {
@@ -124,6 +133,7 @@ export async function executeJob(claimed: SyncJob, deps: JobDeps, signal: AbortS
       }
     }
     await stopHeartbeat()
+    await ensureOwner(job, deps)
     job = { ...job, status: 'success', runner_id: '', finished_at: deps.now(), checkpoint: cp, stats: cp.stats, error_code: '', error: null }
     await queue.write(job)
     await finishRun('success', cp.stats, null)
@@ -200,16 +210,20 @@ async function ensureOwner(job: SyncJob, deps: JobDeps): Promise<void> {
 
 const summary = (s: JobStats) => ({ duplicates: s.integrity.duplicates, total_mismatches: s.integrity.total_mismatches, unknown_customers: s.integrity.unknown_customers, invalid_records: s.integrity.invalid_records })
 
-/** Integrity checks and publishing of one page at a time; `stats` is the checkpoint's (it survives a resume). */
+/** Integrity checks and publishing of one page at a time, counted into the stats `process` is given (the next checkpoint's). */
 class PageProcessor {
   /** SKU → product name, from the products pages (fills order lines that come without a name). */
   readonly products = new Map<string, string>()
   private readonly seenOrders = new Set<string>()
   private readonly unknownSeen = new Set<string>()
 
-  constructor(private readonly job: SyncJob, private readonly stats: JobStats, private readonly deps: JobDeps) {}
+  /** The stats of the page being processed. */
+  private stats: JobStats = emptyStats()
 
-  async process(entity: Entity, page: SourcePage, firstPage: boolean): Promise<void> {
+  constructor(private readonly job: SyncJob, private readonly deps: JobDeps) {}
+
+  async process(entity: Entity, page: SourcePage, firstPage: boolean, stats: JobStats): Promise<void> {
+    this.stats = stats
     const s = (this.stats.entities[entity] ??= { pages: 0, received: 0, expected: null, published: 0 })
     s.pages++
     s.received += page.received
@@ -294,7 +308,8 @@ class PageProcessor {
   }
 
   /** The platform's count of a listing against what was read (an entity read across resumes counts every page once). */
-  closeEntity(entity: Entity): void {
+  closeEntity(entity: Entity, stats: JobStats): void {
+    this.stats = stats
     const s = this.stats.entities[entity]
     if (s && s.expected !== null && s.expected !== s.received && !this.stats.integrity.count_mismatches.includes(entity)) this.stats.integrity.count_mismatches.push(entity)
   }
@@ -306,8 +321,20 @@ async function notify(job: SyncJob, integration: IntegrationRecord, deps: JobDep
   if (!c.webhook_url || !c.webhook_notifications) {
     notification = { status: 'skipped', url: c.webhook_url, http_status: null, attempts: 0, signed: false, at: new Date(deps.now()).toISOString() }
   } else {
-    const secret = (await deps.integrations.webhookSecret(job.integration_id).catch(() => null)) ?? deps.webhookSecret
-    notification = await notifyWebhook(
+    // The deployment's secret signs only for integrations without one of their own: an own secret
+    // that cannot be decrypted (a key rotated away, a damaged row) fails the notification instead
+    // of signing it with a key the receiver does not expect.
+    let secret: string | null = null
+    let secretError: string | null = null
+    try {
+      secret = (await deps.integrations.webhookSecret(job.integration_id)) ?? deps.webhookSecret
+    } catch (err) {
+      secretError = (err as Error).message
+    }
+    if (secretError !== null) {
+      deps.logger.error({ integration_id: job.integration_id, sync_id: job.sync_id, err_message: secretError }, 'the integration webhook secret cannot be decrypted; notification not sent')
+      notification = { status: 'failed', url: c.webhook_url, http_status: null, attempts: 0, signed: false, at: new Date(deps.now()).toISOString(), error: 'the integration webhook_secret cannot be decrypted (set it again); the notification was not sent' }
+    } else notification = await notifyWebhook(
       c.webhook_url,
       event,
       {
@@ -327,7 +354,7 @@ async function notify(job: SyncJob, integration: IntegrationRecord, deps: JobDep
         error: job.error,
       },
       secret,
-      { fetch: deps.fetch, sleep: deps.sleep, now: deps.now },
+      { fetch: deps.fetch, sleep: deps.sleep, now: deps.now, allowPrivate: deps.allowPrivateWebhooks ?? false },
     )
     if (notification.status === 'failed') deps.logger.warn({ integration_id: job.integration_id, sync_id: job.sync_id, http_status: notification.http_status, error: notification.error }, 'sync notification not delivered')
   }

@@ -4,9 +4,12 @@
  * webhook_secret (configuration) or else the deployment's. Receivers recompute the HMAC over the
  * bytes they received and compare in constant time; `sent_at` in the body lets them refuse
  * replays. Up to three attempts; the outcome is recorded on the job, a failure never fails the sync.
+ * The destination must resolve to public addresses only (webhook-guard.ts) unless
+ * `allowPrivate` is set (development: a receiver on localhost).
  */
 import { createHmac, randomUUID } from 'node:crypto'
 import type { Notification } from './queue.ts'
+import { checkWebhookDestination, type LookupAll } from './webhook-guard.ts'
 
 export const SIGNATURE_HEADER = 'x-cdp-signature'
 
@@ -20,6 +23,10 @@ export interface NotifyOptions {
   timeoutMs?: number
   attempts?: number
   now?: () => number
+  /** Post to loopback, private and link-local destinations too; default false (SSRF guard). */
+  allowPrivate?: boolean
+  /** Resolves the webhook host (all addresses); default node:dns/promises lookup. */
+  lookup?: LookupAll
 }
 
 export async function notifyWebhook(url: string, event: string, payload: Record<string, unknown>, secret: string | null, opts: NotifyOptions = {}): Promise<Notification> {
@@ -34,6 +41,16 @@ export async function notifyWebhook(url: string, event: string, payload: Record<
   let tried = 0
   for (let i = 1; i <= attempts; i++) {
     tried = i
+    if (!opts.allowPrivate) {
+      const dest = await checkWebhookDestination(url, opts.lookup)
+      if (!dest.ok) {
+        // A refused destination is never contacted: nothing was attempted.
+        if (dest.final) return { status: 'failed', url, http_status: null, attempts: i - 1, signed: !!secret, at: new Date(now()).toISOString(), error: dest.reason }
+        last = { status: null, error: dest.reason }
+        if (i < attempts) await sleep(1000 * 2 ** (i - 1))
+        continue
+      }
+    }
     try {
       const res = await doFetch(url, { method: 'POST', headers, body, signal: AbortSignal.timeout(opts.timeoutMs ?? 10_000), redirect: 'manual' })
       await res.arrayBuffer().catch(() => undefined)

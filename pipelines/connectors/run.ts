@@ -32,6 +32,12 @@ export interface ConnectorsDeps {
   runnerId?: string
   /** Incremental windows start this long before the watermark; default 10 min. */
   overlapMs?: number
+  /**
+   * Let sync notifications go to loopback, private (RFC 1918), link-local, CGNAT and ULA addresses;
+   * default false: a tenant's webhook_url must resolve to public addresses only (SSRF guard).
+   * CDP_CONNECTORS_ALLOW_PRIVATE_WEBHOOKS; development turns it on for a local receiver.
+   */
+  allowPrivateWebhooks?: boolean
   /** Transport to the external systems and webhooks; default global fetch (tests inject one). */
   fetch?: typeof fetch
   sleep?: (ms: number) => Promise<void>
@@ -54,6 +60,7 @@ export async function runConnectors(rt: Runtime, deps: ConnectorsDeps): Promise<
     endpoints: deps.endpoints,
     triggerAnalysis: deps.triggerAnalysis,
     webhookSecret: deps.webhookSecret ?? null,
+    allowPrivateWebhooks: deps.allowPrivateWebhooks ?? false,
     fetch: deps.fetch,
     sleep: deps.sleep,
     now,

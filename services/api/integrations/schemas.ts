@@ -132,7 +132,12 @@ export const UPDATABLE_CREDENTIALS: Record<IntegrationType, readonly (keyof Upda
   social_ads: ['app_secret', 'access_token'],
 }
 
-const date = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'a date YYYY-MM-DD').refine((s) => Number.isFinite(Date.parse(`${s}T00:00:00Z`)), 'not a calendar date')
+/** A calendar date: Date.parse rolls 2024-02-30 over to March 1st, so the date must survive a round trip. */
+const isCalendarDate = (s: string) => {
+  const t = Date.parse(`${s}T00:00:00Z`)
+  return Number.isFinite(t) && new Date(t).toISOString().slice(0, 10) === s
+}
+const date = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'a date YYYY-MM-DD').refine(isCalendarDate, 'not a calendar date')
 
 export const SyncBody = z
   .strictObject({

@@ -83,7 +83,8 @@ export class CommercePlatformClient {
 }
 
 function query(q: PageQuery): Record<string, string> {
-  const out: Record<string, string> = { page: String(q.page), per_page: String(q.perPage) }
+  // Ascending by last change (then id): the sync pages by keyset on it (source.ts).
+  const out: Record<string, string> = { page: String(q.page), per_page: String(q.perPage), sort: 'updated_asc' }
   if (q.updatedFrom != null) out.updated_from = new Date(q.updatedFrom).toISOString()
   if (q.updatedTo != null) out.updated_to = new Date(q.updatedTo).toISOString()
   return out

@@ -2,7 +2,7 @@
  * Client of the marketplace (services/simulators/marketplace/README.md documents the API): OAuth
  * client credentials for an access token and a refresh token; the access token is refreshed
  * before it expires and once more when an answer says it expired; refresh tokens are single-use.
- * Orders and buyers are searched with offset paging, filtered by last update.
+ * Orders and buyers are searched by last update, ascending (`sort=date_asc`), with offset paging.
  */
 import { z } from 'zod'
 import { ConnectorError, requestJson, type HttpOptions } from '../http.ts'
@@ -102,7 +102,7 @@ export class MarketplaceClient {
   }
 
   async customers(sellerId: number, q: SearchQuery): Promise<{ items: unknown[]; total: number }> {
-    const query = { seller: String(sellerId), offset: String(q.offset), limit: String(q.limit), ...range('date_last_updated', q) }
+    const query = { seller: String(sellerId), offset: String(q.offset), limit: String(q.limit), sort: 'date_asc', ...range('date_last_updated', q) }
     return this.search('/customers/search', `customers at offset ${q.offset}`, query)
   }
 

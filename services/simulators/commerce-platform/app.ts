@@ -116,14 +116,14 @@ function apiRouter(state: CommercePlatformState, onRequest: CommercePlatformSimu
 
   api.get('/catalog/products', (req, res) => {
     requireResource(req, res, 'catalog')
-    const p = page(req, state, state.productsIn(range(req, 'updated')))
+    const p = page(req, state, sorted(req, state.productsIn(range(req, 'updated'))))
     send(req, res, 200, { data: p.items.map((x) => state.renderProduct(x)), paging: p.paging })
   })
 
   api.get('/oms/orders', (req, res) => {
     requireResource(req, res, 'orders')
     const rows = state.ordersIn({ updated: range(req, 'updated'), created: range(req, 'created') })
-    const p = page(req, state, rows)
+    const p = page(req, state, sorted(req, rows))
     send(req, res, 200, { list: p.items.map((o) => state.renderOrder(o)), paging: { total: p.paging.total, pages: p.paging.pages, currentPage: p.paging.page, perPage: p.paging.per_page } })
   })
 
@@ -136,7 +136,7 @@ function apiRouter(state: CommercePlatformState, onRequest: CommercePlatformSimu
 
   api.get('/masterdata/customers', (req, res) => {
     requireResource(req, res, 'masterdata')
-    const p = page(req, state, state.customersIn(range(req, 'updated')))
+    const p = page(req, state, sorted(req, state.customersIn(range(req, 'updated'))))
     send(req, res, 200, { data: p.items.map((c) => state.renderCustomer(c)), paging: p.paging })
   })
 
@@ -153,6 +153,14 @@ function range(req: Request, field: 'updated' | 'created'): { from?: number; to?
   const r = timeRangeParams(req, `${field}_from`, `${field}_to`)
   if (!r) throw new ApiError(400, 'INVALID_PARAMETER', `${field}_from and ${field}_to must be ISO 8601 timestamps`)
   return r
+}
+
+/** `sort`: `updated_asc` (the default: by last change, then id) or `updated_desc`. */
+function sorted<T>(req: Request, rows: T[]): T[] {
+  const sort = req.query.sort ?? 'updated_asc'
+  if (sort === 'updated_asc') return rows
+  if (sort === 'updated_desc') return [...rows].reverse()
+  throw new ApiError(400, 'INVALID_PARAMETER', 'sort must be updated_asc or updated_desc')
 }
 
 function page<T>(req: Request, state: CommercePlatformState, rows: T[]): { items: T[]; paging: { total: number; pages: number; page: number; per_page: number } } {

@@ -163,7 +163,8 @@ export class CommercePlatformState extends PlatformState<ModelOptions> {
   }
 
   productsIn(r: TimeRange): typeof PRODUCTS[number][] {
-    return inRange(this.catalogUpdatedAt, r) && this.catalogUpdatedAt <= this.opts.now() ? [...PRODUCTS] : []
+    // One change time for the whole catalogue: by (updatedAt, skuId) is by SKU.
+    return inRange(this.catalogUpdatedAt, r) && this.catalogUpdatedAt <= this.opts.now() ? [...PRODUCTS].sort((a, b) => (a.sku < b.sku ? -1 : a.sku > b.sku ? 1 : 0)) : []
   }
 
   // ---- rendering in the platform's shapes ------------------------------------------------------

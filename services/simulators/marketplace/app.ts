@@ -113,8 +113,9 @@ function apiRouter(state: MarketplaceState, onRequest: MarketplaceSimulatorOptio
   api.get('/orders/search', (req, res) => {
     checkSeller(req, state)
     const rows = state.ordersIn({ updated: range(req, 'order.date_last_updated'), created: range(req, 'order.date_created') })
-    const p = page(req, state, rows)
-    send(req, res, 200, { query: '', results: p.items.map((o) => state.renderOrder(o)), paging: p.paging, sort: { id: 'date_asc', name: 'Date ascending' } })
+    const sort = sortOf(req)
+    const p = page(req, state, sort.id === 'date_asc' ? rows : [...rows].reverse())
+    send(req, res, 200, { query: '', results: p.items.map((o) => state.renderOrder(o)), paging: p.paging, sort })
   })
 
   api.get('/orders/:id', (req, res) => {
@@ -125,8 +126,10 @@ function apiRouter(state: MarketplaceState, onRequest: MarketplaceSimulatorOptio
 
   api.get('/customers/search', (req, res) => {
     checkSeller(req, state)
-    const p = page(req, state, state.customersIn(range(req, 'date_last_updated')))
-    send(req, res, 200, { results: p.items.map((c) => state.renderBuyer(c)), paging: p.paging })
+    const sort = sortOf(req)
+    const rows = state.customersIn(range(req, 'date_last_updated'))
+    const p = page(req, state, sort.id === 'date_asc' ? rows : [...rows].reverse())
+    send(req, res, 200, { results: p.items.map((c) => state.renderBuyer(c)), paging: p.paging, sort })
   })
 
   api.use((req) => {
@@ -167,6 +170,14 @@ function range(req: Request, field: string): { from?: number; to?: number } {
   const r = timeRangeParams(req, `${field}.from`, `${field}.to`)
   if (!r) throw new ApiError(400, 'bad_request', `${field}.from and ${field}.to must be ISO 8601 timestamps`)
   return r
+}
+
+/** `sort`: `date_asc` (the default: by last update, then id) or `date_desc`. */
+function sortOf(req: Request): { id: 'date_asc' | 'date_desc'; name: string } {
+  const sort = req.query.sort ?? 'date_asc'
+  if (sort === 'date_asc') return { id: 'date_asc', name: 'Date ascending' }
+  if (sort === 'date_desc') return { id: 'date_desc', name: 'Date descending' }
+  throw new ApiError(400, 'bad_request', 'sort must be date_asc or date_desc')
 }
 
 function page<T>(req: Request, state: MarketplaceState, rows: T[]): { items: T[]; paging: { total: number; offset: number; limit: number } } {

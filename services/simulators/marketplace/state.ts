@@ -108,6 +108,16 @@ export class MarketplaceState extends PlatformState<MarketplaceStateOptions> {
     for (const t of this.accessTokens.values()) t.expiresAt = this.opts.now()
   }
 
+  // ---- data changes (tests) -----------------------------------------------------------------
+
+  /** Cancels order `id` (a marketplace order id) at `at` (default now): its last update moves there. */
+  cancelOrder(id: number, at = this.opts.now()): void {
+    const o = this.data.orders.find((x) => orderIdOf(x.seq) === id)
+    if (!o) throw new Error(`unknown order ${id}`)
+    o.cancelledAt = at
+    this.view.invalidate()
+  }
+
   // ---- listings ------------------------------------------------------------------------------
 
   buyerId(c: SimCustomer): number {
