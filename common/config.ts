@@ -86,6 +86,8 @@ export const ConfigSchema = z
     connectorsSyncTimeoutMs: z.coerce.number().int().min(1000).default(600_000),
     /** Signs sync notifications of integrations that set no webhook secret of their own. */
     connectorsWebhookSecret: z.string().min(8).optional(),
+    /** Sync notifications may go to private, loopback or link-local addresses (default: yes in development, no in production). */
+    connectorsAllowPrivateWebhooks: bool.optional(),
     /** Entries per tenant of the analytics response cache; 0 turns it off (e.g. to measure computed answers). */
     analyticsCacheEntries: z.coerce.number().int().min(0).max(100_000).default(500),
   })
@@ -140,6 +142,7 @@ export const ENV_NAMES: Record<keyof z.input<typeof ConfigSchema>, string> = {
   connectorsPollMs: 'CDP_CONNECTORS_POLL_MS',
   connectorsSyncTimeoutMs: 'CDP_CONNECTORS_SYNC_TIMEOUT_MS',
   connectorsWebhookSecret: 'CDP_CONNECTORS_WEBHOOK_SECRET',
+  connectorsAllowPrivateWebhooks: 'CDP_CONNECTORS_ALLOW_PRIVATE_WEBHOOKS',
   demographicsReferenceDir: 'CDP_DEMOGRAPHICS_REFERENCE_DIR',
   adsApiBaseUrl: 'CDP_ADS_API_BASE_URL',
   adsApiVersion: 'CDP_ADS_API_VERSION',

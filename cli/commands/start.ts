@@ -173,7 +173,15 @@ export async function startRoles(config: Config, logger: Logger): Promise<Starte
   }
   let connectors: (RunningPipeline & { runOnce(): Promise<number> }) | null = null
   if (roles.has('connectors')) {
-    connectors = await runConnectors(runtime, { secrets: secrets!, triggerAnalysis, endpoints, pollMs: config.connectorsPollMs, timeoutMs: config.connectorsSyncTimeoutMs, webhookSecret: config.connectorsWebhookSecret })
+    connectors = await runConnectors(runtime, {
+      secrets: secrets!,
+      triggerAnalysis,
+      endpoints,
+      pollMs: config.connectorsPollMs,
+      timeoutMs: config.connectorsSyncTimeoutMs,
+      webhookSecret: config.connectorsWebhookSecret,
+      allowPrivateWebhooks: config.connectorsAllowPrivateWebhooks ?? config.nodeEnv !== 'production',
+    })
     pipelines.push(connectors)
   }
   const integrations =
