@@ -34,7 +34,7 @@ const services = compose.services
  * Variables the operator must set (`${VAR:?message}`: compose refuses to start without them), with
  * the sample values these tests use. Only secrets belong here; everything else has a default.
  */
-const OPERATOR_SUPPLIED: Record<string, string> = { CDP_ADMIN_TOKEN: 'sample-admin-token-0123456789' }
+const OPERATOR_SUPPLIED: Record<string, string> = { CDP_ADMIN_TOKEN: 'sample-admin-token-0123456789', CDP_SECRETS_KEYS: `k1:${'ab'.repeat(32)}` }
 
 /**
  * Compose's variable interpolation, resolved with the file's own defaults only (never this machine's
