@@ -416,8 +416,12 @@ describe('webhook and management endpoints', () => {
     expect(await bad.json()).toMatchObject({ success: false, error: 'Invalid signature' })
     const ok = await post(body, signHubSignature(body, APP_SECRET))
     expect(ok.status).toBe(200)
-    expect(await ok.json()).toEqual({ success: true, data: { updated: 1, unknown_audiences: 0 } })
+    expect(await ok.json()).toEqual({ success: true, data: { updated: 1, unknown_audiences: 0, stale: 0 } })
     expect((await syncStore.statusOf(t, [c.config_id]))[0]).toMatchObject({ delivery_code: 300, delivery_description: 'Audience too small', source: 'webhook' })
+    // An older event arriving late (or replayed) does not overwrite the newer status.
+    const older = JSON.stringify({ entry: [{ id: audienceId, time: 1751327000, changes: [{ field: 'delivery_status', value: { code: 200, description: 'Ready' } }] }] })
+    expect(await (await post(older, signHubSignature(older, APP_SECRET))).json()).toEqual({ success: true, data: { updated: 0, unknown_audiences: 0, stale: 1 } })
+    expect((await syncStore.statusOf(t, [c.config_id]))[0]).toMatchObject({ delivery_code: 300 })
     const malformed = '{"entry":[{"id":1}]}'
     expect((await post(malformed, signHubSignature(malformed, APP_SECRET))).status).toBe(400)
 

@@ -305,29 +305,35 @@ export class AudienceSyncStore implements LimitStore {
     })
   }
 
-  async recordStatus(s: { tenant_id: number; config_id: string; audience_id: string; approximate_count?: number | null; delivery_code?: number | null; delivery_description?: string | null; source: 'poll' | 'webhook' }): Promise<void> {
+  /**
+   * Stores an audience's status as of `status_time` (default now); false, and nothing written,
+   * when a newer status is already stored (a late or replayed webhook event).
+   */
+  async recordStatus(s: { tenant_id: number; config_id: string; audience_id: string; approximate_count?: number | null; delivery_code?: number | null; delivery_description?: string | null; source: 'poll' | 'webhook'; status_time?: number }): Promise<boolean> {
+    const at = s.status_time ?? this.now()
+    const [cur] = await this.statusOf(s.tenant_id, [s.config_id])
+    if (cur && cur.audience_id === s.audience_id && cur.status_time > at) return false
     // A webhook carries only the delivery status: keep the last known count.
-    let count = s.approximate_count
-    if (count === undefined) {
-      const [cur] = await this.statusOf(s.tenant_id, [s.config_id])
-      count = cur?.approximate_count ?? null
-    }
+    const count = s.approximate_count === undefined ? (cur?.approximate_count ?? null) : s.approximate_count
+    const { status_time: _t, ...row } = s
     await this.store.insert({
       table: 'audience_status',
       format: 'JSONEachRow',
-      values: [{ ...s, approximate_count: count, delivery_code: s.delivery_code ?? null, delivery_description: s.delivery_description ?? null, updated_at: ts(this.now()), version: nextVersion(this.now()) }],
+      values: [{ ...row, approximate_count: count, delivery_code: s.delivery_code ?? null, delivery_description: s.delivery_description ?? null, status_time: ts(at), updated_at: ts(this.now()), version: nextVersion(this.now()) }],
     })
+    return true
   }
 
   async statusOf(tenantId: number, configIds: string[]) {
     const rs = await this.store.query({
-      query: `SELECT config_id, audience_id, approximate_count, delivery_code, delivery_description, source, toString(updated_at) AS updated_at
+      query: `SELECT config_id, audience_id, approximate_count, delivery_code, delivery_description, source, toString(updated_at) AS updated_at,
+                     toString(status_time) AS status_time
               FROM audience_status FINAL WHERE tenant_id = {t:UInt64} AND config_id IN {c:Array(String)}`,
       query_params: { t: tenantId, c: configIds },
       format: 'JSONEachRow',
     })
-    const rows = await rs.json<{ config_id: string; audience_id: string; approximate_count: string | null; delivery_code: number | null; delivery_description: string | null; source: string; updated_at: string }>()
-    return rows.map((r) => ({ ...r, approximate_count: r.approximate_count === null ? null : Number(r.approximate_count), updated_at: ms(r.updated_at)! }))
+    const rows = await rs.json<{ config_id: string; audience_id: string; approximate_count: string | null; delivery_code: number | null; delivery_description: string | null; source: string; updated_at: string; status_time: string }>()
+    return rows.map((r) => ({ ...r, approximate_count: r.approximate_count === null ? null : Number(r.approximate_count), updated_at: ms(r.updated_at)!, status_time: ms(r.status_time)! }))
   }
 
   /** The configuration an audience id belongs to (webhook events name only the audience). */

@@ -78,6 +78,8 @@ ENGINE = ReplacingMergeTree(version)
 ORDER BY (tenant_id, config_id, batch_id);
 
 -- Audience size and delivery status (read on a schedule, or pushed by the platform's webhook).
+-- `status_time`: when the status held (the read's time, or the event's `time`): an older event
+-- arriving late never overwrites a newer status.
 CREATE TABLE IF NOT EXISTS audience_status
 (
     tenant_id             UInt64,
@@ -87,6 +89,7 @@ CREATE TABLE IF NOT EXISTS audience_status
     delivery_code         Nullable(Int32),
     delivery_description  Nullable(String),
     source                LowCardinality(String),
+    status_time           DateTime64(3, 'UTC'),
     updated_at            DateTime64(3, 'UTC'),
     version               UInt64
 )

@@ -53,6 +53,7 @@ export function webhooksRouter(deps: WebhookDeps): Router {
       if (!ev.success) return sendError(res, 400, 'Invalid event', { errors: fieldErrorsFromZod(ev.error.issues) })
       let updated = 0
       let unknown = 0
+      let stale = 0
       for (const entry of ev.data.entry) {
         const change = [...entry.changes].reverse().find((c) => c.field === 'delivery_status')
         if (!change) continue
@@ -61,11 +62,20 @@ export function webhooksRouter(deps: WebhookDeps): Router {
           unknown++
           continue
         }
-        await deps.store.recordStatus({ tenant_id: config.tenant_id, config_id: config.config_id, audience_id: entry.id, delivery_code: change.value.code, delivery_description: change.value.description, source: 'webhook' })
-        updated++
+        const stored = await deps.store.recordStatus({
+          tenant_id: config.tenant_id,
+          config_id: config.config_id,
+          audience_id: entry.id,
+          delivery_code: change.value.code,
+          delivery_description: change.value.description,
+          source: 'webhook',
+          status_time: entry.time * 1000,
+        })
+        if (stored) updated++
+        else stale++
       }
-      deps.logger.info({ updated, unknown }, 'delivery-status event received')
-      res.json({ success: true, data: { updated, unknown_audiences: unknown } })
+      deps.logger.info({ updated, unknown, stale }, 'delivery-status event received')
+      res.json({ success: true, data: { updated, unknown_audiences: unknown, stale } })
     } catch (err) {
       next(err)
     }
