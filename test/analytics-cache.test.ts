@@ -38,4 +38,15 @@ describe('analytics response cache', () => {
     cache.set(1, 'k', 'fresh', 60_000, cache.epoch(1))
     expect(cache.get(1, 'k')).toBe('fresh')
   })
+
+  it('sweep drops expired entries of tenants that are never read again', () => {
+    let now = 0
+    const cache = new ResponseCache(() => now)
+    cache.set(7, 'a', 1, 1000)
+    cache.set(8, 'b', 2, 5000)
+    now = 2000
+    cache.sweep()
+    expect(cache.get(8, 'b')).toBe(2)
+    expect((cache as unknown as { entries: Map<number, unknown> }).entries.has(7)).toBe(false)
+  })
 })

@@ -5,6 +5,7 @@
  */
 export class ResponseCache {
   private readonly entries = new Map<number, Map<string, { at: number; ttl: number; value: unknown }>>()
+  private sets = 0
   /** Bumped by invalidateTenant: an answer computed before it must not be stored after it. */
   private readonly epochs = new Map<number, number>()
   constructor(private readonly now: () => number = Date.now, private readonly maxPerTenant = 500) {}
@@ -27,10 +28,20 @@ export class ResponseCache {
   set(tenantId: number, key: string, value: unknown, ttlMs: number, epoch = this.epoch(tenantId)): void {
     if (this.maxPerTenant <= 0) return // a cache of size 0 is off
     if (epoch !== this.epoch(tenantId)) return // invalidated while it was computed: possibly stale
+    if (++this.sets % 1000 === 0) this.sweep()
     let m = this.entries.get(tenantId)
     if (!m) this.entries.set(tenantId, (m = new Map()))
     if (m.size >= this.maxPerTenant) m.delete(m.keys().next().value!)
     m.set(key, { at: this.now(), ttl: ttlMs, value })
+  }
+
+  /** Drops expired entries of every tenant (an entry is otherwise dropped only when read). */
+  sweep(): void {
+    const now = this.now()
+    for (const [tenantId, m] of this.entries) {
+      for (const [key, e] of m) if (now - e.at >= e.ttl) m.delete(key)
+      if (m.size === 0) this.entries.delete(tenantId)
+    }
   }
 
   invalidateTenant(tenantId: number): void {

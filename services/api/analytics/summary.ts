@@ -183,6 +183,10 @@ export class TenantSummaries implements SummarySource {
       format: 'JSONEachRow',
     })
     const rows = await rs.json<{ tenant_id: string; stamp: string }>()
+    // A tenant whose data is gone (a replay emptied it) keeps no summary.
+    const present = new Set(rows.map((r) => Number(r.tenant_id)))
+    for (const t of [...this.tenants.keys()]) if (!present.has(t)) this.tenants.delete(t)
+    tenantsGauge.set(this.tenants.size)
     let refreshed = 0
     for (const r of rows) {
       if (this.stopped) break
