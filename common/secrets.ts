@@ -29,14 +29,19 @@ export class SecretBox {
     for (const [id, key] of keys) if (key.length !== 32 || !KEY_ID_RE.test(id)) throw new Error(`key ${id} must be 32 bytes with an id of [A-Za-z0-9_-]{1,32}`)
   }
 
-  encrypt(plain: string): EncryptedSecret {
+  /**
+   * `context` (additional authenticated data, not stored): names the row a secret belongs to,
+   * e.g. `integrations:7:tenant 3`, so a record copied into another row does not decrypt there.
+   */
+  encrypt(plain: string, context = ''): EncryptedSecret {
     const iv = randomBytes(16)
     const cipher = createCipheriv('aes-256-gcm', this.keys.get(this.current)!, iv)
+    if (context) cipher.setAAD(Buffer.from(context, 'utf8'))
     const ciphertext = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()])
     return { key_id: this.current, iv: iv.toString('hex'), tag: cipher.getAuthTag().toString('hex'), ciphertext: ciphertext.toString('hex') }
   }
 
-  decrypt(e: EncryptedSecret): string {
+  decrypt(e: EncryptedSecret, context = ''): string {
     const key = this.keys.get(e.key_id)
     if (!key) throw new SecretDecryptError(`no key ${e.key_id} in the keyring`)
     // A full 16-byte IV and a full 16-byte tag only: a truncated tag would weaken the authentication.
@@ -45,16 +50,17 @@ export class SecretBox {
     }
     try {
       const d = createDecipheriv('aes-256-gcm', key, Buffer.from(e.iv, 'hex'), { authTagLength: 16 })
+      if (context) d.setAAD(Buffer.from(context, 'utf8'))
       d.setAuthTag(Buffer.from(e.tag, 'hex'))
       return Buffer.concat([d.update(Buffer.from(e.ciphertext, 'hex')), d.final()]).toString('utf8')
     } catch {
-      throw new SecretDecryptError('the secret does not decrypt under its key (tampered, or the wrong key)')
+      throw new SecretDecryptError('the secret does not decrypt under its key (tampered, moved from another record, or the wrong key)')
     }
   }
 
   /** The record under the current key (unchanged when it already is). */
-  reencrypt(e: EncryptedSecret): EncryptedSecret {
-    return e.key_id === this.current ? e : this.encrypt(this.decrypt(e))
+  reencrypt(e: EncryptedSecret, context = ''): EncryptedSecret {
+    return e.key_id === this.current ? e : this.encrypt(this.decrypt(e, context), context)
   }
 }
 

@@ -327,6 +327,22 @@ describe('audience sync', () => {
     expect(configs.map((c) => c.status)).toEqual(['paused', 'paused'])
   })
 
+  it("a token copied into another configuration's row does not decrypt there: only that configuration pauses", async () => {
+    const t = tenant
+    const a = await syncStore.createConfig({ tenant_id: t, name: 'a', segment: 'At Risk', ad_account_id: ACCOUNT, token: TOKEN })
+    const b = await syncStore.createConfig({ tenant_id: t, name: 'b', segment: 'Lost', ad_account_id: ACCOUNT, token: 'EAAB-another-token-of-b' })
+    await store.command({
+      query: `INSERT INTO audience_sync_configs SELECT * REPLACE (
+                (SELECT token FROM audience_sync_configs FINAL WHERE config_id = {a:String}) AS token, version + 1 AS version)
+              FROM audience_sync_configs FINAL WHERE config_id = {b:String}`,
+      query_params: { a: a.config_id, b: b.config_id },
+    })
+    const active = (await syncStore.activeConfigsWithTokens()).filter((c) => c.tenant_id === t)
+    expect(active.map((c) => c.config_id)).toEqual([a.config_id])
+    expect(await syncStore.getConfig(t, b.config_id)).toMatchObject({ status: 'paused', paused_reason: 'token_undecryptable' })
+    expect((await syncStore.alertsOf(t, [b.config_id])).map((x) => x.code)).toEqual(['token_undecryptable'])
+  })
+
   it('reads audience size and delivery status into ClickHouse', async () => {
     const t = tenant
     await customers(t, [1, 2])

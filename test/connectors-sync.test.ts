@@ -434,8 +434,8 @@ describe('sync notifications: SSRF guard and secrets', () => {
     const id = await create(tenant, { integration_type: 'commerce_platform', account_name: 'demoshop', environment: 'commerce_stable', app_key: commerceSim.DEFAULTS.appKey, app_token: commerceSim.DEFAULTS.appToken, configuration: { initial_sync: false, sync_interval: 'manual', webhook_url: hookUrl, webhook_secret: own } })
     // A keyring that opens the credentials but not this integration's webhook secret.
     const broken = Object.create(box) as SecretBox
-    broken.decrypt = (e) => {
-      const plain = box.decrypt(e)
+    broken.decrypt = (e, context) => {
+      const plain = box.decrypt(e, context)
       if (plain === own) throw new SecretDecryptError(`no key ${e.key_id} in the keyring`)
       return plain
     }

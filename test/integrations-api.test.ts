@@ -11,7 +11,7 @@ import { parseKeyring, SecretDecryptError, type EncryptedSecret, type SecretBox 
 import { createApp } from '../services/api/app.ts'
 import { ApiKeyStore, type CreatedKey } from '../services/api/api-keys.ts'
 import { integrationsRouter } from '../services/api/integrations/router.ts'
-import { IntegrationStore, rotateIntegrationCredentials } from '../services/api/integrations/store.ts'
+import { IntegrationStore, rotateIntegrationCredentials, sealContext } from '../services/api/integrations/store.ts'
 import { SyncBody } from '../services/api/integrations/schemas.ts'
 import { SyncQueue } from '../pipelines/connectors/queue.ts'
 import * as commerceSim from '../services/simulators/commerce-platform/index.ts'
@@ -177,13 +177,19 @@ describe('create (endpoint 3): credentials verified before anything is stored', 
     const [row] = await rs.json<{ credentials: string; webhook_secret: string }>()
     const sealed = JSON.parse(row!.credentials) as EncryptedSecret
     expect(sealed).toEqual({ key_id: 'k1', iv: expect.stringMatching(/^[0-9a-f]{32}$/), tag: expect.stringMatching(/^[0-9a-f]{32}$/), ciphertext: expect.stringMatching(/^[0-9a-f]+$/) })
-    expect(JSON.parse(box.decrypt(sealed))).toEqual(CP)
+    const id = r.body.data.id as number
+    const ctx = sealContext(id, 1, 'credentials')
+    expect(JSON.parse(box.decrypt(sealed, ctx))).toEqual(CP)
     // A tampered ciphertext (or tag) does not decrypt.
     const flip = (h: string) => (h[0] === '0' ? '1' : '0') + h.slice(1)
-    expect(() => box.decrypt({ ...sealed, ciphertext: flip(sealed.ciphertext) })).toThrow(SecretDecryptError)
-    expect(() => box.decrypt({ ...sealed, tag: flip(sealed.tag) })).toThrow(SecretDecryptError)
-    expect(() => parseKeyring(K2).decrypt(sealed)).toThrow(SecretDecryptError)
-    expect(box.decrypt(JSON.parse(row!.webhook_secret) as EncryptedSecret)).toBe(WEBHOOK_SECRET)
+    expect(() => box.decrypt({ ...sealed, ciphertext: flip(sealed.ciphertext) }, ctx)).toThrow(SecretDecryptError)
+    expect(() => box.decrypt({ ...sealed, tag: flip(sealed.tag) }, ctx)).toThrow(SecretDecryptError)
+    expect(() => parseKeyring(K2).decrypt(sealed, ctx)).toThrow(SecretDecryptError)
+    // Bound to its row: the same record read as another integration's, another tenant's or another field does not decrypt.
+    expect(() => box.decrypt(sealed, sealContext(id + 1, 1, 'credentials'))).toThrow(SecretDecryptError)
+    expect(() => box.decrypt(sealed, sealContext(id, 2, 'credentials'))).toThrow(SecretDecryptError)
+    expect(() => box.decrypt(sealed, sealContext(id, 1, 'webhook_secret'))).toThrow(SecretDecryptError)
+    expect(box.decrypt(JSON.parse(row!.webhook_secret) as EncryptedSecret, sealContext(id, 1, 'webhook_secret'))).toBe(WEBHOOK_SECRET)
   })
 
   it('the same account twice for a tenant: 409', async () => {

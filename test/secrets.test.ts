@@ -36,6 +36,18 @@ describe('secrets at rest (AES-256-GCM)', () => {
     expect(() => box.decrypt({ ...e, iv: e.iv.slice(0, 24) })).toThrow(SecretDecryptError)
   })
 
+  it('a context (additional authenticated data) binds a record to its row', () => {
+    const box = parseKeyring(`k1:${K1}`)
+    const e = box.encrypt('token-of-row-7', 'integrations:7:3:credentials')
+    expect(box.decrypt(e, 'integrations:7:3:credentials')).toBe('token-of-row-7')
+    expect(() => box.decrypt(e, 'integrations:8:3:credentials')).toThrow(SecretDecryptError)
+    expect(() => box.decrypt(e)).toThrow(SecretDecryptError)
+    const ring = parseKeyring(`k2:${K2},k1:${K1}`)
+    const moved = ring.reencrypt(e, 'integrations:7:3:credentials')
+    expect(moved.key_id).toBe('k2')
+    expect(ring.decrypt(moved, 'integrations:7:3:credentials')).toBe('token-of-row-7')
+  })
+
   it('rotation: a new current key reads old records and re-encrypts them under itself', () => {
     const old = parseKeyring(`k1:${K1}`).encrypt('token-1')
     const ring = parseKeyring(`k2:${K2},k1:${K1}`)

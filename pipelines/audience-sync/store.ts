@@ -48,6 +48,9 @@ interface ConfigRow {
   updated_at: string
 }
 
+/** The additional authenticated data of a sync's token: a token moved to another configuration does not decrypt. */
+const tokenContext = (tenantId: number, configId: string) => `audience_sync_configs:${tenantId}:${configId}:token`
+
 /** Monotonic versions within a process (two writes in one millisecond still order). */
 let lastVersion = 0
 export function nextVersion(now = Date.now()): number {
@@ -106,7 +109,7 @@ export class AudienceSyncStore implements LimitStore {
     for (const r of await this.configRows(`status = 'active'`, {})) {
       const c = this.toConfig(r)
       try {
-        out.push({ ...c, token: this.secrets.decrypt(JSON.parse(r.token) as EncryptedSecret) })
+        out.push({ ...c, token: this.secrets.decrypt(JSON.parse(r.token) as EncryptedSecret, tokenContext(c.tenant_id, c.config_id)) })
       } catch (err) {
         await this.writeConfig({ ...c, status: 'paused', paused_reason: 'token_undecryptable' })
         await this.alert(c.tenant_id, c.config_id, 'token_undecryptable', `The stored ads token cannot be decrypted (${(err as Error).message}): set a new token`)
@@ -117,7 +120,7 @@ export class AudienceSyncStore implements LimitStore {
 
   async tokenOf(tenantId: number, configId: string): Promise<string | null> {
     const [r] = await this.configRows('tenant_id = {t:UInt64} AND config_id = {c:String}', { t: tenantId, c: configId })
-    return r ? this.secrets.decrypt(JSON.parse(r.token) as EncryptedSecret) : null
+    return r ? this.secrets.decrypt(JSON.parse(r.token) as EncryptedSecret, tokenContext(tenantId, configId)) : null
   }
 
   async createConfig(input: { tenant_id: number; name: string; segment: string; ad_account_id: string; token: string }): Promise<AudienceSyncConfig> {
@@ -134,7 +137,7 @@ export class AudienceSyncStore implements LimitStore {
    */
   async writeConfig(c: AudienceSyncConfig, token?: string, deleted = false): Promise<void> {
     let sealed: string
-    if (token !== undefined) sealed = JSON.stringify(this.secrets.encrypt(token))
+    if (token !== undefined) sealed = JSON.stringify(this.secrets.encrypt(token, tokenContext(c.tenant_id, c.config_id)))
     else {
       const [r] = await this.configRows('tenant_id = {t:UInt64} AND config_id = {c:String}', { t: c.tenant_id, c: c.config_id })
       if (!r) throw new Error(`no configuration ${c.config_id}`)
@@ -185,7 +188,11 @@ export class AudienceSyncStore implements LimitStore {
     await this.store.insert({
       table: 'audience_sync_configs',
       format: 'JSONEachRow',
-      values: moved.map((r) => ({ ...r, token: JSON.stringify(this.secrets.reencrypt(JSON.parse(r.token) as EncryptedSecret)), version: String(BigInt(r.version) + 1n) })),
+      values: moved.map((r) => ({
+        ...r,
+        token: JSON.stringify(this.secrets.reencrypt(JSON.parse(r.token) as EncryptedSecret, tokenContext(Number(r.tenant_id), String(r.config_id)))),
+        version: String(BigInt(r.version) + 1n),
+      })),
     })
     return moved.length
   }

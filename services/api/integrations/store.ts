@@ -129,13 +129,13 @@ export class IntegrationStore {
   async credentials(id: number): Promise<Credentials> {
     const r = await this.row(id)
     if (!r) throw new Error(`no integration ${id}`)
-    return JSON.parse(this.secrets.decrypt(JSON.parse(r.credentials) as EncryptedSecret)) as Credentials
+    return JSON.parse(this.secrets.decrypt(JSON.parse(r.credentials) as EncryptedSecret, sealContext(id, Number(r.tenant_id), 'credentials'))) as Credentials
   }
 
   async webhookSecret(id: number): Promise<string | null> {
     const r = await this.row(id)
     if (!r || !r.webhook_secret) return null
-    return this.secrets.decrypt(JSON.parse(r.webhook_secret) as EncryptedSecret)
+    return this.secrets.decrypt(JSON.parse(r.webhook_secret) as EncryptedSecret, sealContext(id, Number(r.tenant_id), 'webhook_secret'))
   }
 
   async create(input: NewIntegration): Promise<IntegrationRecord> {
@@ -151,8 +151,8 @@ export class IntegrationStore {
       is_active: 1,
       validation_status: 'valid',
       configuration: JSON.stringify(input.configuration),
-      credentials: this.seal(JSON.stringify(input.credentials)),
-      webhook_secret: input.webhook_secret ? this.seal(input.webhook_secret) : '',
+      credentials: this.seal(JSON.stringify(input.credentials), sealContext(id, input.tenant_id, 'credentials')),
+      webhook_secret: input.webhook_secret ? this.seal(input.webhook_secret, sealContext(id, input.tenant_id, 'webhook_secret')) : '',
       created_at: iso(now),
       updated_at: iso(now),
       deleted_at: null,
@@ -165,7 +165,8 @@ export class IntegrationStore {
   async update(id: number, change: IntegrationChange): Promise<IntegrationRecord> {
     const r = await this.row(id)
     if (!r) throw new Error(`no integration ${id}`)
-    const webhook = change.webhook_secret === undefined ? r.webhook_secret : change.webhook_secret === null ? '' : this.seal(change.webhook_secret)
+    const tenantId = Number(r.tenant_id)
+    const webhook = change.webhook_secret === undefined ? r.webhook_secret : change.webhook_secret === null ? '' : this.seal(change.webhook_secret, sealContext(id, tenantId, 'webhook_secret'))
     await this.store.insert({
       table: 'integrations',
       format: 'JSONEachRow',
@@ -180,7 +181,7 @@ export class IntegrationStore {
           is_active: change.is_active === undefined ? Number(r.is_active) : change.is_active ? 1 : 0,
           validation_status: change.validation_status ?? r.validation_status,
           configuration: change.configuration ? JSON.stringify(change.configuration) : r.configuration,
-          credentials: change.credentials ? this.seal(JSON.stringify(change.credentials)) : r.credentials,
+          credentials: change.credentials ? this.seal(JSON.stringify(change.credentials), sealContext(id, tenantId, 'credentials')) : r.credentials,
           webhook_secret: webhook,
           created_at: iso(Number(r.created_at_ms)),
           updated_at: iso(this.now()),
@@ -192,8 +193,8 @@ export class IntegrationStore {
     return (await this.get(id))!
   }
 
-  private seal(plain: string): string {
-    return JSON.stringify(this.secrets.encrypt(plain))
+  private seal(plain: string, context: string): string {
+    return JSON.stringify(this.secrets.encrypt(plain, context))
   }
 
   /**
@@ -220,20 +221,26 @@ export class IntegrationStore {
   /** `cdp keys rotate`: every sealed value not under the current key, re-encrypted under it. */
   async rotateSecrets(): Promise<number> {
     const rs = await this.store.query({ query: 'SELECT * FROM integrations FINAL', format: 'JSONEachRow' })
-    const rows = await rs.json<Record<string, unknown> & { credentials: string; webhook_secret: string; version: string | number }>()
+    const rows = await rs.json<Record<string, unknown> & { integration_id: string | number; tenant_id: string | number; credentials: string; webhook_secret: string; version: string | number }>()
     const stale = (s: string) => s !== '' && (JSON.parse(s) as EncryptedSecret).key_id !== this.secrets.current
     const moved = rows.filter((r) => stale(r.credentials) || stale(r.webhook_secret))
     if (!moved.length) return 0
-    const reseal = (s: string) => (stale(s) ? JSON.stringify(this.secrets.reencrypt(JSON.parse(s) as EncryptedSecret)) : s)
+    const reseal = (s: string, context: string) => (stale(s) ? JSON.stringify(this.secrets.reencrypt(JSON.parse(s) as EncryptedSecret, context)) : s)
     await this.store.insert({
       table: 'integrations',
       format: 'JSONEachRow',
       // version + 1, not a new one: an integration written meanwhile (newer version) wins over this copy.
-      values: moved.map((r) => ({ ...r, credentials: reseal(r.credentials), webhook_secret: reseal(r.webhook_secret), version: String(BigInt(r.version) + 1n) })),
+      values: moved.map((r) => {
+        const [id, tenant] = [Number(r.integration_id), Number(r.tenant_id)]
+        return { ...r, credentials: reseal(r.credentials, sealContext(id, tenant, 'credentials')), webhook_secret: reseal(r.webhook_secret, sealContext(id, tenant, 'webhook_secret')), version: String(BigInt(r.version) + 1n) }
+      }),
     })
     return moved.length
   }
 }
+
+/** The additional authenticated data of a sealed value: its integration, tenant and field (a value moved to another row or field does not decrypt). */
+export const sealContext = (integrationId: number, tenantId: number, field: 'credentials' | 'webhook_secret') => `integrations:${integrationId}:${tenantId}:${field}`
 
 /** For `cdp keys rotate` (cli/commands/keys.ts ROTATIONS): re-encrypts every integration's secrets under the current key. */
 export function rotateIntegrationCredentials(store: Store, box: SecretBox): Promise<number> {
