@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { Store } from '../../common/store/clickhouse.ts'
+import { iso } from '../../common/time.ts'
+import { nextVersion } from '../../common/store/versions.ts'
 import type { EncryptedSecret, SecretBox } from '../../common/secrets.ts'
 import type { LimitStore } from '../../services/ads-api/limits.ts'
 
@@ -30,7 +32,6 @@ export interface ConfigWithToken extends AudienceSyncConfig {
   token: string
 }
 
-const ts = (ms: number) => new Date(ms).toISOString().replace('T', ' ').replace('Z', '')
 const ms = (v: string | null) => (v === null ? null : Date.parse(`${v.replace(' ', 'T')}Z`))
 
 interface ConfigRow {
@@ -51,12 +52,6 @@ interface ConfigRow {
 /** The additional authenticated data of a sync's token: a token moved to another configuration does not decrypt. */
 const tokenContext = (tenantId: number, configId: string) => `audience_sync_configs:${tenantId}:${configId}:token`
 
-/** Monotonic versions within a process (two writes in one millisecond still order). */
-let lastVersion = 0
-export function nextVersion(now = Date.now()): number {
-  lastVersion = Math.max(lastVersion + 1, now * 1000)
-  return lastVersion
-}
 
 export class AudienceSyncStore implements LimitStore {
   constructor(private readonly store: Store, private readonly secrets: SecretBox, private readonly now: () => number = Date.now) {}
@@ -149,8 +144,8 @@ export class AudienceSyncStore implements LimitStore {
       values: [
         {
           tenant_id: c.tenant_id, config_id: c.config_id, name: c.name, segment: c.segment, ad_account_id: c.ad_account_id, token: sealed,
-          audience_id: c.audience_id, status: c.status, paused_reason: c.paused_reason, blocked_until: c.blocked_until === null ? null : ts(c.blocked_until),
-          created_at: ts(c.created_at), updated_at: ts(this.now()), deleted: deleted ? 1 : 0, version: nextVersion(this.now()),
+          audience_id: c.audience_id, status: c.status, paused_reason: c.paused_reason, blocked_until: c.blocked_until === null ? null : iso(c.blocked_until),
+          created_at: iso(c.created_at), updated_at: iso(this.now()), deleted: deleted ? 1 : 0, version: nextVersion(),
         },
       ],
     })
@@ -201,7 +196,7 @@ export class AudienceSyncStore implements LimitStore {
 
   async recordSegments(rows: { tenant_id: number; customer_id: number; segment: string | null; version: number }[]): Promise<void> {
     if (!rows.length) return
-    const at = ts(this.now())
+    const at = iso(this.now())
     await this.store.insert({ table: 'audience_customer_segments', format: 'JSONEachRow', values: rows.map((r) => ({ ...r, received_at: at })) })
   }
 
@@ -239,7 +234,7 @@ export class AudienceSyncStore implements LimitStore {
 
   async recordMembers(c: AudienceSyncConfig, batchId: string, rows: { customer_id: number; member: 0 | 1; rejected: boolean; schema?: string[]; row?: string[] }[]): Promise<void> {
     if (!rows.length) return
-    const version = nextVersion(this.now())
+    const version = nextVersion()
     await this.store.insert({
       table: 'audience_members',
       format: 'JSONEachRow',
@@ -304,9 +299,9 @@ export class AudienceSyncStore implements LimitStore {
           invalid_entry_samples: JSON.stringify(b.invalid_entry_samples ?? {}),
           rejected_customer_ids: b.rejected_customer_ids ?? [],
           error: b.error ?? null,
-          created_at: ts(b.created_at),
-          updated_at: ts(this.now()),
-          version: nextVersion(this.now()),
+          created_at: iso(b.created_at),
+          updated_at: iso(this.now()),
+          version: nextVersion(),
         },
       ],
     })
@@ -326,7 +321,7 @@ export class AudienceSyncStore implements LimitStore {
     await this.store.insert({
       table: 'audience_status',
       format: 'JSONEachRow',
-      values: [{ ...row, approximate_count: count, delivery_code: s.delivery_code ?? null, delivery_description: s.delivery_description ?? null, status_time: ts(at), updated_at: ts(this.now()), version: nextVersion(this.now()) }],
+      values: [{ ...row, approximate_count: count, delivery_code: s.delivery_code ?? null, delivery_description: s.delivery_description ?? null, status_time: iso(at), updated_at: iso(this.now()), version: nextVersion() }],
     })
     return true
   }
@@ -350,7 +345,7 @@ export class AudienceSyncStore implements LimitStore {
   }
 
   async alert(tenantId: number, configId: string, code: string, message: string): Promise<void> {
-    await this.store.insert({ table: 'audience_sync_alerts', format: 'JSONEachRow', values: [{ tenant_id: tenantId, config_id: configId, code, message, created_at: ts(this.now()) }] })
+    await this.store.insert({ table: 'audience_sync_alerts', format: 'JSONEachRow', values: [{ tenant_id: tenantId, config_id: configId, code, message, created_at: iso(this.now()) }] })
   }
 
   async alertsOf(tenantId: number, configIds: string[], limit = 20) {
@@ -387,6 +382,6 @@ export class AudienceSyncStore implements LimitStore {
   }
 
   async save(key: string, timestamps: number[]): Promise<void> {
-    await this.store.insert({ table: 'ads_call_windows', format: 'JSONEachRow', values: [{ key, timestamps, version: nextVersion(this.now()) }] })
+    await this.store.insert({ table: 'ads_call_windows', format: 'JSONEachRow', values: [{ key, timestamps, version: nextVersion() }] })
   }
 }

@@ -8,6 +8,8 @@ import { randomUUID } from 'node:crypto'
 import type { Store } from '../../common/store/clickhouse.ts'
 import type { Entity, IntegrationType } from '../../services/connectors/types.ts'
 import type { SyncFailure } from './errors.ts'
+import { iso } from '../../common/time.ts'
+import { nextSeq, RANK_STEP } from '../../common/store/versions.ts'
 
 export type JobKind = 'manual' | 'initial' | 'scheduled'
 export type JobStatus = 'queued' | 'running' | 'success' | 'failed' | 'cancelled'
@@ -125,17 +127,9 @@ export interface IntegrationStats {
   running: number
 }
 
-/** 2^44 ms is about the year 2527: rank * RANK_STEP + a millisecond counter never collides across ranks. */
-const RANK_STEP = 2 ** 44
-let lastSeq = 0
-function nextSeq(): number {
-  lastSeq = Math.max(Date.now(), lastSeq + 1)
-  return lastSeq
-}
 /** Final states outrank live ones whatever the clocks of the writers say. */
 const versionOf = (final: boolean) => (final ? 3 : 1) * RANK_STEP + nextSeq()
 
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString())
 const msCol = (c: string) => `toUnixTimestamp64Milli(${c}) AS ${c}_ms`
 const num = (v: unknown) => (v === null || v === undefined ? null : Number(v))
 const json = <T>(s: string): T | null => (s ? (JSON.parse(s) as T) : null)

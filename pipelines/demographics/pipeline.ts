@@ -1,6 +1,7 @@
 import type { CustomerDemographics, CustomerUpserted } from '../../common/events.ts'
 import { customerKey } from '../../common/events.ts'
 import { TOPICS } from '../../common/topics.ts'
+import { iso } from '../../common/time.ts'
 import type { Store } from '../../common/store/clickhouse.ts'
 import type { EventLog } from '../../common/eventlog/port.ts'
 import type { EventCodec } from '../../common/eventlog/codec.ts'
@@ -41,7 +42,7 @@ export function demographicsRow(e: Enriched, enrichedAt: number) {
     location_correction_needed: d.location_correction_needed ? 1 : 0,
     is_location_validated: d.is_location_validated ? 1 : 0,
     issues: d.issues,
-    enriched_at: new Date(enrichedAt).toISOString().replace('T', ' ').replace('Z', ''),
+    enriched_at: iso(enrichedAt),
   }
 }
 

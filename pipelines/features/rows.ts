@@ -3,10 +3,10 @@ import type { CustomerFeatures, SegmentChanged } from '../../common/events.ts'
 import { fromCents } from '../../common/decimal.ts'
 import type { CustomerAggregates, OrderFact } from './order-facts.ts'
 import type { FeatureValues } from './features.ts'
+import { iso } from '../../common/time.ts'
 
 /** Pure mapping from feature state to ClickHouse rows (schemas/clickhouse/002_features.sql) and events. */
 
-const iso = (ms: number) => new Date(ms).toISOString()
 const money = (cents: number) => fromCents(BigInt(Math.round(cents)))
 
 export interface CustomerIdentity {

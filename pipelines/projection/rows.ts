@@ -1,8 +1,8 @@
 import type { CustomerUpserted, OrderEvent, OrderEventType } from '../../common/events.ts'
+import { iso } from '../../common/time.ts'
 
 /** Pure mapping from events to the rows of the raw projections (schemas/clickhouse/001_*.sql). */
 
-const iso = (ms: number) => new Date(ms).toISOString()
 
 /** Rank of a life-cycle step, so two events of one order in the same millisecond still order deterministically. */
 const STEP_RANK: Record<OrderEventType, number> = { placed: 0, status_changed: 1, cancelled: 2, refunded: 3 }

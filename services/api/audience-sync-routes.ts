@@ -7,6 +7,7 @@ import { REQUIRED_SCOPES, tokenExpired } from '../../pipelines/audience-sync/syn
 import { AdsApiError, AdsClient } from '../ads-api/index.ts'
 import { fieldErrorsFromZod } from '../../pipelines/ingest/validation.ts'
 import { sendError } from './errors.ts'
+import { iso } from '../../common/time.ts'
 
 const BASE = '/api/v2/cdp/audience-syncs'
 const UNAVAILABLE = 'unavailable'
@@ -40,7 +41,6 @@ export const UpdateBody = z
   })
   .strict()
 
-const iso = (ms: number | null | undefined) => (ms === null || ms === undefined ? null : new Date(ms).toISOString())
 
 /**
  * Audience-sync configurations (ours; the spec has none): which RFM segment of a tenant is kept

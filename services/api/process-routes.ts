@@ -4,9 +4,9 @@ import type { ProcessingDeps } from './processing/deps.ts'
 import type { JobRow } from './processing/jobs-table.ts'
 import { ProcessingService } from './processing/service.ts'
 import { parseBody, parseTenantId, ProcessBodySchema, ScheduleBodySchema, type FieldError } from './processing/validation.ts'
+import { iso } from '../../common/time.ts'
 
 const BASE = '/api/v2/cdp/process'
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString())
 
 /**
  * Processing endpoints (spec "Endpoints › Processing" 1–4, plus DELETE .../schedule). Every

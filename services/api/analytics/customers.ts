@@ -3,6 +3,7 @@ import type { AnalyticsContext, AnalyticsEndpoint, ExportColumn } from './endpoi
 import { select } from './endpoint.ts'
 import { customerFilter, type SqlFilter } from './filters.ts'
 import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
+import { iso } from '../../../common/time.ts'
 
 /** Shared options that narrow the set of customers (see filters.ts). */
 const CUSTOMER_OPTIONS = ['segments', 'exclude_segments', 'min_value', 'max_value', 'customer_ids', 'email_domain', 'registration_source', 'date_from', 'date_to', 'period'] as const
@@ -33,8 +34,6 @@ export function scopeClause(s: { where: string; filtered: boolean }, column = 'c
   return s.filtered ? ` AND ${column} IN (SELECT f.customer_id FROM customer_features AS f FINAL WHERE ${s.where})` : ''
 }
 
-/** Milliseconds → ISO 8601 (UTC), null stays null. */
-export const isoOrNull = (ms: number | null | undefined): string | null => (ms === null || ms === undefined ? null : new Date(Number(ms)).toISOString())
 
 export const CustomersQuery = CommonQuery.extend({ limit: limitParam(50), offset: offsetParam }).strict()
 export type CustomersOptions = CommonOptions & { limit: number; offset: number }
@@ -113,8 +112,8 @@ function toItem(r: Row): CustomerItem {
     rfm_segment: r.segment,
     historical_value: Number(r.historical_value),
     order_count: Number(r.frequency),
-    created_at: isoOrNull(r.created_ms),
-    last_order_date: isoOrNull(r.last_order_ms),
+    created_at: iso(r.created_ms),
+    last_order_date: iso(r.last_order_ms),
   }
 }
 

@@ -7,6 +7,7 @@ import { tenantWide } from './summary.ts'
 import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
 import { pct, round2, select, signedPct, type AnalyticsContext, type AnalyticsEndpoint } from './endpoint.ts'
 import { SEGMENT_ACTIONS } from './segment-actions.ts'
+import { iso } from '../../../common/time.ts'
 
 /**
  * GET /api/v2/cdp/analytics/rfm: the tenant's RFM overview, per-segment distribution, 30-day
@@ -30,7 +31,6 @@ const TOP_PROVINCES = 3
 
 const num = (v: unknown): number => (v === null || v === undefined ? 0 : Number(v))
 const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v))
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString())
 
 interface SegRow {
   segment: Segment

@@ -9,6 +9,8 @@ import type { Store } from '../../../common/store/clickhouse.ts'
 import type { EncryptedSecret, SecretBox } from '../../../common/secrets.ts'
 import type { Credentials, IntegrationType } from '../../connectors/types.ts'
 import type { IntegrationConfiguration } from './schemas.ts'
+import { iso } from '../../../common/time.ts'
+import { nextVersion } from '../../../common/store/versions.ts'
 
 export interface IntegrationRecord {
   id: number
@@ -46,14 +48,7 @@ interface Row {
 const COLUMNS = `integration_id, tenant_id, integration_type, account_name, environment, account_key, is_active, validation_status, configuration, credentials, webhook_secret,
                  toUnixTimestamp64Milli(created_at) AS created_at_ms, toUnixTimestamp64Milli(updated_at) AS updated_at_ms, toUnixTimestamp64Milli(deleted_at) AS deleted_at_ms`
 
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString())
 
-/** Row versions: strictly increasing within a process, close to wall-clock µs across processes. */
-let lastVersion = 0
-function nextVersion(): number {
-  lastVersion = Math.max(lastVersion + 1, Date.now() * 1000)
-  return lastVersion
-}
 
 function toRecord(r: Row): IntegrationRecord {
   return {

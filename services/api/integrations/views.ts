@@ -7,8 +7,8 @@ import { seconds } from '../../../pipelines/connectors/errors.ts'
 import { CREDENTIAL_FIELDS, SECRET_FIELDS, type Credentials, type IntegrationType } from '../../connectors/types.ts'
 import type { IntegrationConfiguration } from './schemas.ts'
 import type { IntegrationRecord } from './store.ts'
+import { iso } from '../../../common/time.ts'
 
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString())
 
 /** `****` plus the last four characters of a long secret (enough to tell two tokens apart), else `****`. */
 export function maskSecret(v: string): string {

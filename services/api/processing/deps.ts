@@ -57,17 +57,3 @@ export function resolveDeps(deps: ProcessingDeps): ResolvedDeps {
   if (r.heartbeatMs * 3 > r.leaseMs) throw new Error(`heartbeatMs (${r.heartbeatMs}) must be at most a third of leaseMs (${r.leaseMs})`)
   return r
 }
-
-/**
- * Row versions for the ReplacingMergeTree tables: strictly increasing within this process, close
- * to wall-clock ms across processes. Wall clock, not the injectable clock: versions order writes,
- * they are not business time.
- */
-let lastSeq = 0
-export function nextSeq(): number {
-  lastSeq = Math.max(Date.now(), lastSeq + 1)
-  return lastSeq
-}
-
-/** 2^44 ms is about year 2527: rank * RANK_STEP + seq never collides across ranks. */
-export const RANK_STEP = 2 ** 44

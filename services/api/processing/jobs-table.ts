@@ -1,6 +1,7 @@
 import type { Store } from '../../../common/store/clickhouse.ts'
 import type { Analysis } from '../../../pipelines/features/analyses.ts'
-import { nextSeq, RANK_STEP } from './deps.ts'
+import { nextSeq, RANK_STEP } from '../../../common/store/versions.ts'
+import { iso } from '../../../common/time.ts'
 
 export type JobKind = 'manual' | 'scheduled'
 /**
@@ -49,7 +50,6 @@ function rank(status: JobStatus): number {
   return isFinal(status) ? 3 : 1
 }
 
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString())
 /** Times leave ClickHouse as epoch ms under a distinct alias (an alias named like its column would shadow it in WHERE). */
 const TIME_COLUMNS = ['occurrence_at', 'claimed_at', 'heartbeat_at', 'started_at', 'finished_at'] as const
 const ms = (col: string) => `toUnixTimestamp64Milli(${col}) AS ${col}_ms`

@@ -1,7 +1,8 @@
 import type { Store } from '../../../common/store/clickhouse.ts'
 import type { Analysis } from '../../../pipelines/features/analyses.ts'
-import { nextSeq, RANK_STEP } from './deps.ts'
+import { nextSeq, RANK_STEP } from '../../../common/store/versions.ts'
 import type { Frequency } from './frequency.ts'
+import { iso } from '../../../common/time.ts'
 
 /** One row of processing_schedules; times are epoch ms. */
 export interface ScheduleRow {
@@ -25,7 +26,6 @@ type RawRow = Omit<ScheduleRow, TimeColumn | 'recurring' | 'active' | 'frequency
 const SELECT = `SELECT tenant_id, schedule_id, recurring, frequency, analyses, active,
   ${TIME_COLUMNS.map((c) => `toUnixTimestamp64Milli(${c}) AS ${c}_ms`).join(', ')}`
 
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString())
 
 /** The processing_schedules table. Every SQL value is a bound `{name:Type}` parameter. */
 export class SchedulesTable {

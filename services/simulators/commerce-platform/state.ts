@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto'
 import { PRODUCTS } from '../../../pipelines/ingest/synthetic/catalog.ts'
 import { PlatformState, type PlatformStateOptions } from '../shared/platform-state.ts'
 import { buildDataset, inRange, OrderView, type Dataset, type OrderAt, type SimCustomer, type SimOrder, type TimeRange } from './dataset.ts'
+import { iso } from '../../../common/time.ts'
 
 export type Resource = 'catalog' | 'orders' | 'masterdata' | 'payments'
 export type Resources = Record<Resource, boolean>
@@ -37,7 +38,6 @@ export interface ModelOptions extends PlatformStateOptions {
   maxPerPage: number
 }
 
-const iso = (ms: number) => new Date(ms).toISOString()
 
 /** A stable UUID-shaped id from a string (customer ids of master data). */
 export function stableUuid(s: string): string {
