@@ -16,8 +16,11 @@ Used by test/third-party-decode.test.ts; needs `pip install "confluent-kafka[avr
 import argparse
 import datetime
 import decimal
+import faulthandler
 import json
+import os
 import sys
+import threading
 import time
 import uuid
 
@@ -48,6 +51,18 @@ def plain(v):
     return v
 
 
+def close(consumer, wait=10.0):
+    """Closes the consumer, giving up after `wait` seconds: nothing was committed, so an unclean
+    end loses nothing, and a broker busy with other tests must not keep this reader alive."""
+    t = threading.Thread(target=consumer.close, daemon=True)
+    t.start()
+    t.join(wait)
+    if t.is_alive():
+        print(f"decode.py: consumer.close() still running after {wait}s; exiting without it", file=sys.stderr)
+        return False
+    return True
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--brokers", required=True)
@@ -58,8 +73,12 @@ def main():
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds")
     ap.add_argument("--start", help="partition:offset,... to read from (assign); default: subscribe from the beginning")
     args = ap.parse_args()
+    # Nothing below may hang the caller: past the timeout plus a margin every thread's stack goes
+    # to stderr and the process exits, so a stuck call is named in the test's failure.
+    faulthandler.dump_traceback_later(args.timeout + 30, exit=True)
 
-    registry = SchemaRegistryClient({"url": args.registry})
+    # The client's default is no HTTP timeout at all: a slow registry would block a read forever.
+    registry = SchemaRegistryClient({"url": args.registry, "timeout": 10, "max.retries": 5})
     deserialize = AvroDeserializer(registry)
     consumer = Consumer(
         {
@@ -116,14 +135,20 @@ def main():
             }
             print(json.dumps(out, sort_keys=True), flush=True)
     finally:
-        consumer.close()
+        closed = close(consumer)
+    rc = 0
     if found < args.expect:
         print(
             f"decode.py: timed out after {args.timeout}s with {found}/{args.expect} records of tenant {args.tenant} ({seen} records read)",
             file=sys.stderr,
         )
-        return 1
-    return 0
+        rc = 1
+    if not closed:
+        # Interpreter shutdown would wait on the client's threads: leave at once.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(rc)
+    return rc
 
 
 if __name__ == "__main__":
