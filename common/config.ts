@@ -59,6 +59,10 @@ export const ConfigSchema = z
     rateLimitAnalyticsPerMinute: z.coerce.number().int().min(1).default(100),
     /** Demographics-related endpoints: requests per 15 minutes per IP (spec: 1,000 in production, 10,000 otherwise). */
     rateLimitDemographicsPer15Min: z.coerce.number().int().min(1).optional(),
+    /** Processing, integration and audience-sync endpoints: requests per minute per API key (ours; the spec shows none). */
+    rateLimitOperationsPerMinute: z.coerce.number().int().min(1).default(120),
+    /** Of those, processing runs, syncs, credential checks and connection tests per minute per API key. */
+    rateLimitJobsPerMinute: z.coerce.number().int().min(1).default(20),
     /** How often the API checks for tenants whose analytics summary is stale (ms); 0 turns summaries off (docs/analytics-performance.md). */
     analyticsSummaryIntervalMs: z.coerce.number().int().min(0).max(3_600_000).default(60_000),
     /** A directory of fuller demographic reference data (localities, first names, aliases, postal codes) loaded over the shipped tables (docs/demographics.md). */
@@ -133,6 +137,8 @@ export const ENV_NAMES: Record<keyof z.input<typeof ConfigSchema>, string> = {
   secretsKeys: 'CDP_SECRETS_KEYS',
   rateLimitAnalyticsPerMinute: 'CDP_RATE_LIMIT_ANALYTICS_PER_MINUTE',
   rateLimitDemographicsPer15Min: 'CDP_RATE_LIMIT_DEMOGRAPHICS_PER_15MIN',
+  rateLimitOperationsPerMinute: 'CDP_RATE_LIMIT_OPERATIONS_PER_MINUTE',
+  rateLimitJobsPerMinute: 'CDP_RATE_LIMIT_JOBS_PER_MINUTE',
   analyticsSummaryIntervalMs: 'CDP_ANALYTICS_SUMMARY_INTERVAL_MS',
   analyticsCacheEntries: 'CDP_ANALYTICS_CACHE_ENTRIES',
   connectorsCommercePlatformUrl: 'CDP_CONNECTORS_COMMERCE_PLATFORM_URL',

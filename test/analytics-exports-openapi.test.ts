@@ -415,7 +415,7 @@ describe('OpenAPI document and /docs', () => {
     expect(validate.parameters?.[0]).toMatchObject({ name: 'integrationType', in: 'path', schema: { enum: expect.arrayContaining(['commerce_platform']) } })
     const validateBody = validate.requestBody!.content['application/json']!.schema as { oneOf: { title: string; required: string[] }[] }
     expect(validateBody.oneOf[0]).toMatchObject({ title: 'commerce_platform', required: ['account_name', 'environment', 'app_key', 'app_token'] })
-    expect(Object.keys(validate.responses)).toEqual(['200', '400', '401', '502'])
+    expect(Object.keys(validate.responses)).toEqual(['200', '400', '401', '429', '502'])
     expect(Object.keys(doc.paths[`${base}/{integrationId}/test`]!.post!.responses)).toEqual(expect.arrayContaining(['200', '400', '404', '502']))
     const sync = doc.paths[`${base}/{integrationId}/sync`]!.post!
     expect(Object.keys(sync.responses)).toEqual(expect.arrayContaining(['202', '400', '404', '409']))
@@ -438,6 +438,26 @@ describe('OpenAPI document and /docs', () => {
     expect(create.requestBody!.content['application/json']!.schema).toMatchObject({ required: ['tenant_id', 'segment', 'ad_account_id', 'access_token'] })
     expect(((create.requestBody!.content['application/json']!.schema.properties as Record<string, { enum: string[] }>).segment!.enum)).toHaveLength(11)
     expect((doc.paths[`${base}/{id}`]!.put!.requestBody!.content['application/json']!.schema.properties as Record<string, { enum?: string[] }>).status?.enum).toEqual(['active', 'paused'])
+  })
+
+  it('processing, integration and audience-sync operations document their 429 and their budget; ingest and webhooks have none', () => {
+    const limited = Object.entries(doc.paths).filter(([p]) => /^\/api\/v2\/(cdp\/process|tenant-integrations|cdp\/audience-syncs)/.test(p))
+    expect(limited.length).toBeGreaterThanOrEqual(10)
+    for (const [p, ops] of limited) {
+      for (const [m, op] of Object.entries(ops)) {
+        expect(op.responses['429'], `${m} ${p}`).toEqual({ $ref: '#/components/responses/TooManyRequests' })
+        expect(op.description, `${m} ${p}`).toMatch(/Rate limit: an? (job|operation)/)
+      }
+    }
+    const jobs = limited.flatMap(([p, ops]) => Object.entries(ops).filter(([, op]) => /Rate limit: a job/.test(op.description ?? '')).map(([m]) => `${m} ${p}`))
+    expect(jobs.sort()).toEqual([
+      'post /api/v2/cdp/process/{tenantId}',
+      'post /api/v2/tenant-integrations/validate/{integrationType}',
+      'post /api/v2/tenant-integrations/{integrationId}/sync',
+      'post /api/v2/tenant-integrations/{integrationId}/test',
+    ])
+    expect(doc.paths['/api/v2/cdp/ingest/orders']!.post!.responses['429']).toBeUndefined()
+    expect(doc.paths['/webhooks/social-ads']!.post!.responses['429']).toBeUndefined()
   })
 
   it('has the social-ads webhook as a public route with its handshake and signature', () => {

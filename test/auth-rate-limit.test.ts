@@ -17,7 +17,7 @@ import { loadConfig, redactConfig } from '../common/config.ts'
 import { createApp } from '../services/api/app.ts'
 import { ApiKeyStore, hashKey, type CreatedKey } from '../services/api/api-keys.ts'
 import type { AuthDeps } from '../services/api/auth.ts'
-import { defaultRateLimits } from '../services/api/rate-limit.ts'
+import { defaultRateLimits, isJobRequest, isOperationsPath } from '../services/api/rate-limit.ts'
 import { silentLogger, testConfig, tmpDir, waitFor } from './helpers.ts'
 
 const ADMIN = 'test-admin-token-0123456789abcdef'
@@ -246,6 +246,85 @@ describe('rate limits', () => {
     const devCustomers = await get(dev.base, '/api/cdp/v2/customers?tenant_id=1')
     expect(devCustomers.status).toBe(401)
     expect(devCustomers.headers.get('ratelimit-limit')).toBe('10000')
+  })
+})
+
+describe('rate limits of processing and integration endpoints (ours: the spec shows none)', () => {
+  it('which requests are operations and which of them are jobs', () => {
+    expect(defaultRateLimits('production')).toMatchObject({ operationsPerMinute: 120, jobsPerMinute: 20 })
+    for (const p of ['/api/v2/cdp/process/1', '/api/v2/cdp/process/status/1', '/API/V2/Tenant-Integrations/1', '/api/v2/tenant-integrations', '/api/v2/cdp/audience-syncs/cfg_1']) {
+      expect(isOperationsPath(p), p).toBe(true)
+    }
+    for (const p of ['/api/v2/cdp/ingest/orders', '/api/v2/cdp/processing', '/api/v2/tenant-integrationsx', '/webhooks/ads', '/api/v2/cdp/analytics/rfm']) {
+      expect(isOperationsPath(p), p).toBe(false)
+    }
+    const jobs: [string, string][] = [
+      ['POST', '/api/v2/cdp/process/1'],
+      ['POST', '/api/v2/cdp/process/1/'],
+      ['POST', '/api/v2/tenant-integrations/validate/commerce_platform'],
+      ['POST', '/api/v2/tenant-integrations/int_1/test'],
+      ['POST', '/API/v2/tenant-integrations/int_1/SYNC'],
+    ]
+    for (const [m, p] of jobs) expect(isJobRequest(m, p), `${m} ${p}`).toBe(true)
+    const notJobs: [string, string][] = [
+      ['GET', '/api/v2/cdp/process/1'],
+      ['GET', '/api/v2/cdp/process/status/1'],
+      ['POST', '/api/v2/cdp/process/1/schedule'],
+      ['DELETE', '/api/v2/cdp/process/1/cancel'],
+      ['POST', '/api/v2/tenant-integrations'],
+      ['PUT', '/api/v2/tenant-integrations/int_1'],
+      ['GET', '/api/v2/tenant-integrations/int_1/sync'],
+      ['POST', '/api/v2/tenant-integrations/int_1/sync/extra'],
+      ['POST', '/api/v2/cdp/audience-syncs'],
+    ]
+    for (const [m, p] of notJobs) expect(isJobRequest(m, p), `${m} ${p}`).toBe(false)
+  })
+
+  it('the 21st job of a key in a minute and its 121st operation are 429 with the common body; other keys, reads while jobs are spent, and ingestion are not affected', async () => {
+    const c = clock()
+    const { base } = await serve({ now: c.now })
+    const jobs = ['/api/v2/cdp/process/1', '/api/v2/tenant-integrations/validate/commerce_platform', '/api/v2/tenant-integrations/int_x/test', '/api/v2/tenant-integrations/int_x/sync']
+    for (let i = 0; i < 20; i++) {
+      const res = await post(base, jobs[i % jobs.length]!, {}, bearer(keyA.key))
+      expect(res.status, `job ${i + 1}`).not.toBe(429)
+      if (i === 0) {
+        // The tighter of the two rules that apply is shown.
+        expect(res.headers.get('ratelimit-limit')).toBe('20')
+        expect(res.headers.get('ratelimit-remaining')).toBe('19')
+      }
+    }
+    c.advance(15_000)
+    for (const p of jobs) {
+      const limited = await post(base, p, {}, bearer(keyA.key))
+      expect(limited.headers.get('retry-after')).toBe('45')
+      expect(await expectCommonError(limited, 429)).toMatchObject({ details: { code: 'RATE_LIMIT_EXCEEDED', limit: 20, window_seconds: 60, retry_after: 45 } })
+    }
+    // Reading and configuring are operations, not jobs: still open.
+    let operations = 24
+    for (const p of ['/api/v2/tenant-integrations/1', '/api/v2/cdp/process/status/1', '/api/v2/cdp/audience-syncs?tenant_id=1']) {
+      const res = await get(base, p, bearer(keyA.key))
+      operations++
+      expect(res.status, p).not.toBe(429)
+      expect(res.headers.get('ratelimit-limit'), p).toBe('120')
+    }
+    expect((await post(base, '/api/v2/cdp/process/1/schedule', {}, bearer(keyA.key))).status).not.toBe(429)
+    operations++
+    // Another key has its own budgets.
+    expect((await post(base, '/api/v2/cdp/process/2', {}, bearer(keyB.key))).status).not.toBe(429)
+    // 120 operations a minute, jobs (allowed or refused) included.
+    while (operations < 120) {
+      expect((await get(base, '/api/v2/tenant-integrations/1', bearer(keyA.key))).status, `operation ${operations + 1}`).not.toBe(429)
+      operations++
+    }
+    const over = await get(base, '/api/v2/tenant-integrations/1', bearer(keyA.key))
+    expect(await expectCommonError(over, 429)).toMatchObject({ details: { code: 'RATE_LIMIT_EXCEEDED', limit: 120, window_seconds: 60, retry_after: 45 } })
+    // Ingestion carries data and is not limited; analytics has its own budget.
+    expect((await post(base, '/api/v2/cdp/ingest/orders', { events: [order(1, 'RL-1')] }, bearer(keyA.key))).status).not.toBe(429)
+    expect((await get(base, '/api/v2/cdp/analytics/rfm?tenant_id=1', bearer(keyA.key))).status).not.toBe(429)
+    // The next window allows both again.
+    c.advance(45_000)
+    expect((await post(base, jobs[0]!, {}, bearer(keyA.key))).status).not.toBe(429)
+    expect((await get(base, '/api/v2/tenant-integrations/1', bearer(keyA.key))).status).not.toBe(429)
   })
 })
 

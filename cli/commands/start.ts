@@ -200,6 +200,8 @@ export async function startRoles(config: Config, logger: Logger): Promise<Starte
     rateLimits: {
       analyticsPerMinute: config.rateLimitAnalyticsPerMinute,
       demographicsPer15Min: config.rateLimitDemographicsPer15Min ?? defaultRateLimits(config.nodeEnv).demographicsPer15Min,
+      operationsPerMinute: config.rateLimitOperationsPerMinute,
+      jobsPerMinute: config.rateLimitJobsPerMinute,
     },
   }
   const app = roles.has('api') ? createApp({ logger, log: runtime.log, codec: runtime.codec, readiness, info, processing, analytics, auth, audienceSyncs, webhooks, integrations }) : createHealthApp(readiness, info)

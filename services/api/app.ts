@@ -10,7 +10,7 @@ import { errorHandler, notFound } from './errors.ts'
 import { analyticsRouter, type AnalyticsDeps } from './analytics/router.ts'
 import { docsRouter } from './docs-page.ts'
 import { createAuth, type AuthDeps } from './auth.ts'
-import { analyticsLimiter, defaultRateLimits, demographicsLimiter } from './rate-limit.ts'
+import { keyLimiter, defaultRateLimits, demographicsLimiter } from './rate-limit.ts'
 
 export interface ApiDeps {
   logger: Logger
@@ -62,7 +62,7 @@ export function createApp(deps: ApiDeps): Express {
   app.use(docsRouter()) // GET /openapi.json and /docs, public like /health
   if (auth && limits) {
     app.use(auth.authorize)
-    app.use(analyticsLimiter(limits))
+    app.use(keyLimiter(limits))
   }
   app.use(ingestRouter({ log: deps.log, codec: deps.codec }))
   if (deps.processing) app.use(processRouter(deps.processing))

@@ -9,6 +9,7 @@ import { ConfigurationInput, CreateIntegrationBody, DEFAULT_API_VERSION, default
 import { INTEGRATION_TYPES, SYNCABLE_ENTITIES } from '../connectors/types.ts'
 import { CreateBody as AudienceSyncCreateBody, tenantQuery as audienceSyncQuery, UpdateBody as AudienceSyncUpdateBody } from './audience-sync-routes.ts'
 import { deliveryStatusEventSchema } from '../ads-api/webhook.ts'
+import { defaultRateLimits, isJobRequest, isOperationsPath } from './rate-limit.ts'
 
 /**
  * The OpenAPI 3.1 document of the query service (served at GET /openapi.json, rendered at
@@ -233,6 +234,27 @@ const processingErrors = {
   '401': { $ref: '#/components/responses/Unauthorized' },
   '403': { $ref: '#/components/responses/Forbidden' },
   '404': errorResponse('No tenant with the given identifier'),
+}
+
+/**
+ * Processing, integration and audience-sync operations answer 429 over our per-key limits
+ * (rate-limit.ts; the spec shows none): each gets the response and says which budget it spends.
+ */
+function withOperationLimits(paths: Record<string, Record<string, OpenApiOperation>>): Record<string, Record<string, OpenApiOperation>> {
+  const d = defaultRateLimits('production')
+  for (const [path, ops] of Object.entries(paths)) {
+    if (!isOperationsPath(path)) continue
+    const concrete = path.replace(/\{[^}]+\}/g, 'x')
+    for (const [method, op] of Object.entries(ops)) {
+      const job = isJobRequest(method.toUpperCase(), concrete)
+      const budget = job
+        ? `a job: at most ${d.jobsPerMinute} a minute per API key (\`CDP_RATE_LIMIT_JOBS_PER_MINUTE\`), within the ${d.operationsPerMinute} operations`
+        : `an operation: at most ${d.operationsPerMinute} a minute per API key (\`CDP_RATE_LIMIT_OPERATIONS_PER_MINUTE\`)`
+      op.description = `${op.description ? `${op.description}\n\n` : ''}Rate limit: ${budget}; the admin token counts per IP.`
+      op.responses['429'] = { $ref: '#/components/responses/TooManyRequests' }
+    }
+  }
+  return paths
 }
 
 function processingPaths(): Record<string, Record<string, OpenApiOperation>> {
@@ -804,7 +826,7 @@ export function buildOpenApi(): OpenApiDocument {
       { name: 'Webhooks', description: 'Events from the platforms (no token needed: they are verified by signature).' },
       { name: 'Operations', description: 'Health, readiness and metrics (no token needed).' },
     ],
-    paths: { ...analyticsPaths(), ...processingPaths(), ...ingestPaths(), ...integrationsPaths(), ...audienceSyncPaths(), ...webhookPaths(), ...opsPaths() },
+    paths: withOperationLimits({ ...analyticsPaths(), ...processingPaths(), ...ingestPaths(), ...integrationsPaths(), ...audienceSyncPaths(), ...webhookPaths(), ...opsPaths() }),
     components: {
       schemas: {
         ErrorBody: {

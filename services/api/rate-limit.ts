@@ -97,17 +97,40 @@ const underAny = (path: string, prefixes: string[]) => {
 export const isAnalyticsPath = (path: string) => underAny(path, ANALYTICS_PREFIXES)
 export const isDemographicsPath = (path: string) => underAny(path, DEMOGRAPHICS_PATHS)
 
+/**
+ * The management routes the spec gives no limit for ("Rate limits of processing and integration
+ * endpoints: not shown"): processing, tenant integrations and audience syncs.
+ */
+export const OPERATIONS_PREFIXES = ['/api/v2/cdp/process', '/api/v2/tenant-integrations', '/api/v2/cdp/audience-syncs']
+export const isOperationsPath = (path: string) => underAny(path, OPERATIONS_PREFIXES)
+
+/**
+ * Among those, the requests that start work or call another system: a processing run
+ * (`POST /api/v2/cdp/process/{tenantId}`), a credentials check (`POST …/validate/{type}`), a
+ * connection test (`POST …/{integrationId}/test`) and a sync (`POST …/{integrationId}/sync`).
+ * A client repeating them would load our workers and spend the tenant's quota at the platform.
+ */
+export function isJobRequest(method: string, path: string): boolean {
+  if (method !== 'POST') return false
+  const l = path.toLowerCase().replace(/\/+$/, '')
+  return /^\/api\/v2\/cdp\/process\/[^/]+$/.test(l) || /^\/api\/v2\/tenant-integrations\/(validate\/[^/]+|[^/]+\/(test|sync))$/.test(l)
+}
+
 export interface RateLimitOptions {
   /** Analytics endpoints, per key (admin token: per IP) per minute. Spec: 100. */
   analyticsPerMinute: number
   /** Demographics-related endpoints, per IP per 15 minutes. Spec: 1,000 in production, 10,000 in development. */
   demographicsPer15Min: number
+  /** Processing, integration and audience-sync endpoints, per key per minute. Ours: 120 (the spec shows none). */
+  operationsPerMinute: number
+  /** Of those, runs, syncs, credential checks and connection tests, per key per minute. Ours: 20. */
+  jobsPerMinute: number
   now?: () => number
 }
 
-/** The spec's numbers for an environment. */
+/** The spec's numbers for an environment, and ours where it shows none (docs/auth.md). */
 export function defaultRateLimits(nodeEnv: string): Omit<RateLimitOptions, 'now'> {
-  return { analyticsPerMinute: 100, demographicsPer15Min: nodeEnv === 'production' ? 1000 : 10_000 }
+  return { analyticsPerMinute: 100, demographicsPer15Min: nodeEnv === 'production' ? 1000 : 10_000, operationsPerMinute: 120, jobsPerMinute: 20 }
 }
 
 const ipOf = (req: Request) => req.ip ?? req.socket.remoteAddress ?? 'unknown'
@@ -117,10 +140,20 @@ export function demographicsLimiter(o: RateLimitOptions): RequestHandler {
   return rateLimit([{ name: 'demographics', limit: o.demographicsPer15Min, windowMs: 15 * 60_000, applies: (r) => isDemographicsPath(r.path), keyOf: ipOf }], o.now)
 }
 
-/** Per-key analytics limit: mounted after authentication (req.auth names the key). */
-export function analyticsLimiter(o: RateLimitOptions): RequestHandler {
+/** Whose per-key budget a request spends: its API key, or (admin token) its IP. */
+const keyOrIp = (r: Request) => (r.auth?.keyId ? `key:${r.auth.keyId}` : `ip:${ipOf(r)}`)
+
+/**
+ * Per-key limits, mounted after authentication (req.auth names the key): analytics (spec), and
+ * the operations routes with their tighter budget for jobs (ours).
+ */
+export function keyLimiter(o: RateLimitOptions): RequestHandler {
   return rateLimit(
-    [{ name: 'analytics', limit: o.analyticsPerMinute, windowMs: 60_000, applies: (r) => isAnalyticsPath(r.path), keyOf: (r) => (r.auth?.keyId ? `key:${r.auth.keyId}` : `ip:${ipOf(r)}`) }],
+    [
+      { name: 'analytics', limit: o.analyticsPerMinute, windowMs: 60_000, applies: (r) => isAnalyticsPath(r.path), keyOf: keyOrIp },
+      { name: 'operations', limit: o.operationsPerMinute, windowMs: 60_000, applies: (r) => isOperationsPath(r.path), keyOf: keyOrIp },
+      { name: 'jobs', limit: o.jobsPerMinute, windowMs: 60_000, applies: (r) => isJobRequest(r.method, r.path), keyOf: keyOrIp },
+    ],
     o.now,
   )
 }
