@@ -139,7 +139,7 @@ beforeAll(async () => {
   })
   const keys = new ApiKeyStore(store)
   // One API per commerce simulator: the base URL is per deployment, not per integration.
-  api = await listen(createApp({ logger, log: rt.log, codec: rt.codec, readiness: [], auth: { adminToken: ADMIN, keys }, integrations: integrationsRouter({ store, secrets: box, endpoints, logger, now }) }))
+  api = await listen(createApp({ logger, log: rt.log, codec: rt.codec, readiness: [], auth: { adminToken: ADMIN, keys }, integrations: integrationsRouter({ store, secrets: box, allowPrivateWebhooks: true, endpoints, logger, now }) }))
   projection = await runPipeline(projectionPipeline(store, { name: projectionGroup }), { log: rt.log, codec: rt.codec, logger, fromBeginning: true, maxBatch: 5000 })
 })
 afterAll(async () => {
@@ -244,7 +244,7 @@ describe('a sync killed halfway', () => {
   it('resumes from its checkpoint in another runner; the rerun counts no order twice', async () => {
     const tenant = TENANT + 1
     const e = { ...endpoints, commercePlatform: big.url }
-    const bigApi = await listen(createApp({ logger, log: rt.log, codec: rt.codec, readiness: [], auth: { adminToken: ADMIN, keys: new ApiKeyStore(store) }, integrations: integrationsRouter({ store, secrets: box, endpoints: e, logger, now }) }))
+    const bigApi = await listen(createApp({ logger, log: rt.log, codec: rt.codec, readiness: [], auth: { adminToken: ADMIN, keys: new ApiKeyStore(store) }, integrations: integrationsRouter({ store, secrets: box, allowPrivateWebhooks: true, endpoints: e, logger, now }) }))
     const res = await fetch(`${bigApi}${BASE}`, {
       method: 'POST',
       headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
@@ -450,7 +450,7 @@ describe('sync notifications: SSRF guard and secrets', () => {
 
 /** A bigshop integration (created through an API whose endpoints point at the big simulator) and a queued orders sync. */
 async function bigOrdersSync(tenant: number, batchSize: number): Promise<{ id: number; syncId: string }> {
-  const bigApi = await listen(createApp({ logger, log: rt.log, codec: rt.codec, readiness: [], auth: { adminToken: ADMIN, keys: new ApiKeyStore(store) }, integrations: integrationsRouter({ store, secrets: box, endpoints: { ...endpoints, commercePlatform: big.url }, logger, now }) }))
+  const bigApi = await listen(createApp({ logger, log: rt.log, codec: rt.codec, readiness: [], auth: { adminToken: ADMIN, keys: new ApiKeyStore(store) }, integrations: integrationsRouter({ store, secrets: box, allowPrivateWebhooks: true, endpoints: { ...endpoints, commercePlatform: big.url }, logger, now }) }))
   const post = async (path: string, body: unknown) => {
     const res = await fetch(`${bigApi}${BASE}${path}`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' }, body: JSON.stringify(body) })
     return { status: res.status, body: (await res.json()) as Json }

@@ -19,6 +19,7 @@ import * as marketplaceSim from '../services/simulators/marketplace/index.ts'
 import * as searchAdsSim from '../services/simulators/search-ads/index.ts'
 import { start as startAdsPlatform, type RunningAdsPlatformSimulator } from '../services/simulators/ads-platform/index.ts'
 import type { ConnectorEndpoints } from '../services/connectors/types.ts'
+import { literalDestinationProblem } from '../pipelines/connectors/webhook-guard.ts'
 import { silentLogger, testConfig, tmpDir } from './helpers.ts'
 
 const ADMIN = 'test-admin-token-integrations-0123'
@@ -309,6 +310,43 @@ describe('update (endpoint 4)', () => {
     expect((await call('PUT', `${BASE}/${id}`, {})).status).toBe(400)
     expect((await call('PUT', `${BASE}/${id}`, { colour: 'red' })).status).toBe(400)
     expectCommonError(await call('PUT', `${BASE}/987654`, { is_active: true }), 404)
+  })
+})
+
+describe('webhook_url: a destination the connectors would never post to is refused when configured', () => {
+  it('tells loopback, private, link-local and localhost destinations from public ones without resolving names', () => {
+    for (const url of ['http://127.0.0.1:9/hook', 'https://10.1.2.3/x', 'http://169.254.169.254/latest/meta-data', 'http://[::1]/h', 'http://[::ffff:192.168.0.1]/h', 'http://localhost:8080/h', 'http://api.LOCALHOST./h', 'http://0.0.0.0/']) {
+      expect(literalDestinationProblem(url), url).toMatch(/only public destinations are allowed/)
+    }
+    // Public literals, and names (resolved at every notification instead).
+    for (const url of ['https://8.8.8.8/hook', 'https://[2001:4860:4860::8888]/h', 'https://hooks.example.com/cdp', 'http://internal.corp/h', 'not a url']) {
+      expect(literalDestinationProblem(url), url).toBeNull()
+    }
+  })
+
+  it('create and update: 400 with the field error and nothing stored or changed; the development switch accepts a local receiver', async () => {
+    const before = await countIntegrations()
+    const r = await createCommerce(3, { configuration: { webhook_url: 'http://169.254.169.254/latest/meta-data' } })
+    expectCommonError(r, 400)
+    expect(r.body.details.errors).toEqual([{ path: 'configuration.webhook_url', code: 'private_destination', message: expect.stringContaining('169.254.0.0/16') }])
+    expect(await countIntegrations()).toBe(before)
+
+    const id = await commerceId()
+    const old = (await call('GET', `${BASE}/integration/${id}`)).body.data.configuration.webhook_url
+    const put = await call('PUT', `${BASE}/${id}`, { configuration: { webhook_url: 'http://localhost:9999/hook' } })
+    expectCommonError(put, 400)
+    expect(put.body.details.errors).toEqual([expect.objectContaining({ path: 'configuration.webhook_url', code: 'private_destination' })])
+    expect((await call('GET', `${BASE}/integration/${id}`)).body.data.configuration.webhook_url).toBe(old)
+
+    const app = createApp({ logger, log, codec, readiness: [], auth: { adminToken: ADMIN, keys }, integrations: integrationsRouter({ store, secrets: box, endpoints, logger, allowPrivateWebhooks: true }) })
+    const server = http.createServer(app)
+    await new Promise<void>((res) => server.listen(0, '127.0.0.1', res))
+    servers.push(server)
+    const dev = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+    const local = await call('PUT', `${BASE}/${id}`, { configuration: { webhook_url: 'http://127.0.0.1:9999/hook' } }, ADMIN, dev)
+    expect(local.status).toBe(200)
+    expect(local.body.data.changes['configuration.webhook_url']).toEqual({ old, new: 'http://127.0.0.1:9999/hook' })
+    expect((await call('PUT', `${BASE}/${id}`, { configuration: { webhook_url: old } }, ADMIN, dev)).status).toBe(200)
   })
 })
 

@@ -172,6 +172,7 @@ export async function startRoles(config: Config, logger: Logger): Promise<Starte
     if (out.kind === 'conflict') throw new Error(`a processing job is already running for tenant ${tenantId}; the analysis runs with it`)
   }
   let connectors: (RunningPipeline & { runOnce(): Promise<number> }) | null = null
+  const allowPrivateWebhooks = config.connectorsAllowPrivateWebhooks ?? config.nodeEnv !== 'production'
   if (roles.has('connectors')) {
     connectors = await runConnectors(runtime, {
       secrets: secrets!,
@@ -180,13 +181,13 @@ export async function startRoles(config: Config, logger: Logger): Promise<Starte
       pollMs: config.connectorsPollMs,
       timeoutMs: config.connectorsSyncTimeoutMs,
       webhookSecret: config.connectorsWebhookSecret,
-      allowPrivateWebhooks: config.connectorsAllowPrivateWebhooks ?? config.nodeEnv !== 'production',
+      allowPrivateWebhooks,
     })
     pipelines.push(connectors)
   }
   const integrations =
     roles.has('api') && secrets
-      ? integrationsRouter({ store: runtime.store, secrets, endpoints, logger, onSyncQueued: () => void connectors?.runOnce().catch((err) => logger.error({ err }, 'sync run failed')) })
+      ? integrationsRouter({ store: runtime.store, secrets, endpoints, logger, allowPrivateWebhooks, onSyncQueued: () => void connectors?.runOnce().catch((err) => logger.error({ err }, 'sync run failed')) })
       : undefined
 
   const readiness: ReadinessCheck[] = [

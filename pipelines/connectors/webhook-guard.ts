@@ -91,6 +91,26 @@ export function privateRange(ip: string): string | null {
   return null
 }
 
+/**
+ * What can be told of a webhook URL without resolving it, at the moment it is configured: a host
+ * that is an IP literal in a private or reserved range, or a `localhost` name (RFC 6761), is
+ * refused at once. Other names are resolved at each notification (`checkWebhookDestination`),
+ * since what a name resolves to can change.
+ */
+export function literalDestinationProblem(url: string): string | null {
+  let u: URL
+  try {
+    u = new URL(url)
+  } catch {
+    return null // the body schema reports a malformed URL
+  }
+  const host = u.hostname.replace(/^\[|\]$/g, '').toLowerCase().replace(/\.$/, '')
+  if (host === 'localhost' || host.endsWith('.localhost')) return `the host ${host} is this machine; only public destinations are allowed`
+  if (!isIP(host)) return null
+  const range = privateRange(host)
+  return range ? `the host ${host} is a private or reserved address (${range}); only public destinations are allowed` : null
+}
+
 export type DestinationCheck = { ok: true } | { ok: false; final: boolean; reason: string }
 
 /**

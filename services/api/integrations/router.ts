@@ -35,6 +35,7 @@ import {
   type FieldError,
 } from './schemas.ts'
 import { IntegrationStore, type IntegrationRecord } from './store.ts'
+import { literalDestinationProblem } from '../../../pipelines/connectors/webhook-guard.ts'
 import { detail, diff, listItem, maskCredentials } from './views.ts'
 import { healthView } from './health.ts'
 
@@ -55,6 +56,12 @@ export interface IntegrationsDeps {
   timeoutMs?: number
   /** Told when a sync is queued (e.g. to wake an in-process connectors runner). */
   onSyncQueued?: (job: SyncJob) => void
+  /**
+   * Accept a `webhook_url` on a loopback, private or reserved address (a local receiver in
+   * development). Default false: such a URL is a 400 when configured, as the connectors role
+   * would refuse to post to it (CDP_CONNECTORS_ALLOW_PRIVATE_WEBHOOKS).
+   */
+  allowPrivateWebhooks?: boolean
 }
 
 const DAY = 86_400_000
@@ -89,6 +96,11 @@ export function integrationsRouter(deps: IntegrationsDeps): Router {
   const router = express.Router()
 
   const invalid = (res: Response, errors: FieldError[]) => sendError(res, 400, 'Invalid request', { errors })
+  /** A webhook_url the connectors role would never post to is refused when it is configured. */
+  const webhookErrors = (url: string | null | undefined): FieldError[] => {
+    const problem = url && !deps.allowPrivateWebhooks ? literalDestinationProblem(url) : null
+    return problem ? [{ path: 'configuration.webhook_url', code: 'private_destination', message: `${problem} (CDP_CONNECTORS_ALLOW_PRIVATE_WEBHOOKS)` }] : []
+  }
 
   /** The integration named by the path, or an answer already sent (400, 404, 403). */
   async function load(req: Request, res: Response): Promise<IntegrationRecord | null> {
@@ -177,6 +189,8 @@ export function integrationsRouter(deps: IntegrationsDeps): Router {
     if (!parsed.success) return invalid(res, fieldErrors(parsed.error.issues, body))
     const input: CreateIntegrationInput = parsed.data
     if (tenantAccessDenied(req, res, input.tenant_id)) return
+    const hookErrors = webhookErrors(input.configuration?.webhook_url)
+    if (hookErrors.length) return invalid(res, hookErrors)
     const type = input.integration_type
     const creds = credentialsOf(input)
     const commerceAccount = input.integration_type === 'commerce_platform' ? input.account_name : null
@@ -259,6 +273,7 @@ export function integrationsRouter(deps: IntegrationsDeps): Router {
     const errors: FieldError[] = [
       ...credFields.filter((k) => !allowed.includes(k)).map((k) => ({ path: k, code: 'not_applicable', message: `a ${r.integration_type} integration has no ${k}; it takes ${allowed.join(', ')}` })),
       ...marketplaceKeyErrors(r.integration_type, u.configuration),
+      ...webhookErrors(u.configuration?.webhook_url),
     ]
     if (!Object.keys(u).length) errors.push({ path: '', code: 'empty', message: 'send at least one of is_active, configuration or a credential field' })
     if (errors.length) return invalid(res, errors)
