@@ -10,7 +10,7 @@ import { customersEndpoint, type CustomersOptions } from '../services/api/analyt
 import { cohortInsights, cohortLabel, cohortWindow, periodStart, type Cohort } from '../services/api/analytics/cohorts.ts'
 import { SEGMENT_RANK } from '../services/api/analytics/dashboard.ts'
 import { SEGMENTS } from '../pipelines/features/segments.ts'
-import { silentLogger, tmpDir } from './helpers.ts'
+import { orderHistoryOf, silentLogger, tmpDir } from './helpers.ts'
 
 /** The clock: Sunday 2025-06-15 12:00 UTC. */
 const FIXED = Date.UTC(2025, 5, 15, 12, 0, 0)
@@ -57,7 +57,7 @@ async function insert(table: string, values: Record<string, unknown>[]) {
 beforeAll(async () => {
   store = await openStore({ database: 'cdp', chdbPath: tmpDir() })
   await migrate(store, silentLogger)
-  await insert('orders', [
+  const orders = [
     order(T, 1, '2025-01-10', 100), order(T, 1, '2025-02-05', 50), order(T, 1, '2025-04-20', 30), order(T, 1, '2025-06-10', 20),
     order(T, 2, '2025-01-20', 200),
     order(T, 3, '2025-02-14', 80), order(T, 3, '2025-03-01', 40),
@@ -67,7 +67,8 @@ beforeAll(async () => {
     order(T, 8, '2025-02-20', 70),
     // Another tenant with the same customer ids: must never show up.
     order(OTHER, 1, '2025-01-05', 9999), order(OTHER, 2, '2025-06-12', 7777), order(OTHER, 9, '2025-06-14', 5555),
-  ])
+  ]
+  await insert('orders', orders)
   await insert('customers', [1, 2, 3, 4, 5, 6, 7].map((id) => customer(T, id, `c${id}@shop.test`)).concat([customer(OTHER, 1, 'other@else.test')]))
   await insert('customer_features', [
     features(T, 1, 'Champions', 4, 200, '2025-06-10', 300, 'active'),
@@ -80,7 +81,7 @@ beforeAll(async () => {
     features(T, 8, 'At Risk', 1, 70, '2025-02-20', 100, 'churned'),
     features(OTHER, 1, 'Champions', 1, 9999, '2025-01-05', 9999, 'churned'),
     features(OTHER, 2, 'Champions', 1, 7777, '2025-06-12', 9999, 'active'),
-  ])
+  ].map((f) => ({ ...f, ...orderHistoryOf(orders, f.tenant_id, f.customer_id) })))
   await insert('segment_changes', [
     change(T, 1, 'a', '2025-06-01', 'Loyal Customers', 'Champions'),
     change(T, 1, 'a-again', '2025-06-01', 'Loyal Customers', 'Champions'), // the same change published twice

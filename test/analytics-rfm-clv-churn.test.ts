@@ -11,7 +11,7 @@ import { churnEndpoint, ChurnQuery } from '../services/api/analytics/churn.ts'
 import { SEGMENTS, SEGMENT_DESCRIPTIONS } from '../pipelines/features/segments.ts'
 import { CHURN_DEFINITIONS } from '../pipelines/features/churn.ts'
 import { SEGMENT_ACTIONS } from '../services/api/analytics/segment-actions.ts'
-import { silentLogger, tmpDir } from './helpers.ts'
+import { orderHistoryOf, silentLogger, tmpDir } from './helpers.ts'
 
 const DAY = 86_400_000
 const FIXED = Date.UTC(2025, 5, 15, 12, 0, 0)
@@ -103,7 +103,6 @@ beforeAll(async () => {
   store = await openStore({ database: 'cdp', chdbPath: tmpDir() })
   await migrate(store, silentLogger)
   const other: C = { ...CUSTOMERS[0]!, id: 1, email: 'x@shop.com', monetary: 99_999, hist: 99_999, clv: 999_999, recency: 95, risk: 'churned', loss: 99_999 }
-  await store.insert({ table: 'customer_features', format: 'JSONEachRow', values: [...CUSTOMERS.map((c) => featureRow(T, c)), featureRow(OTHER, other)] })
   await store.insert({
     table: 'customers',
     format: 'JSONEachRow',
@@ -139,11 +138,11 @@ beforeAll(async () => {
     is_cancelled: cancelled ? 1 : 0,
     version: 1,
   })
-  await store.insert({
-    table: 'orders',
-    format: 'JSONEachRow',
-    values: [...ORDERS.map((o, i) => order(T, o.customer, i, o.days, o.cancelled)), order(OTHER, 1, 99, 1), order(OTHER, 1, 98, 2)],
-  })
+  const orders = [...ORDERS.map((o, i) => order(T, o.customer, i, o.days, o.cancelled)), order(OTHER, 1, 99, 1), order(OTHER, 1, 98, 2)]
+  await store.insert({ table: 'orders', format: 'JSONEachRow', values: orders })
+  // Each feature row carries its customer's counting orders, as the feature pipeline writes them.
+  const features = [...CUSTOMERS.map((c) => featureRow(T, c)), featureRow(OTHER, other)]
+  await store.insert({ table: 'customer_features', format: 'JSONEachRow', values: features.map((f) => ({ ...f, ...orderHistoryOf(orders, f.tenant_id, f.customer_id) })) })
   // Snapshots: 31 days ago (the comparison base) and 10 days ago (too recent, ignored).
   const snap = (days: number, segment: string, customers: number, monetary: number) => ({
     tenant_id: T,

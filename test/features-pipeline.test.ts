@@ -15,7 +15,7 @@ import { publishEvents } from '../pipelines/ingest/publisher.ts'
 import { generateEvents } from '../pipelines/ingest/synthetic/generate.ts'
 import { projectionPipeline } from '../pipelines/projection/pipeline.ts'
 import { runFeatures } from '../pipelines/features/run.ts'
-import { aggregate, aggregateEvents, factOf, mergeFact, type CustomerAggregates, type OrderFact } from '../pipelines/features/order-facts.ts'
+import { aggregate, aggregateEvents, factOf, mergeFact, orderHistory, type CustomerAggregates, type OrderFact } from '../pipelines/features/order-facts.ts'
 import { computeFeatures } from '../pipelines/features/features.ts'
 import { loadModels } from '../pipelines/features/feature-store.ts'
 import { createRecomputeEngine, loadTenantCustomers } from '../pipelines/features/recompute.ts'
@@ -111,6 +111,12 @@ describe('order facts fold (pure property)', () => {
       repeatSpanDays: 4,
       repeatAvgCents: 6000,
     })
+    // The order history of the feature row: the counting orders only, ascending, ties by amount.
+    const facts = new Map<string, OrderFact>()
+    for (const e of shuffle(events, rng(5))) mergeFact(facts, e.order_id, factOf(e))
+    expect(orderHistory(facts.values())).toEqual({ times: [day(1), day(1) + 1000, day(5)], cents: [10000, 5000, 6000] })
+    const tie = (cents: number): OrderFact => ({ version: 1, eventId: `x${cents}`, placedAt: day(2), cents, cancelled: false })
+    expect(orderHistory([tie(700), tie(300), { ...tie(900), cancelled: true }, tie(0)])).toEqual({ times: [day(2), day(2)], cents: [300, 700] })
   })
 })
 
@@ -159,7 +165,7 @@ describe('feature consumer (embedded log, chdb)', () => {
       query: `SELECT customer_id, email, recency_days, frequency, toDecimalString(monetary, 2) AS monetary, r_score, f_score, m_score, rfm_score, segment,
                      toUnixTimestamp64Milli(first_order_at) AS first, toUnixTimestamp64Milli(last_order_at) AS last, purchase_days, repeat_purchases,
                      repeat_span_days, predicted_value, total_clv, clv_tier, p_alive, churn_risk, churn_probability, order_frequency_days,
-                     toString(expected_order_date) AS expected_order_date, days_overdue, potential_loss, recommended_action
+                     toString(expected_order_date) AS expected_order_date, days_overdue, potential_loss, recommended_action, order_times, order_cents
               FROM customer_features FINAL WHERE tenant_id = {t:UInt64} ORDER BY customer_id`,
       query_params: { t: tenant },
       format: 'JSONEachRow',
@@ -199,6 +205,17 @@ describe('feature consumer (embedded log, chdb)', () => {
 
       // Batch: every event once, in generation order, through the same pure functions.
       const aggs = byCustomer(aggregateEvents(orders), tenant)
+      // The order history of each customer: the latest event of each of its orders, counting ones, ascending.
+      const facts = new Map<number, Map<string, OrderFact>>()
+      for (const e of orders) {
+        if (e.tenant_id !== tenant) continue
+        if (!facts.has(e.customer_id)) facts.set(e.customer_id, new Map())
+        mergeFact(facts.get(e.customer_id)!, e.order_id, factOf(e))
+      }
+      const historyOf = (id: number) => {
+        const h = orderHistory(facts.get(id)?.values() ?? [])
+        return { order_times: h.times, order_cents: h.cents }
+      }
       const emails = new Map<number, { at: number; email: string }>()
       for (const p of profiles) {
         const cur = emails.get(p.customer_id)
@@ -240,6 +257,7 @@ describe('feature consumer (embedded log, chdb)', () => {
           days_overdue: v.days_overdue,
           potential_loss: v.potential_loss,
           recommended_action: v.recommended_action,
+          ...historyOf(id),
         }
         expect(row, `customer ${id}`).toEqual(expected)
         if (v.segment) segmented++
@@ -271,8 +289,8 @@ describe('feature consumer (embedded log, chdb)', () => {
       expect(result.rfm!.total_processed).toBe([...aggs.values()].filter((a) => a.orderCount > 0).length)
       const refitted = (await loadModels(rt.store, [tenant])).get(tenant)!
       const recomputed = await featureRows(tenant)
-      expect(recomputed.map((r) => [r.customer_id, r.frequency, r.monetary, r.first, r.last, r.purchase_days, r.repeat_purchases, r.email])).toEqual(
-        rows.map((r) => [r.customer_id, r.frequency, r.monetary, r.first, r.last, r.purchase_days, r.repeat_purchases, r.email]),
+      expect(recomputed.map((r) => [r.customer_id, r.frequency, r.monetary, r.first, r.last, r.purchase_days, r.repeat_purchases, r.email, r.order_times, r.order_cents])).toEqual(
+        rows.map((r) => [r.customer_id, r.frequency, r.monetary, r.first, r.last, r.purchase_days, r.repeat_purchases, r.email, r.order_times, r.order_cents]),
       )
       // Same thresholds (same population); the refit starts from the same data, so the same scores.
       expect(refitted.boundaries!.recency).toEqual(model.boundaries!.recency)

@@ -77,3 +77,25 @@ export async function waitFor<T>(fn: () => Promise<T | undefined | false>, opts:
 }
 
 export type { EventLog }
+
+/** An `orders` projection row as tests write them by hand. */
+export interface OrderRowLike {
+  tenant_id: number
+  customer_id: number
+  placed_at: string
+  total: number | string
+  is_cancelled?: number
+}
+
+/**
+ * The `order_times` / `order_cents` of a customer's feature row (schemas/clickhouse/008) for
+ * hand-made `orders` rows: its counting orders (not cancelled, total above zero), ascending.
+ * Times are ClickHouse's `YYYY-MM-DD hh:mm:ss.sss` (UTC) or ISO 8601.
+ */
+export function orderHistoryOf(orders: readonly OrderRowLike[], tenant: number, customer: number): { order_times: number[]; order_cents: number[] } {
+  const mine = orders
+    .filter((o) => o.tenant_id === tenant && o.customer_id === customer && !o.is_cancelled && Number(o.total) > 0)
+    .map((o) => ({ t: Date.parse(o.placed_at.includes('T') ? o.placed_at : `${o.placed_at.replace(' ', 'T')}Z`), c: Math.round(Number(o.total) * 100) }))
+    .sort((a, b) => a.t - b.t || a.c - b.c)
+  return { order_times: mine.map((o) => o.t), order_cents: mine.map((o) => o.c) }
+}

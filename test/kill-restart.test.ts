@@ -211,7 +211,8 @@ async function assertFeaturesEqualBatch(chdbPath: string, tenant: number, pinned
     expect((await loadModels(store, [tenant])).get(tenant)).toEqual(pinned)
     const rs = await store.query({
       query: `SELECT customer_id, toUnixTimestamp64Milli(processed_at) AS at, frequency, toInt64(monetary * 100) AS cents, purchase_days, repeat_purchases,
-                     repeat_span_days, recency_days, rfm_score, segment, predicted_value, churn_probability, churn_risk
+                     repeat_span_days, recency_days, rfm_score, segment, predicted_value, churn_probability, churn_risk,
+                     length(order_times) AS history_orders, toFloat64(arraySum(order_cents)) AS history_cents, arraySort(order_times) = order_times AS history_sorted
               FROM customer_features FINAL WHERE tenant_id = {t:UInt64} ORDER BY customer_id`,
       query_params: { t: tenant },
       format: 'JSONEachRow',
@@ -235,6 +236,10 @@ async function assertFeaturesEqualBatch(chdbPath: string, tenant: number, pinned
         predicted_value: v.predicted_value,
         churn_probability: v.churn_probability,
         churn_risk: v.churn_risk,
+        // The order history the analytics read: every counting order once, ascending.
+        history_orders: agg.orderCount,
+        history_cents: agg.monetaryCents,
+        history_sorted: 1,
       })
     }
     console.info(`[kill-restart] features of ${rows.length} customers equal the batch recompute`)

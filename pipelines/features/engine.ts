@@ -7,7 +7,7 @@ import type { Logger } from '../../common/logger.ts'
 import type { PipelineDefinition } from '../../common/runtime/pipeline.ts'
 import { decodeInputEvent, type InputEvent } from '../ingest/input-events.ts'
 import type { TransactionModelName } from './clv/index.ts'
-import { aggregate, EMPTY_AGGREGATES, factOf, mergeFact, utcDay, type CustomerAggregates, type OrderFact } from './order-facts.ts'
+import { aggregate, EMPTY_AGGREGATES, factOf, mergeFact, orderHistory, utcDay, type CustomerAggregates, type OrderFact } from './order-facts.ts'
 import { clvFeatures, computeFeatures, DEFAULT_FEATURE_OPTIONS, sameFeatures, type ClvPart, type FeatureOptions, type FeatureValues } from './features.ts'
 import { buildTenantModel, type TenantModel } from './model.ts'
 import { factRow, featureRow, featuresEvent, segmentChangedEvent, segmentChangeRow, type CustomerIdentity } from './rows.ts'
@@ -242,7 +242,7 @@ export class FeatureEngine {
       if (!touched && !moved && !c.dirty) continue
       for (const orderId of c.dirtyOrders) facts.push(factRow(c.id, orderId, c.orders.get(orderId)!))
       const version = this.version(c, now)
-      rows.push(featureRow(c.id, c.agg, v, now, version))
+      rows.push(featureRow(c.id, c.agg, orderHistory(c.orders.values()), v, now, version))
       const key = customerKey(c.id.tenantId, c.id.customerId)
       if (moved) featureRecords.push(this.deps.codec.encode(TOPICS.customerFeatures.name, featuresEvent(c.id, c.agg, v, now)).then((value) => ({ key, value })))
       if (v.segment !== c.emitted.segment) changes.push(segmentChangedEvent(c.id, c.emitted, v, now))

@@ -119,6 +119,26 @@ export function aggregate(orders: Iterable<OrderFact>): CustomerAggregates {
   }
 }
 
+/**
+ * A customer's counting orders as two parallel arrays, ascending by placement time (then amount):
+ * the feature row's `order_times` (epoch ms) and `order_cents`. The analytics read windows of
+ * them (revenue of a period, cohorts, the churn window) from the customer's row instead of
+ * scanning every order of the tenant (docs/analytics-performance.md).
+ */
+export interface OrderHistory {
+  times: number[]
+  cents: number[]
+}
+
+export function orderHistory(orders: Iterable<OrderFact>): OrderHistory {
+  const kept: OrderFact[] = []
+  for (const f of orders) if (counts(f)) kept.push(f)
+  kept.sort((a, b) => a.placedAt - b.placedAt || a.cents - b.cents)
+  return { times: kept.map((f) => f.placedAt), cents: kept.map((f) => f.cents) }
+}
+
+export const EMPTY_HISTORY: OrderHistory = { times: [], cents: [] }
+
 /** Batch path: the aggregates of every customer from a plain list of order events. */
 export function aggregateEvents(events: Iterable<OrderEvent>): Map<string, CustomerAggregates> {
   const perCustomer = new Map<string, Map<string, OrderFact>>()

@@ -4,7 +4,7 @@ import type { Logger } from '../../common/logger.ts'
 import { customerKey } from '../../common/events.ts'
 import { partitionFor } from '../../common/eventlog/partitioner.ts'
 import type { TransactionModelName } from './clv/index.ts'
-import { EMPTY_AGGREGATES, utcDay, type CustomerAggregates } from './order-facts.ts'
+import { EMPTY_AGGREGATES, EMPTY_HISTORY, utcDay, type CustomerAggregates, type OrderHistory } from './order-facts.ts'
 import { clvFeatures, computeFeatures, DEFAULT_FEATURE_OPTIONS, type FeatureOptions, type FeatureValues } from './features.ts'
 import { buildTenantModel } from './model.ts'
 import { featureRow } from './rows.ts'
@@ -32,12 +32,15 @@ export interface BatchCustomer {
   email: string
   emailVersion: number
   agg: CustomerAggregates
+  history: OrderHistory
 }
 
 const AGGREGATES_SQL = `
-SELECT customer_id, sum(n), sum(day_cents), min(first_at), max(last_at), count(), min(day), max(day), argMin(day_cents, day)
+SELECT customer_id, sum(n), sum(day_cents), min(first_at), max(last_at), count(), min(day), max(day), argMin(day_cents, day),
+       arraySort(x -> (x.1, x.2), arrayFlatten(groupArray(day_orders))) AS history
 FROM (
-    SELECT customer_id, intDiv(placed_ms, 86400000) AS day, sum(cents) AS day_cents, count() AS n, min(placed_ms) AS first_at, max(placed_ms) AS last_at
+    SELECT customer_id, intDiv(placed_ms, 86400000) AS day, sum(cents) AS day_cents, count() AS n, min(placed_ms) AS first_at, max(placed_ms) AS last_at,
+           groupArray((placed_ms, cents)) AS day_orders
     FROM (
         SELECT customer_id, order_id,
                argMax(tuple(toUnixTimestamp64Milli(placed_at), toInt64(total * 100), is_cancelled), tuple(version, last_event_id)) AS f
@@ -58,13 +61,15 @@ GROUP BY customer_id`
 /** Every customer of a tenant (with or without orders) and their aggregates, from the raw projections. */
 export async function loadTenantCustomers(store: Store, tenantId: number): Promise<BatchCustomer[]> {
   const [aggRows, profileRows] = await Promise.all([
-    store.query({ query: AGGREGATES_SQL, query_params: { t: tenantId }, format: 'JSONCompactEachRow' }).then((r) => r.json<[number, number, number, number, number, number, number, number, number]>()),
+    store.query({ query: AGGREGATES_SQL, query_params: { t: tenantId }, format: 'JSONCompactEachRow' }).then((r) => r.json<[number, number, number, number, number, number, number, number, number, [number, number][]]>()),
     store.query({ query: PROFILES_SQL, query_params: { t: tenantId }, format: 'JSONCompactEachRow' }).then((r) => r.json<[number, string, number]>()),
   ])
   const out = new Map<number, BatchCustomer>()
-  for (const [customerId, email, version] of profileRows) out.set(customerId, { customerId, email, emailVersion: Number(version), agg: EMPTY_AGGREGATES })
-  for (const [customerId, n, cents, firstAt, lastAt, days, firstDay, lastDay, firstDayCents] of aggRows) {
-    const c = out.get(customerId) ?? { customerId, email: '', emailVersion: 0, agg: EMPTY_AGGREGATES }
+  for (const [customerId, email, version] of profileRows) out.set(customerId, { customerId, email, emailVersion: Number(version), agg: EMPTY_AGGREGATES, history: EMPTY_HISTORY })
+  for (const [customerId, n, cents, firstAt, lastAt, days, firstDay, lastDay, firstDayCents, history] of aggRows) {
+    const c = out.get(customerId) ?? { customerId, email: '', emailVersion: 0, agg: EMPTY_AGGREGATES, history: EMPTY_HISTORY }
+    // Int64 values come as strings in JSON.
+    c.history = { times: history.map(([t]) => Number(t)), cents: history.map(([, x]) => Number(x)) }
     const x = Number(days) - 1
     c.agg = {
       orderCount: Number(n),
@@ -145,7 +150,7 @@ export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine {
           const v = values[j]
           if (!v) continue
           const id = { tenantId, customerId: c.customerId, partition: partitionFor(customerKey(tenantId, c.customerId), deps.partitions, () => 0), email: c.email, emailVersion: c.emailVersion }
-          rows.push(featureRow(id, c.agg, v, at, baseVersion + j))
+          rows.push(featureRow(id, c.agg, c.history, v, at, baseVersion + j))
         }
         if (rows.length) await deps.store.insert({ table: 'customer_features', values: rows, format: 'JSONEachRow' })
         run.onProgress?.(Math.min(customers.length, i + run.batchSize), customers.length)

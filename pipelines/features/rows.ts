@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { CustomerFeatures, SegmentChanged } from '../../common/events.ts'
 import { fromCents } from '../../common/decimal.ts'
-import type { CustomerAggregates, OrderFact } from './order-facts.ts'
+import type { CustomerAggregates, OrderFact, OrderHistory } from './order-facts.ts'
 import type { FeatureValues } from './features.ts'
 import { iso } from '../../common/time.ts'
 
@@ -31,7 +31,7 @@ export function factRow(c: CustomerIdentity, orderId: string, f: OrderFact) {
   }
 }
 
-export function featureRow(c: CustomerIdentity, agg: CustomerAggregates, v: FeatureValues, processedAt: number, version: number) {
+export function featureRow(c: CustomerIdentity, agg: CustomerAggregates, history: OrderHistory, v: FeatureValues, processedAt: number, version: number) {
   return {
     tenant_id: c.tenantId,
     customer_id: c.customerId,
@@ -54,6 +54,8 @@ export function featureRow(c: CustomerIdentity, agg: CustomerAggregates, v: Feat
     repeat_span_days: agg.repeatSpanDays,
     repeat_avg_value: agg.repeatAvgCents / 100,
     avg_order_value: v.avg_order_value,
+    order_times: history.times,
+    order_cents: history.cents,
     historical_value: money(v.historical_value_cents),
     predicted_value: v.predicted_value,
     total_clv: v.total_clv,

@@ -87,7 +87,8 @@ async function body(ctx: AnalyticsContext, q: ChurnOptions) {
        FROM customer_features AS f FINAL WHERE ${f.where} GROUP BY risk`,
       f.params,
     )),
-    // The filtered customers' counting orders (not cancelled, total > 0) placed up to now, per customer.
+    // The filtered customers' counting orders (not cancelled, total > 0) placed up to now, per
+    // customer, from the order_times of its feature row (ascending; arrayLast of none is 0).
     tenantWide(ctx, q.tenant_id, 'churn.window', whole, () => select<Record<'existed_prev' | 'churned_prev' | 'crossed' | 'was_at_risk' | 'saved' | 'existed_now' | 'churned_now' | 'orders_30d' | 'orders_365d', string>>(
       ctx.store,
       `SELECT countIf(last_prev > 0) AS existed_prev,
@@ -99,17 +100,12 @@ async function body(ctx: AnalyticsContext, q: ChurnOptions) {
               countIf(last_now > 0 AND intDiv({now_ms:Int64} - last_now, ${DAY_MS}) >= {churned_days:UInt32}) AS churned_now,
               sum(recent) AS orders_30d, sum(year) AS orders_365d
        FROM (
-         SELECT customer_id,
-                maxIf(placed_ms, placed_ms < {prev_ms:Int64}) AS last_prev,
-                max(placed_ms) AS last_now,
-                countIf(placed_ms >= {prev_ms:Int64}) AS recent,
-                countIf(placed_ms >= {year_ms:Int64}) AS year
-         FROM (
-           SELECT customer_id, toUnixTimestamp64Milli(placed_at) AS placed_ms FROM orders FINAL
-           WHERE tenant_id = {tenant_id:UInt64} AND is_cancelled = 0 AND total > 0 AND toUnixTimestamp64Milli(placed_at) <= {now_ms:Int64}
-             AND customer_id IN (SELECT f.customer_id FROM customer_features AS f FINAL WHERE ${f.where})
-         )
-         GROUP BY customer_id
+         SELECT arrayLast(t -> t < {prev_ms:Int64}, f.order_times) AS last_prev,
+                arrayLast(t -> t <= {now_ms:Int64}, f.order_times) AS last_now,
+                arrayCount(t -> t >= {prev_ms:Int64} AND t <= {now_ms:Int64}, f.order_times) AS recent,
+                arrayCount(t -> t >= {year_ms:Int64} AND t <= {now_ms:Int64}, f.order_times) AS year
+         FROM customer_features AS f FINAL
+         WHERE ${f.where} AND notEmpty(f.order_times)
        )`,
       {
         ...f.params,

@@ -3,7 +3,7 @@ import { CommonQuery, dateParam, type CommonOptions } from './options.ts'
 import type { AnalyticsContext, AnalyticsEndpoint } from './endpoint.ts'
 import { round2, select, signedPct } from './endpoint.ts'
 import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
-import { customerScope, scopeClause } from './customers.ts'
+import { customerScope } from './customers.ts'
 import { tenantWide } from './summary.ts'
 
 export const COHORT_PERIODS = ['daily', 'weekly', 'monthly'] as const
@@ -142,21 +142,25 @@ export async function cohortsBody(ctx: AnalyticsContext, q: CohortsOptions) {
   const name = `cohorts.${q.period}.${ymd(first)}.${ymd(last)}.${endExclusive}`
   const rows = await tenantWide(ctx, q.tenant_id, name, !scope.filtered, () => select<{ cohort: string; k: number; customers: number; revenue: number }>(
     ctx.store,
-    `WITH o AS (
-       SELECT customer_id, placed_at, toFloat64(total) AS amount
-       FROM orders FINAL
-       WHERE tenant_id = {tenant_id:UInt64} AND is_cancelled = 0 AND total > 0
-         AND placed_at < fromUnixTimestamp64Milli({end_ms:Int64}, 'UTC')${scopeClause(scope)}
-     ),
-     firsts AS (SELECT customer_id, ${fn}(min(placed_at)) AS cohort FROM o GROUP BY customer_id)
-     SELECT toString(firsts.cohort) AS cohort,
-            dateDiff('${unit}', firsts.cohort, ${fn}(o.placed_at)) AS k,
-            uniqExact(o.customer_id) AS customers,
-            sum(o.amount) AS revenue
-     FROM o INNER JOIN firsts ON firsts.customer_id = o.customer_id
-     WHERE firsts.cohort >= toDate({first:String}) AND firsts.cohort <= toDate({last:String})
-     GROUP BY cohort, k
-     ORDER BY cohort, k`,
+    // Per customer, from the order_times / order_cents of its feature row (ascending): its
+    // counting orders before end_date's end, its cohort (the period of the first), and per
+    // period offset k whether it ordered and how much.
+    `SELECT toString(c0) AS cohort, k, count() AS customers, sum(arraySum((kk, c) -> if(kk = k, c, 0), ks, cs)) / 100 AS revenue
+     FROM (
+       SELECT ${fn}(fromUnixTimestamp64Milli(ts[1], 'UTC')) AS c0,
+              arrayMap(t -> toInt64(dateDiff('${unit}', c0, ${fn}(fromUnixTimestamp64Milli(t, 'UTC')))), ts) AS ks,
+              cs
+       FROM (
+         SELECT arrayFilter(t -> t < {end_ms:Int64}, f.order_times) AS ts,
+                arrayFilter((c, t) -> t < {end_ms:Int64}, f.order_cents, f.order_times) AS cs
+         FROM customer_features AS f FINAL
+         WHERE ${scope.where} AND notEmpty(f.order_times)
+       )
+       WHERE notEmpty(ts) AND c0 >= toDate({first:String}) AND c0 <= toDate({last:String})
+     )
+     ARRAY JOIN arrayDistinct(ks) AS k
+     GROUP BY c0, k
+     ORDER BY c0, k`,
     { ...scope.params, end_ms: endExclusive, first: ymd(first), last: ymd(last) },
   ))
   const byCohort = new Map<string, Map<number, { customers: number; revenue: number }>>()

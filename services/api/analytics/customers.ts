@@ -26,8 +26,8 @@ export function customerScope(q: CommonOptions, nowMs: number, drop: readonly (k
 }
 
 /**
- * `AND customer_id IN (…customer_features of the scope…)` for queries over orders or
- * segment_changes, or '' when no customer filter applies (then every customer of the tenant
+ * `AND customer_id IN (…customer_features of the scope…)` for queries over other tables
+ * (segment_changes), or '' when no customer filter applies (then every customer of the tenant
  * counts, including one whose feature row is not written yet).
  */
 export function scopeClause(s: { where: string; filtered: boolean }, column = 'customer_id'): string {

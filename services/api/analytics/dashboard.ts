@@ -54,31 +54,35 @@ export async function dashboardBody(ctx: AnalyticsContext, q: DashboardOptions) 
        FROM customer_features AS f FINAL WHERE ${scope.where}`,
       p,
     )),
-    // Per customer: counting orders in the window and before it, first and last counting order.
+    // Per customer, from its counting orders placed before the window's end (order_times /
+    // order_cents of its feature row): orders and revenue in the window and the one before it,
+    // first and last order.
     wide('orders', () => select<{ active: number; orders: number; revenue: number; prev_revenue: number; new_customers: number; returning: number; churned: number }>(
       ctx.store,
-      `SELECT countIf(n_cur > 0) AS active, sum(n_cur) AS orders, sum(rev_cur) AS revenue, sum(rev_prev) AS prev_revenue,
-              countIf(first_at >= ${ts('from')} AND first_at < ${ts('to')}) AS new_customers,
-              countIf(n_cur > 0 AND first_at < ${ts('from')}) AS returning,
-              countIf(last_at >= ${ts('churn_from')} AND last_at < ${ts('churn_to')}) AS churned
+      `SELECT countIf(n_cur > 0) AS active, sum(n_cur) AS orders, sum(cents_cur) / 100 AS revenue, sum(cents_prev) / 100 AS prev_revenue,
+              countIf(first_at >= {from:Int64} AND first_at < {to:Int64}) AS new_customers,
+              countIf(n_cur > 0 AND first_at < {from:Int64}) AS returning,
+              countIf(last_at >= {churn_from:Int64} AND last_at < {churn_to:Int64}) AS churned
        FROM (
-         SELECT customer_id,
-                countIf(placed_at >= ${ts('from')} AND placed_at < ${ts('to')}) AS n_cur,
-                sumIf(toFloat64(total), placed_at >= ${ts('from')} AND placed_at < ${ts('to')}) AS rev_cur,
-                sumIf(toFloat64(total), placed_at >= ${ts('prev_from')} AND placed_at < ${ts('from')}) AS rev_prev,
-                min(placed_at) AS first_at, max(placed_at) AS last_at
-         FROM orders FINAL
-         WHERE tenant_id = {tenant_id:UInt64} AND is_cancelled = 0 AND total > 0 AND placed_at < ${ts('to')}${inScope}
-         GROUP BY customer_id
-       )`,
+         SELECT arrayFilter(t -> t < {to:Int64}, f.order_times) AS ts,
+                ts[1] AS first_at, ts[-1] AS last_at,
+                arrayCount(t -> t >= {from:Int64}, ts) AS n_cur,
+                arraySum((t, c) -> if(t >= {from:Int64} AND t < {to:Int64}, c, 0), f.order_times, f.order_cents) AS cents_cur,
+                arraySum((t, c) -> if(t >= {prev_from:Int64} AND t < {from:Int64}, c, 0), f.order_times, f.order_cents) AS cents_prev
+         FROM customer_features AS f FINAL
+         WHERE ${scope.where} AND notEmpty(f.order_times)
+       )
+       WHERE notEmpty(ts)`,
       p,
     )),
     wide('daily', () => select<{ day: number; revenue: number }>(
       ctx.store,
-      `SELECT intDiv(toUnixTimestamp64Milli(placed_at) - {from:Int64}, 86400000) AS day, sum(toFloat64(total)) AS revenue
-       FROM orders FINAL
-       WHERE tenant_id = {tenant_id:UInt64} AND is_cancelled = 0 AND total > 0
-         AND placed_at >= ${ts('from')} AND placed_at < ${ts('to')}${inScope}
+      `SELECT intDiv(o.1 - {from:Int64}, 86400000) AS day, sum(o.2) / 100 AS revenue
+       FROM (
+         SELECT arrayJoin(arrayFilter(x -> x.1 >= {from:Int64} AND x.1 < {to:Int64}, arrayZip(f.order_times, f.order_cents))) AS o
+         FROM customer_features AS f FINAL
+         WHERE ${scope.where} AND notEmpty(f.order_times)
+       )
        GROUP BY day`,
       p,
     )),
