@@ -1,3 +1,4 @@
+import os from 'node:os'
 import { parse, UsageError } from '../cli/args.ts'
 
 /** Shared by the benchmark scripts: progress lines, flag parsing, rounding, percentiles. */
@@ -38,4 +39,14 @@ export function benchFlags<F extends Parameters<typeof parse>[1]>(argv: string[]
   }
   if (positionals.length) throw new UsageError(`unexpected arguments '${positionals.join(' ')}'\n\n${help}`)
   return values
+}
+
+/** What the figures were measured on. */
+export function machineInfo(): { cpus: number; cpu_model: string; node: string; platform: string } {
+  return { cpus: os.cpus().length, cpu_model: os.cpus()[0]?.model?.trim() ?? 'unknown', node: process.version, platform: `${process.platform}-${process.arch}` }
+}
+
+/** 1-, 5- and 15-minute load averages, two decimals: other work on the machine skews the figures. */
+export function loadAverages(): number[] {
+  return os.loadavg().map((x) => Math.round(x * 100) / 100)
 }

@@ -11,14 +11,13 @@
  *
  * Progress on stderr; a table and one JSON line on stdout.
  */
-import os from 'node:os'
 import { performance } from 'node:perf_hooks'
 import { createProgress } from '../common/progress.ts'
 import { EmailRegistry } from '../pipelines/ingest/synthetic/identity.ts'
 import { drawProfile } from '../pipelines/ingest/synthetic/profile.ts'
 import { Rng } from '../pipelines/ingest/synthetic/random.ts'
 import { hashRow, normalize, type AudienceColumn, type CustomerIdentifiers } from '../services/ads-api/hashing.ts'
-import { intFlag, progress, sig3, benchFlags } from './common.ts'
+import { intFlag, loadAverages, machineInfo, progress, sig3, benchFlags } from './common.ts'
 
 const FLAGS = {
   customers: { type: 'string' },
@@ -53,9 +52,9 @@ export async function run(argv: string[]): Promise<number> {
   const customers = intFlag(values.customers, 'customers', 1_000_000)
   const chunkSize = Math.min(customers, intFlag(values.chunk, 'chunk', 100_000))
   const seed = values.seed ?? 'bench-hashing'
-  const machine = { cpus: os.cpus().length, cpu_model: os.cpus()[0]?.model?.trim() ?? 'unknown', node: process.version, platform: `${process.platform}-${process.arch}` }
+  const machine = machineInfo()
   // Other work on the machine skews the figure; the load averages go into the JSON to tell.
-  const loadAtStart = os.loadavg().map((x) => Math.round(x * 100) / 100)
+  const loadAtStart = loadAverages()
   if ((loadAtStart[0] ?? 0) > machine.cpus * 0.5) progress(`note: 1-minute load average is ${loadAtStart[0]} on ${machine.cpus} cpus; figures will be lower than on a quiet machine`)
   progress(`${customers.toLocaleString('en-US')} customers, 4 columns, chunks of ${chunkSize.toLocaleString('en-US')}; ${machine.cpus} cpus, node ${machine.node}`)
 
@@ -110,7 +109,7 @@ export async function run(argv: string[]): Promise<number> {
     empty_values,
     checksum,
     machine,
-    loadavg: { start: loadAtStart, end: os.loadavg().map((x) => Math.round(x * 100) / 100) },
+    loadavg: { start: loadAtStart, end: loadAverages() },
   }
   const fmt = (x: number) => Math.round(x).toLocaleString('en-US')
   process.stdout.write(

@@ -35,7 +35,7 @@ import { IntegrationStore } from '../services/api/integrations/store.ts'
 import { applyConfiguration, configuredEntities, defaultConfiguration } from '../services/api/integrations/schemas.ts'
 import * as commerceSim from '../services/simulators/commerce-platform/index.ts'
 import { UsageError } from '../cli/args.ts'
-import { intFlag, progress, sig3, benchFlags } from './common.ts'
+import { intFlag, loadAverages, machineInfo, progress, sig3, benchFlags } from './common.ts'
 
 const FLAGS = {
   customers: { type: 'string' },
@@ -81,8 +81,8 @@ export async function run(argv: string[]): Promise<number> {
   const rateLimit = intFlag(values['rate-limit'], 'rate-limit', 600)
   const seed = values.seed ?? commerceSim.DEFAULTS.seed
   const withProjection = !values['no-projection']
-  const machine = { cpus: os.cpus().length, cpu_model: os.cpus()[0]?.model?.trim() ?? 'unknown', node: process.version }
-  const loadAtStart = os.loadavg().map((x) => Math.round(x * 100) / 100)
+  const machine = machineInfo()
+  const loadAtStart = loadAverages()
 
   progress(`simulating a shop of ${customers.toLocaleString('en')} customers ...`)
   let t = performance.now()
@@ -197,7 +197,7 @@ export async function run(argv: string[]): Promise<number> {
         analysis_triggered: analysed.length === 1 && analysed[0] === TENANT,
         integrity: { duplicates: stats.integrity.duplicates, total_mismatches: stats.integrity.total_mismatches, unknown_customers: stats.integrity.unknown_customers, invalid_records: stats.integrity.invalid_records },
         machine,
-        loadavg: { start: loadAtStart, end: os.loadavg().map((x) => Math.round(x * 100) / 100) },
+        loadavg: { start: loadAtStart, end: loadAverages() },
       }
       const n = (x: number) => x.toLocaleString('en')
       const lines = [

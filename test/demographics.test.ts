@@ -534,20 +534,6 @@ describe('robustness and speed', () => {
     expect(() => enrichDemographics(null as unknown as DemographicInput, NOW)).not.toThrow()
     expect(() => enrichDemographics(undefined as unknown as DemographicInput, undefined as unknown as Date)).not.toThrow()
   })
-
-  it('enriches well over 100k customers a second (loose bound for shared CI)', () => {
-    const inputs: DemographicInput[] = [
-      { national_id: '30.123.456', first_name: 'María José', city: 'Palermo', province: 'Capital Federal', postal_code: 'C1425ABC' },
-      { national_id: '20-30123456-6', first_name: 'JUAN', city: 'cordoba', province: 'Cba', postal_code: '5000' },
-      { national_id: '12A45678', first_name: '', city: '', province: 'Narnia', postal_code: '99' },
-    ]
-    for (let i = 0; i < 10_000; i++) enrichDemographics(inputs[i % 3]!, NOW)
-    const n = 100_000
-    const t0 = performance.now()
-    for (let i = 0; i < n; i++) enrichDemographics(inputs[i % 3]!, NOW)
-    const perSecond = n / ((performance.now() - t0) / 1000)
-    expect(perSecond).toBeGreaterThan(50_000)
-  })
 })
 
 describe('evaluation (../shared/data/ar)', () => {

@@ -6,6 +6,7 @@ const BENCHES: Record<string, () => Promise<{ run(argv: string[]): Promise<numbe
   features: () => import('../../bench/features.ts'),
   api: () => import('../../bench/api.ts'),
   hashing: () => import('../../bench/hashing.ts'),
+  demographics: () => import('../../bench/demographics.ts'),
   sync: () => import('../../bench/sync.ts'),
 }
 
