@@ -122,13 +122,14 @@ async function body(ctx: AnalyticsContext, q: ClvOptions) {
   const [overviewRows, tierRows, top] = await Promise.all([
     tenantWide(ctx, q.tenant_id, 'clv.overview', whole, () => select<{ customers: string; avg_clv: number | null; median_clv: number | null; total_clv: number; top_clv: number; growing: string; predicted_sum: number; retention: number }>(
       ctx.store,
+      // top_clv: the sum of the ceil(n · top_share) largest values (ties do not change a sum), from
+      // a sorted array of the values rather than a window over the rows (a third of the time).
       `SELECT count() AS customers, avg(clv) AS avg_clv, quantileExactInclusive(0.5)(clv) AS median_clv, sum(clv) AS total_clv,
-              sumIf(clv, rn <= toUInt64(ceil(n_all * {top_share:Float64}))) AS top_clv,
+              arraySum(arraySlice(arrayReverseSort(groupArray(clv)), 1, toUInt64(ceil(count() * {top_share:Float64})))) AS top_clv,
               countIf(predicted > historical) AS growing, sum(predicted) AS predicted_sum,
               sumIf(clv, risk IN ('at_risk', 'churning')) AS retention
        FROM (
-         SELECT assumeNotNull(f.total_clv) AS clv, coalesce(f.predicted_value, 0) AS predicted, toFloat64(f.historical_value) AS historical, f.churn_risk AS risk,
-                row_number() OVER (ORDER BY f.total_clv DESC, f.customer_id ASC) AS rn, count() OVER () AS n_all
+         SELECT assumeNotNull(f.total_clv) AS clv, coalesce(f.predicted_value, 0) AS predicted, toFloat64(f.historical_value) AS historical, f.churn_risk AS risk
          FROM customer_features AS f FINAL WHERE ${f.where}
        )`,
       { ...f.params, top_share: TOP_SHARE },

@@ -47,43 +47,29 @@ export async function dashboardBody(ctx: AnalyticsContext, q: DashboardOptions) 
   // Without a customer filter, every part comes from the tenant summary (summary.ts) of this period.
   const wide = <T>(name: string, live: () => Promise<T>) => tenantWide(ctx, q.tenant_id, `dashboard.${q.period}.${name}`, !scope.filtered, live)
 
-  const [features, orders, daily, segRows, moves] = await Promise.all([
-    wide('features', () => select<{ total: number; churned: number; clv: number | null }>(
+  const [customers, segRows, moves] = await Promise.all([
+    // One pass over the customers in scope: their scores, and from each one's counting orders
+    // placed before the window's end (order_times / order_cents of its feature row) the orders and
+    // revenue in the window and the one before it, first and last order, and the window's revenue
+    // per day (sumMap of day index → cents).
+    wide('customers', () => select<{ total: number; churned: number; clv: number | null; active: number; orders: number; cents: number; prev_cents: number; new_customers: number; returning: number; lapsed: number; daily: [number[], number[]] }>(
       ctx.store,
-      `SELECT count() AS total, countIf(f.churn_risk = 'churned') AS churned, avgOrNull(f.total_clv) AS clv
-       FROM customer_features AS f FINAL WHERE ${scope.where}`,
-      p,
-    )),
-    // Per customer, from its counting orders placed before the window's end (order_times /
-    // order_cents of its feature row): orders and revenue in the window and the one before it,
-    // first and last order.
-    wide('orders', () => select<{ active: number; orders: number; revenue: number; prev_revenue: number; new_customers: number; returning: number; churned: number }>(
-      ctx.store,
-      `SELECT countIf(n_cur > 0) AS active, sum(n_cur) AS orders, sum(cents_cur) / 100 AS revenue, sum(cents_prev) / 100 AS prev_revenue,
-              countIf(first_at >= {from:Int64} AND first_at < {to:Int64}) AS new_customers,
+      `SELECT count() AS total, countIf(churn_risk = 'churned') AS churned, avgOrNull(clv) AS clv,
+              countIf(n_cur > 0) AS active, sum(n_cur) AS orders, sum(cents_cur) AS cents, sum(cents_prev) AS prev_cents,
+              countIf(notEmpty(ts) AND first_at >= {from:Int64}) AS new_customers,
               countIf(n_cur > 0 AND first_at < {from:Int64}) AS returning,
-              countIf(last_at >= {churn_from:Int64} AND last_at < {churn_to:Int64}) AS churned
+              countIf(notEmpty(ts) AND last_at >= {churn_from:Int64} AND last_at < {churn_to:Int64}) AS lapsed,
+              sumMap(arrayMap(t -> intDiv(t - {from:Int64}, 86400000), win_ts), win_cents) AS daily
        FROM (
-         SELECT arrayFilter(t -> t < {to:Int64}, f.order_times) AS ts,
-                ts[1] AS first_at, ts[-1] AS last_at,
-                arrayCount(t -> t >= {from:Int64}, ts) AS n_cur,
-                arraySum((t, c) -> if(t >= {from:Int64} AND t < {to:Int64}, c, 0), f.order_times, f.order_cents) AS cents_cur,
+         SELECT f.churn_risk AS churn_risk, f.total_clv AS clv,
+                arrayFilter(t -> t < {to:Int64}, f.order_times) AS ts, ts[1] AS first_at, ts[-1] AS last_at,
+                arrayFilter(t -> t >= {from:Int64} AND t < {to:Int64}, f.order_times) AS win_ts,
+                arrayFilter((c, t) -> t >= {from:Int64} AND t < {to:Int64}, f.order_cents, f.order_times) AS win_cents,
+                length(win_ts) AS n_cur, arraySum(win_cents) AS cents_cur,
                 arraySum((t, c) -> if(t >= {prev_from:Int64} AND t < {from:Int64}, c, 0), f.order_times, f.order_cents) AS cents_prev
          FROM customer_features AS f FINAL
-         WHERE ${scope.where} AND notEmpty(f.order_times)
-       )
-       WHERE notEmpty(ts)`,
-      p,
-    )),
-    wide('daily', () => select<{ day: number; revenue: number }>(
-      ctx.store,
-      `SELECT intDiv(o.1 - {from:Int64}, 86400000) AS day, sum(o.2) / 100 AS revenue
-       FROM (
-         SELECT arrayJoin(arrayFilter(x -> x.1 >= {from:Int64} AND x.1 < {to:Int64}, arrayZip(f.order_times, f.order_cents))) AS o
-         FROM customer_features AS f FINAL
-         WHERE ${scope.where} AND notEmpty(f.order_times)
-       )
-       GROUP BY day`,
+         WHERE ${scope.where}
+       )`,
       p,
     )),
     wide('segments', () => select<{ segment: string; n: number }>(
@@ -107,15 +93,15 @@ export async function dashboardBody(ctx: AnalyticsContext, q: DashboardOptions) 
     )),
   ])
 
-  const f = features[0] ?? { total: 0, churned: 0, clv: null }
-  const o = orders[0] ?? { active: 0, orders: 0, revenue: 0, prev_revenue: 0, new_customers: 0, returning: 0, churned: 0 }
-  const totalCustomers = Number(f.total)
-  const churnRate = totalCustomers ? Math.round((Number(f.churned) / totalCustomers) * 10_000) / 10_000 : 0
-  const revenue = round2(Number(o.revenue))
-  const prevRevenue = round2(Number(o.prev_revenue))
-  const nOrders = Number(o.orders)
+  const c = customers[0] ?? { total: 0, churned: 0, clv: null, active: 0, orders: 0, cents: 0, prev_cents: 0, new_customers: 0, returning: 0, lapsed: 0, daily: [[], []] }
+  const totalCustomers = Number(c.total)
+  const churnRate = totalCustomers ? Math.round((Number(c.churned) / totalCustomers) * 10_000) / 10_000 : 0
+  const revenue = round2(Number(c.cents) / 100)
+  const prevRevenue = round2(Number(c.prev_cents) / 100)
+  const nOrders = Number(c.orders)
   const chart: number[] = Array.from({ length: win.days }, () => 0)
-  for (const d of daily) chart[Number(d.day)] = round2(Number(d.revenue))
+  const [days, dayCents] = c.daily
+  days.forEach((d, i) => (chart[Number(d)] = round2(Number(dayCents[i]) / 100)))
 
   const counts = new Map(segRows.map((r) => [r.segment, Number(r.n)]))
   const segmented = [...counts.values()].reduce((a, b) => a + b, 0)
@@ -143,16 +129,16 @@ export async function dashboardBody(ctx: AnalyticsContext, q: DashboardOptions) 
       period: q.period,
       kpis: {
         total_customers: totalCustomers,
-        active_customers: Number(o.active),
+        active_customers: Number(c.active),
         total_revenue: revenue,
         avg_order_value: nOrders ? round2(revenue / nOrders) : 0,
-        customer_lifetime_value: f.clv === null ? null : round2(Number(f.clv)),
+        customer_lifetime_value: c.clv === null ? null : round2(Number(c.clv)),
         churn_rate: churnRate,
         nps_score: null,
       },
       trends: {
         revenue: { current: revenue, previous: prevRevenue, change, chart },
-        customers: { new: Number(o.new_customers), returning: Number(o.returning), churned: Number(o.churned) },
+        customers: { new: Number(c.new_customers), returning: Number(c.returning), churned: Number(c.lapsed) },
       },
       segments: {
         distribution,
