@@ -82,20 +82,22 @@ describe('tenant summaries', () => {
   })
 
   it('invalidate drops the summary at once, and a refresh that began before it does not bring it back', async () => {
+    expect(summaries.lookup(T, 'rfm.groups')).toBeDefined()
     const pending = summaries.refresh(T)
     summaries.invalidate(T)
     await pending
     expect(summaries.asOf(T)).toBeNull()
-    expect(summaries.lookup(T, 'rfm.overview')).toBeUndefined()
+    expect(summaries.lookup(T, 'rfm.groups')).toBeUndefined()
     await summaries.refresh(T)
     expect(summaries.asOf(T)).toBe(clock)
   })
 
   it('is not used once older than MAX_AGE_MS, and is refreshed as time passes', async () => {
     const asOf = summaries.asOf(T)!
+    expect(summaries.lookup(T, 'rfm.groups')).toBeDefined()
     clock = asOf + MAX_AGE_MS + 1
     expect(summaries.asOf(T)).toBeNull()
-    expect(summaries.lookup(T, 'rfm.overview')).toBeUndefined()
+    expect(summaries.lookup(T, 'rfm.groups')).toBeUndefined()
     expect(await summaries.pass()).toBe(2)
     expect(summaries.asOf(T)).toBe(clock)
   })

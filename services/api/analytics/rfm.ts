@@ -32,15 +32,67 @@ const TOP_PROVINCES = 3
 const num = (v: unknown): number => (v === null || v === undefined ? 0 : Number(v))
 const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v))
 
-interface SegRow {
+/**
+ * One group of the scored customers in scope: segment × province × age segment × generation (at
+ * most 11 × 25 × 6 × 6 groups), with the sums and counts every figure of the body is made of. The
+ * overview, the per-segment figures, the top provinces and the age mixes all add these up, so
+ * one scan of the customers answers them all.
+ */
+interface GroupRow {
   segment: Segment
+  province: string | null
+  age_segment: string | null
+  generation: string | null
   customers: string
-  avg_recency: number | null
-  avg_frequency: number | null
-  avg_monetary: number | null
-  avg_age: number | null
+  n_recency: string
+  sum_recency: number
+  sum_frequency: number
+  sum_monetary: number
+  with_age: string
+  sum_age: number
+  with_gender: string
   male: string
   female: string
+}
+
+/** Sums of GroupRow, and the averages and counts read from them. */
+class Tally {
+  customers = 0
+  nRecency = 0
+  recency = 0
+  frequency = 0
+  monetary = 0
+  withAge = 0
+  age = 0
+  withGender = 0
+  male = 0
+  female = 0
+  withLocation = 0
+  add(r: GroupRow): void {
+    this.customers += num(r.customers)
+    this.nRecency += num(r.n_recency)
+    this.recency += num(r.sum_recency)
+    this.frequency += num(r.sum_frequency)
+    this.monetary += num(r.sum_monetary)
+    this.withAge += num(r.with_age)
+    this.age += num(r.sum_age)
+    this.withGender += num(r.with_gender)
+    this.male += num(r.male)
+    this.female += num(r.female)
+    if (r.province !== null) this.withLocation += num(r.customers)
+  }
+  get avgRecency(): number {
+    return this.nRecency ? this.recency / this.nRecency : 0
+  }
+  get avgFrequency(): number {
+    return this.customers ? this.frequency / this.customers : 0
+  }
+  get avgMonetary(): number {
+    return this.customers ? this.monetary / this.customers : 0
+  }
+  get avgAge(): number | null {
+    return this.withAge ? this.age / this.withAge : null
+  }
 }
 
 /** The scored customers (a segment) matching the shared filters, each with its demographics (pipelines/demographics; null until enriched). */
@@ -63,23 +115,16 @@ async function body(ctx: AnalyticsContext, q: RfmOptions) {
   const segWhere = q.segment ? `${b.where} AND f.segment = {only_segment:String}` : b.where
 
   // Per-segment figures are computed for every segment; `segment` picks what is shown.
-  const [overviewRows, segRows, processedRows, provinceRows, ageRows, idRows, trends] = await Promise.all([
-    wide('overview', () =>
-      select<{ customers: string; avg_recency: number | null; avg_frequency: number | null; avg_monetary: number | null; revenue: number; with_location: string; with_age: string; with_gender: string; avg_age: number | null; male: string; female: string }>(
+  const [groupRows, processedRows, idRows, trends] = await Promise.all([
+    wide('groups', () =>
+      select<GroupRow>(
         ctx.store,
-        `SELECT count() AS customers, avg(f.recency_days) AS avg_recency, avg(f.frequency) AS avg_frequency, avg(toFloat64(f.monetary)) AS avg_monetary,
-                sum(toFloat64(f.monetary)) AS revenue, countIf(c.province IS NOT NULL) AS with_location,
-                count(c.age) AS with_age, count(c.gender) AS with_gender, avgOrNull(c.age) AS avg_age, countIf(c.gender = 'M') AS male, countIf(c.gender = 'F') AS female
-         FROM ${b.from} WHERE ${b.where}`,
-        b.params,
-      ),
-    ),
-    wide('segments', () =>
-      select<SegRow>(
-        ctx.store,
-        `SELECT assumeNotNull(f.segment) AS segment, count() AS customers, avg(f.recency_days) AS avg_recency, avg(f.frequency) AS avg_frequency,
-                avg(toFloat64(f.monetary)) AS avg_monetary, avgOrNull(c.age) AS avg_age, countIf(c.gender = 'M') AS male, countIf(c.gender = 'F') AS female
-         FROM ${b.from} WHERE ${b.where} GROUP BY segment`,
+        `SELECT assumeNotNull(f.segment) AS segment, c.province AS province, c.age_segment AS age_segment, c.generation AS generation,
+                count() AS customers, count(f.recency_days) AS n_recency, sum(f.recency_days) AS sum_recency, sum(f.frequency) AS sum_frequency,
+                sum(toFloat64(f.monetary)) AS sum_monetary, count(c.age) AS with_age, sum(c.age) AS sum_age, count(c.gender) AS with_gender,
+                countIf(c.gender = 'M') AS male, countIf(c.gender = 'F') AS female
+         FROM ${b.from} WHERE ${b.where}
+         GROUP BY segment, province, age_segment, generation`,
         b.params,
       ),
     ),
@@ -88,27 +133,6 @@ async function body(ctx: AnalyticsContext, q: RfmOptions) {
         ctx.store,
         `SELECT toUnixTimestamp64Milli(maxOrNull(processed_at)) AS processed_ms FROM customer_features FINAL WHERE tenant_id = {tenant_id:UInt64}`,
         { tenant_id: q.tenant_id },
-      ),
-    ),
-    wide('provinces', () =>
-      select<{ segment: Segment; province: string; n: string }>(
-        ctx.store,
-        `SELECT segment, province, n FROM (
-           SELECT assumeNotNull(f.segment) AS segment, assumeNotNull(c.province) AS province, count() AS n,
-                  row_number() OVER (PARTITION BY segment ORDER BY n DESC, province) AS rn
-           FROM ${b.from} WHERE ${b.where} AND c.province IS NOT NULL
-           GROUP BY segment, province
-         ) WHERE rn <= ${TOP_PROVINCES} ORDER BY segment, n DESC, province`,
-        b.params,
-      ),
-    ),
-    wide('ages', () =>
-      select<{ segment: Segment; age_segment: string | null; generation: string | null; n: string }>(
-        ctx.store,
-        `SELECT assumeNotNull(f.segment) AS segment, c.age_segment AS age_segment, c.generation AS generation, count() AS n
-         FROM ${b.from} WHERE ${b.where} AND c.age_segment IS NOT NULL
-         GROUP BY segment, age_segment, generation`,
-        b.params,
       ),
     ),
     q.include_details
@@ -127,42 +151,56 @@ async function body(ctx: AnalyticsContext, q: RfmOptions) {
     tenantWide(ctx, q.tenant_id, 'rfm.trends', true, () => rfmTrends(ctx, q.tenant_id, nowMs)),
   ])
 
-  const o = overviewRows[0]!
-  const total = num(o.customers)
-  const withLocation = num(o.with_location)
-  const bySeg = new Map(segRows.map((r) => [r.segment, r]))
-  const ids = new Map(idRows.map((r) => [r.segment, r.ids.map(Number)]))
-  const provinces = new Map<string, string[]>()
-  for (const r of provinceRows) {
-    const list = provinces.get(r.segment) ?? []
-    if (list.length < TOP_PROVINCES) list.push(r.province)
-    provinces.set(r.segment, list)
-  }
+  const overall = new Tally()
+  const bySeg = new Map<string, Tally>()
+  const provinceCounts = new Map<string, Map<string, number>>()
   const ages = new Map<string, { age_segments: Record<string, number>; generations: Record<string, number> }>()
-  for (const r of ageRows) {
-    let m = ages.get(r.segment)
-    if (!m) ages.set(r.segment, (m = { age_segments: {}, generations: {} }))
-    if (r.age_segment) m.age_segments[r.age_segment] = (m.age_segments[r.age_segment] ?? 0) + num(r.n)
-    if (r.generation) m.generations[r.generation] = (m.generations[r.generation] ?? 0) + num(r.n)
+  for (const r of groupRows) {
+    overall.add(r)
+    let t = bySeg.get(r.segment)
+    if (!t) bySeg.set(r.segment, (t = new Tally()))
+    t.add(r)
+    const n = num(r.customers)
+    if (r.province !== null) {
+      let m = provinceCounts.get(r.segment)
+      if (!m) provinceCounts.set(r.segment, (m = new Map()))
+      m.set(r.province, (m.get(r.province) ?? 0) + n)
+    }
+    if (r.age_segment !== null) {
+      let m = ages.get(r.segment)
+      if (!m) ages.set(r.segment, (m = { age_segments: {}, generations: {} }))
+      m.age_segments[r.age_segment] = (m.age_segments[r.age_segment] ?? 0) + n
+      if (r.generation !== null) m.generations[r.generation] = (m.generations[r.generation] ?? 0) + n
+    }
   }
+  // The most frequent provinces of each segment, ties by name.
+  const provinces = new Map<string, string[]>()
+  for (const [segment, m] of provinceCounts) {
+    const top = [...m].sort(([pa, a], [pb, b]) => b - a || (pa < pb ? -1 : pa > pb ? 1 : 0)).slice(0, TOP_PROVINCES)
+    provinces.set(segment, top.map(([p]) => p))
+  }
+  const total = overall.customers
+  const withLocation = overall.withLocation
+  const ids = new Map(idRows.map((r) => [r.segment, r.ids.map(Number)]))
   const processedMs = numOrNull(processedRows[0]?.processed_ms)
   const shown = q.segment ? [q.segment] : [...SEGMENTS]
 
   const distribution = shown.map((segment) => {
-    const r = bySeg.get(segment)
-    const n = num(r?.customers)
+    const r = bySeg.get(segment) ?? new Tally()
+    const n = r.customers
+    const avgAge = r.avgAge
     return {
       segment,
       customer_count: n,
       percentage: pct(n, total),
-      avg_recency: round2(num(r?.avg_recency)),
-      avg_frequency: round2(num(r?.avg_frequency)),
-      avg_monetary: round2(num(r?.avg_monetary)),
+      avg_recency: round2(r.avgRecency),
+      avg_frequency: round2(r.avgFrequency),
+      avg_monetary: round2(r.avgMonetary),
       characteristics: { description: SEGMENT_DESCRIPTIONS[segment], recommended_actions: [...SEGMENT_ACTIONS[segment]] },
       demographics: {
-        avg_age: r?.avg_age === null || r?.avg_age === undefined ? null : round2(Number(r.avg_age)),
-        male_count: num(r?.male),
-        female_count: num(r?.female),
+        avg_age: avgAge === null ? null : round2(avgAge),
+        male_count: r.male,
+        female_count: r.female,
         top_provinces: provinces.get(segment) ?? [],
         age_segments: ages.get(segment)?.age_segments ?? {},
         generations: ages.get(segment)?.generations ?? {},
@@ -181,18 +219,18 @@ async function body(ctx: AnalyticsContext, q: RfmOptions) {
     data: {
       overview: {
         total_customers: total,
-        avg_recency: round2(num(o.avg_recency)),
-        avg_frequency: round2(num(o.avg_frequency)),
-        avg_monetary: round2(num(o.avg_monetary)),
-        total_revenue: round2(num(o.revenue)),
+        avg_recency: round2(overall.avgRecency),
+        avg_frequency: round2(overall.avgFrequency),
+        avg_monetary: round2(overall.avgMonetary),
+        total_revenue: round2(overall.monetary),
         last_calculation: iso(processedMs),
         demographics: {
-          customers_with_age: num(o.with_age),
-          avg_age: o.avg_age === null ? null : round2(Number(o.avg_age)),
-          male_customers: num(o.male),
-          female_customers: num(o.female),
+          customers_with_age: overall.withAge,
+          avg_age: overall.avgAge === null ? null : round2(overall.avgAge),
+          male_customers: overall.male,
+          female_customers: overall.female,
           customers_with_location: withLocation,
-          completion_rates: { age: pct(num(o.with_age), total), gender: pct(num(o.with_gender), total), location: pct(withLocation, total) },
+          completion_rates: { age: pct(overall.withAge, total), gender: pct(overall.withGender, total), location: pct(withLocation, total) },
         },
       },
       distribution,
