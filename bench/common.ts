@@ -50,3 +50,8 @@ export function machineInfo(): { cpus: number; cpu_model: string; node: string; 
 export function loadAverages(): number[] {
   return os.loadavg().map((x) => Math.round(x * 100) / 100)
 }
+
+/** Says on stderr when the machine is busy enough to lower the figures. */
+export function noteLoad(load: number[], cpus: number): void {
+  if ((load[0] ?? 0) > cpus * 0.5) progress(`note: 1-minute load average is ${load[0]} on ${cpus} cpus; figures will be lower than on a quiet machine`)
+}

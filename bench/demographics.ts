@@ -13,14 +13,11 @@
  * Progress on stderr; a table and one JSON line on stdout.
  */
 import { performance } from 'node:perf_hooks'
-import { createProgress } from '../common/progress.ts'
-import { EmailRegistry } from '../pipelines/ingest/synthetic/identity.ts'
-import { drawProfile } from '../pipelines/ingest/synthetic/profile.ts'
-import { Rng } from '../pipelines/ingest/synthetic/random.ts'
 import { enrichDemographics, type DemographicInput } from '../pipelines/demographics/enrich.ts'
 import { defaultReference } from '../pipelines/demographics/reference.ts'
 import { loadReferenceDirectory } from '../pipelines/demographics/reference-loader.ts'
-import { intFlag, loadAverages, machineInfo, progress, sig3, benchFlags } from './common.ts'
+import { intFlag, loadAverages, machineInfo, progress, sig3, benchFlags, noteLoad } from './common.ts'
+import { overGeneratedProfiles } from './profiles.ts'
 
 const FLAGS = {
   customers: { type: 'string' },
@@ -40,17 +37,6 @@ Progress on stderr; a table and one JSON line on stdout.
 
 const NOW = new Date(Date.UTC(2025, 6, 1))
 
-function generateChunk(from: number, count: number, seed: string, emails: EmailRegistry): DemographicInput[] {
-  const out = new Array<DemographicInput>(count)
-  for (let i = 0; i < count; i++) {
-    const customerId = from + i
-    const rng = new Rng(`${seed}|customer:${customerId}`)
-    const p = drawProfile(rng, { customerId, referenceYear: 2025, dirty: rng.chance(0.3), emails })
-    out[i] = { national_id: p.nationalId, first_name: p.firstName, city: p.city, province: p.province, postal_code: p.postalCode }
-  }
-  return out
-}
-
 export async function run(argv: string[]): Promise<number> {
   const values = benchFlags(argv, FLAGS, HELP)
   if (!values) return 0
@@ -60,38 +46,33 @@ export async function run(argv: string[]): Promise<number> {
   const reference = values['reference-dir'] ? loadReferenceDirectory(values['reference-dir']) : defaultReference()
   const machine = machineInfo()
   const loadAtStart = loadAverages()
-  if ((loadAtStart[0] ?? 0) > machine.cpus * 0.5) progress(`note: 1-minute load average is ${loadAtStart[0]} on ${machine.cpus} cpus; figures will be lower than on a quiet machine`)
+  noteLoad(loadAtStart, machine.cpus)
   progress(`${customers.toLocaleString('en-US')} customers, chunks of ${chunkSize.toLocaleString('en-US')}, reference ${values['reference-dir'] ?? 'shipped tables'}; ${machine.cpus} cpus, node ${machine.node}`)
 
-  // Warm-up: let the JIT settle on the hot functions before anything is timed.
-  for (const c of generateChunk(1, Math.min(20_000, chunkSize), `${seed}|warm-up`, new EmailRegistry())) enrichDemographics(c, NOW, reference)
-
-  const emails = new EmailRegistry()
-  const bar = createProgress({ total: customers, label: 'generate + enrich' })
-  let generateMs = 0
   let enrichMs = 0
   let withAge = 0
   let withGender = 0
   let validated = 0
   let checksum = 0
-  for (let from = 1; from <= customers; from += chunkSize) {
-    const count = Math.min(chunkSize, customers - from + 1)
-    let t = performance.now()
-    const rows = generateChunk(from, count, seed, emails)
-    generateMs += performance.now() - t
-
-    t = performance.now()
-    for (const r of rows) {
-      const d = enrichDemographics(r, NOW, reference)
-      if (d.estimated_age !== null) withAge++
-      if (d.gender === 'M' || d.gender === 'F') withGender++
-      if (d.is_location_validated) validated++
-      checksum += d.location_confidence
-    }
-    enrichMs += performance.now() - t
-    bar.tick(count)
-  }
-  bar.done()
+  const { generateMs } = overGeneratedProfiles<DemographicInput>({
+    customers,
+    chunkSize,
+    seed,
+    label: 'generate + enrich',
+    map: (p) => ({ national_id: p.nationalId, first_name: p.firstName, city: p.city, province: p.province, postal_code: p.postalCode }),
+    warmUp: (rows) => rows.forEach((r) => enrichDemographics(r, NOW, reference)),
+    work: (rows) => {
+      const t = performance.now()
+      for (const r of rows) {
+        const d = enrichDemographics(r, NOW, reference)
+        if (d.estimated_age !== null) withAge++
+        if (d.gender === 'M' || d.gender === 'F') withGender++
+        if (d.is_location_validated) validated++
+        checksum += d.location_confidence
+      }
+      enrichMs += performance.now() - t
+    },
+  })
 
   const result = {
     customers,

@@ -12,12 +12,9 @@
  * Progress on stderr; a table and one JSON line on stdout.
  */
 import { performance } from 'node:perf_hooks'
-import { createProgress } from '../common/progress.ts'
-import { EmailRegistry } from '../pipelines/ingest/synthetic/identity.ts'
-import { drawProfile } from '../pipelines/ingest/synthetic/profile.ts'
-import { Rng } from '../pipelines/ingest/synthetic/random.ts'
 import { hashRow, normalize, type AudienceColumn, type CustomerIdentifiers } from '../services/ads-api/hashing.ts'
-import { intFlag, loadAverages, machineInfo, progress, sig3, benchFlags } from './common.ts'
+import { intFlag, loadAverages, machineInfo, progress, sig3, benchFlags, noteLoad } from './common.ts'
+import { overGeneratedProfiles } from './profiles.ts'
 
 const FLAGS = {
   customers: { type: 'string' },
@@ -35,17 +32,6 @@ Progress on stderr; a table and one JSON line on stdout.
 
 const COLUMNS: readonly AudienceColumn[] = ['EMAIL', 'PHONE', 'FN', 'LN']
 
-function generateChunk(from: number, count: number, seed: string, emails: EmailRegistry): CustomerIdentifiers[] {
-  const out = new Array<CustomerIdentifiers>(count)
-  for (let i = 0; i < count; i++) {
-    const customerId = from + i
-    const rng = new Rng(`${seed}|customer:${customerId}`)
-    const p = drawProfile(rng, { customerId, referenceYear: 2025, dirty: rng.chance(0.3), emails })
-    out[i] = { EMAIL: p.email, PHONE: p.phone, FN: p.firstName, LN: p.lastName }
-  }
-  return out
-}
-
 export async function run(argv: string[]): Promise<number> {
   const values = benchFlags(argv, FLAGS, HELP)
   if (!values) return 0
@@ -55,46 +41,40 @@ export async function run(argv: string[]): Promise<number> {
   const machine = machineInfo()
   // Other work on the machine skews the figure; the load averages go into the JSON to tell.
   const loadAtStart = loadAverages()
-  if ((loadAtStart[0] ?? 0) > machine.cpus * 0.5) progress(`note: 1-minute load average is ${loadAtStart[0]} on ${machine.cpus} cpus; figures will be lower than on a quiet machine`)
+  noteLoad(loadAtStart, machine.cpus)
   progress(`${customers.toLocaleString('en-US')} customers, 4 columns, chunks of ${chunkSize.toLocaleString('en-US')}; ${machine.cpus} cpus, node ${machine.node}`)
 
-  // Warm-up: let the JIT settle on the hot functions before anything is timed.
-  const warm = generateChunk(1, Math.min(20_000, chunkSize), `${seed}|warm-up`, new EmailRegistry())
-  for (const r of warm) hashRow(COLUMNS, r)
-
-  const emails = new EmailRegistry()
-  const bar = createProgress({ total: customers, label: 'generate + hash' })
-  let generateMs = 0
   let normalizeMs = 0
   let hashMs = 0
   let values_hashed = 0
   let empty_values = 0
   let checksum = 0
-  for (let from = 1; from <= customers; from += chunkSize) {
-    const count = Math.min(chunkSize, customers - from + 1)
-    let t = performance.now()
-    const rows = generateChunk(from, count, seed, emails)
-    generateMs += performance.now() - t
+  const { generateMs } = overGeneratedProfiles<CustomerIdentifiers>({
+    customers,
+    chunkSize,
+    seed,
+    label: 'generate + hash',
+    map: (p) => ({ EMAIL: p.email, PHONE: p.phone, FN: p.firstName, LN: p.lastName }),
+    warmUp: (rows) => rows.forEach((r) => hashRow(COLUMNS, r)),
+    work: (rows) => {
+      let t = performance.now()
+      for (const r of rows) for (const c of COLUMNS) checksum += normalize(c, r[c]).length
+      normalizeMs += performance.now() - t
 
-    t = performance.now()
-    for (const r of rows) for (const c of COLUMNS) checksum += normalize(c, r[c]).length
-    normalizeMs += performance.now() - t
-
-    t = performance.now()
-    for (const r of rows) {
-      const hashed = hashRow(COLUMNS, r)
-      for (const h of hashed) {
-        if (h === '') empty_values++
-        else {
-          values_hashed++
-          checksum += h.charCodeAt(0)
+      t = performance.now()
+      for (const r of rows) {
+        const hashed = hashRow(COLUMNS, r)
+        for (const h of hashed) {
+          if (h === '') empty_values++
+          else {
+            values_hashed++
+            checksum += h.charCodeAt(0)
+          }
         }
       }
-    }
-    hashMs += performance.now() - t
-    bar.tick(count)
-  }
-  bar.done()
+      hashMs += performance.now() - t
+    },
+  })
 
   const rowsPerS = customers / (hashMs / 1000)
   const result = {

@@ -44,7 +44,7 @@ import { projectionPipeline } from '../pipelines/projection/pipeline.ts'
 import { publishEvents } from '../pipelines/ingest/publisher.ts'
 import { generateOrderEvents } from '../pipelines/ingest/synthetic/generate.ts'
 import { UsageError } from '../cli/args.ts'
-import { intFlag, progress, sig3, benchFlags } from './common.ts'
+import { intFlag, progress, sig3, benchFlags, noteLoad } from './common.ts'
 
 const run$ = promisify(execFile)
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
@@ -742,7 +742,7 @@ export async function run(argv: string[]): Promise<number> {
 
   // Other work on the machine skews every figure; the load averages go into the JSON to tell.
   const loadAtStart = os.loadavg().map(r2)
-  if ((loadAtStart[0] ?? 0) > machine.cpus * 0.5) progress(`note: 1-minute load average is ${loadAtStart[0]} on ${machine.cpus} cpus; figures will be lower than on a quiet machine`)
+  noteLoad(loadAtStart, machine.cpus)
   const results: { kafka?: RuntimeResult; embedded?: RuntimeResult } = {}
   let infraSource: string | null = null
   try {
