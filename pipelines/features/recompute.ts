@@ -51,7 +51,8 @@ FROM (
     WHERE cancelled = 0 AND cents > 0
     GROUP BY customer_id, day
 )
-GROUP BY customer_id`
+GROUP BY customer_id
+SETTINGS optimize_aggregation_in_order = 1`
 
 const PROFILES_SQL = `
 SELECT customer_id, argMax(coalesce(email, ''), tuple(version, coalesce(email, ''))), max(version)
