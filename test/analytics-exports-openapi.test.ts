@@ -449,13 +449,17 @@ describe('OpenAPI document and /docs', () => {
         expect(op.description, `${m} ${p}`).toMatch(/Rate limit: an? (job|operation)/)
       }
     }
-    const jobs = limited.flatMap(([p, ops]) => Object.entries(ops).filter(([, op]) => /Rate limit: a job/.test(op.description ?? '')).map(([m]) => `${m} ${p}`))
-    expect(jobs.sort()).toEqual([
+    const withBudget = (re: RegExp) => limited.flatMap(([p, ops]) => Object.entries(ops).filter(([, op]) => re.test(op.description ?? '')).map(([m]) => `${m} ${p}`)).sort()
+    expect(withBudget(/Rate limit: a job/)).toEqual([
+      'post /api/v2/cdp/audience-syncs',
       'post /api/v2/cdp/process/{tenantId}',
+      'post /api/v2/cdp/process/{tenantId}/schedule',
+      'post /api/v2/tenant-integrations',
       'post /api/v2/tenant-integrations/validate/{integrationType}',
       'post /api/v2/tenant-integrations/{integrationId}/sync',
       'post /api/v2/tenant-integrations/{integrationId}/test',
     ])
+    expect(withBudget(/with new credentials, a job/)).toEqual(['put /api/v2/cdp/audience-syncs/{id}', 'put /api/v2/tenant-integrations/{id}'])
     expect(doc.paths['/api/v2/cdp/ingest/orders']!.post!.responses['429']).toBeUndefined()
     expect(doc.paths['/webhooks/social-ads']!.post!.responses['429']).toBeUndefined()
   })

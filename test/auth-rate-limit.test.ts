@@ -258,34 +258,45 @@ describe('rate limits of processing and integration endpoints (ours: the spec sh
     for (const p of ['/api/v2/cdp/ingest/orders', '/api/v2/cdp/processing', '/api/v2/tenant-integrationsx', '/webhooks/ads', '/api/v2/cdp/analytics/rfm']) {
       expect(isOperationsPath(p), p).toBe(false)
     }
+    // Anything that starts work or checks credentials with a platform.
     const jobs: [string, string][] = [
       ['POST', '/api/v2/cdp/process/1'],
       ['POST', '/api/v2/cdp/process/1/'],
+      ['POST', '/api/v2/cdp/process/1/schedule'],
+      ['POST', '/api/v2/tenant-integrations'],
       ['POST', '/api/v2/tenant-integrations/validate/commerce_platform'],
       ['POST', '/api/v2/tenant-integrations/int_1/test'],
       ['POST', '/API/v2/tenant-integrations/int_1/SYNC'],
+      ['POST', '/api/v2/cdp/audience-syncs'],
     ]
     for (const [m, p] of jobs) expect(isJobRequest(m, p), `${m} ${p}`).toBe(true)
     const notJobs: [string, string][] = [
       ['GET', '/api/v2/cdp/process/1'],
       ['GET', '/api/v2/cdp/process/status/1'],
-      ['POST', '/api/v2/cdp/process/1/schedule'],
+      ['DELETE', '/api/v2/cdp/process/1/schedule'],
       ['DELETE', '/api/v2/cdp/process/1/cancel'],
-      ['POST', '/api/v2/tenant-integrations'],
-      ['PUT', '/api/v2/tenant-integrations/int_1'],
       ['GET', '/api/v2/tenant-integrations/int_1/sync'],
       ['POST', '/api/v2/tenant-integrations/int_1/sync/extra'],
-      ['POST', '/api/v2/cdp/audience-syncs'],
+      ['DELETE', '/api/v2/tenant-integrations/int_1'],
+      ['DELETE', '/api/v2/cdp/audience-syncs/cfg_1'],
     ]
     for (const [m, p] of notJobs) expect(isJobRequest(m, p), `${m} ${p}`).toBe(false)
+    // An update is a job when it sends credentials, which are verified with the platform again.
+    const put = (p: string, body: unknown) => isJobRequest('PUT', p, body)
+    expect(put('/api/v2/tenant-integrations/7', { is_active: false, configuration: { sync_interval: 'daily' } })).toBe(false)
+    expect(put('/api/v2/tenant-integrations/7', { app_token: 'new-token' })).toBe(true)
+    expect(put('/api/v2/tenant-integrations/7', { configuration: { site_id: 'MLB' } })).toBe(true)
+    expect(put('/api/v2/tenant-integrations/7', undefined)).toBe(false)
+    expect(put('/api/v2/cdp/audience-syncs/cfg_1', { status: 'paused' })).toBe(false)
+    expect(put('/api/v2/cdp/audience-syncs/cfg_1', { access_token: 'EAAB…' })).toBe(true)
   })
 
   it('the 21st job of a key in a minute and its 121st operation are 429 with the common body; other keys, reads while jobs are spent, and ingestion are not affected', async () => {
     const c = clock()
     const { base } = await serve({ now: c.now })
-    const jobs = ['/api/v2/cdp/process/1', '/api/v2/tenant-integrations/validate/commerce_platform', '/api/v2/tenant-integrations/int_x/test', '/api/v2/tenant-integrations/int_x/sync']
+    const jobs = ['/api/v2/cdp/process/1', '/api/v2/tenant-integrations/validate/commerce_platform', '/api/v2/tenant-integrations/int_x/test', '/api/v2/tenant-integrations/int_x/sync', '/api/v2/tenant-integrations', '/api/v2/cdp/process/1/schedule', '/api/v2/cdp/audience-syncs?tenant_id=1', '/api/v2/tenant-integrations/validate/marketplace']
     for (let i = 0; i < 20; i++) {
-      const res = await post(base, jobs[i % jobs.length]!, {}, bearer(keyA.key))
+      const res = await post(base, jobs[i % jobs.length]!, { tenant_id: 1 }, bearer(keyA.key))
       expect(res.status, `job ${i + 1}`).not.toBe(429)
       if (i === 0) {
         // The tighter of the two rules that apply is shown.
@@ -295,19 +306,23 @@ describe('rate limits of processing and integration endpoints (ours: the spec sh
     }
     c.advance(15_000)
     for (const p of jobs) {
-      const limited = await post(base, p, {}, bearer(keyA.key))
+      const limited = await post(base, p, { tenant_id: 1 }, bearer(keyA.key))
       expect(limited.headers.get('retry-after')).toBe('45')
       expect(await expectCommonError(limited, 429)).toMatchObject({ details: { code: 'RATE_LIMIT_EXCEEDED', limit: 20, window_seconds: 60, retry_after: 45 } })
     }
     // Reading and configuring are operations, not jobs: still open.
-    let operations = 24
+    let operations = 20 + jobs.length
     for (const p of ['/api/v2/tenant-integrations/1', '/api/v2/cdp/process/status/1', '/api/v2/cdp/audience-syncs?tenant_id=1']) {
       const res = await get(base, p, bearer(keyA.key))
       operations++
       expect(res.status, p).not.toBe(429)
       expect(res.headers.get('ratelimit-limit'), p).toBe('120')
     }
-    expect((await post(base, '/api/v2/cdp/process/1/schedule', {}, bearer(keyA.key))).status).not.toBe(429)
+    // An update without credentials is an operation; with new credentials it is a job, refused now.
+    const put = (p: string, body: unknown) => fetch(`${base}${p}`, { method: 'PUT', headers: { 'content-type': 'application/json', ...bearer(keyA.key) }, body: JSON.stringify(body) })
+    expect((await put('/api/v2/tenant-integrations/7', { is_active: false })).status).not.toBe(429)
+    operations++
+    await expectCommonError(await put('/api/v2/tenant-integrations/7', { app_token: 'another-guess' }), 429)
     operations++
     // Another key has its own budgets.
     expect((await post(base, '/api/v2/cdp/process/2', {}, bearer(keyB.key))).status).not.toBe(429)

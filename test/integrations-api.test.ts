@@ -61,7 +61,7 @@ const logger = createLogger({
 })
 
 async function serve(secrets: SecretBox): Promise<string> {
-  const app = createApp({ logger, log, codec, readiness: [], auth: { adminToken: ADMIN, keys }, integrations: integrationsRouter({ store, secrets, endpoints, logger, tenantName: (t) => `Shop ${t}` }) })
+  const app = createApp({ logger, log, codec, readiness: [], auth: { adminToken: ADMIN, keys, rateLimits: UNLIMITED_JOBS }, integrations: integrationsRouter({ store, secrets, endpoints, logger, tenantName: (t) => `Shop ${t}` }) })
   const server = http.createServer(app)
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
   servers.push(server)
@@ -69,6 +69,8 @@ async function serve(secrets: SecretBox): Promise<string> {
 }
 
 let base: string
+/** This file exercises the endpoints many times a minute; their limits are tested in auth-rate-limit.test.ts. */
+const UNLIMITED_JOBS = { operationsPerMinute: 1_000_000, jobsPerMinute: 1_000_000 }
 
 type Json = Record<string, any> // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -223,7 +225,7 @@ describe('create (endpoint 3): credentials verified before anything is stored', 
 })
 
 async function serveWith(e: ConnectorEndpoints): Promise<string> {
-  const app = createApp({ logger, log, codec, readiness: [], auth: { adminToken: ADMIN, keys }, integrations: integrationsRouter({ store, secrets: box, endpoints: e, logger, timeoutMs: 2000 }) })
+  const app = createApp({ logger, log, codec, readiness: [], auth: { adminToken: ADMIN, keys, rateLimits: UNLIMITED_JOBS }, integrations: integrationsRouter({ store, secrets: box, endpoints: e, logger, timeoutMs: 2000 }) })
   const server = http.createServer(app)
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
   servers.push(server)
@@ -338,7 +340,7 @@ describe('webhook_url: a destination the connectors would never post to is refus
     expect(put.body.details.errors).toEqual([expect.objectContaining({ path: 'configuration.webhook_url', code: 'private_destination' })])
     expect((await call('GET', `${BASE}/integration/${id}`)).body.data.configuration.webhook_url).toBe(old)
 
-    const app = createApp({ logger, log, codec, readiness: [], auth: { adminToken: ADMIN, keys }, integrations: integrationsRouter({ store, secrets: box, endpoints, logger, allowPrivateWebhooks: true }) })
+    const app = createApp({ logger, log, codec, readiness: [], auth: { adminToken: ADMIN, keys, rateLimits: UNLIMITED_JOBS }, integrations: integrationsRouter({ store, secrets: box, endpoints, logger, allowPrivateWebhooks: true }) })
     const server = http.createServer(app)
     await new Promise<void>((res) => server.listen(0, '127.0.0.1', res))
     servers.push(server)

@@ -9,7 +9,7 @@ import { ConfigurationInput, CreateIntegrationBody, DEFAULT_API_VERSION, default
 import { INTEGRATION_TYPES, SYNCABLE_ENTITIES } from '../connectors/types.ts'
 import { CreateBody as AudienceSyncCreateBody, tenantQuery as audienceSyncQuery, UpdateBody as AudienceSyncUpdateBody } from './audience-sync-routes.ts'
 import { deliveryStatusEventSchema } from '../ads-api/webhook.ts'
-import { defaultRateLimits, isJobRequest, isOperationsPath } from './rate-limit.ts'
+import { defaultRateLimits, isOperationsPath, jobKind } from './rate-limit.ts'
 
 /**
  * The OpenAPI 3.1 document of the query service (served at GET /openapi.json, rendered at
@@ -246,10 +246,10 @@ function withOperationLimits(paths: Record<string, Record<string, OpenApiOperati
     if (!isOperationsPath(path)) continue
     const concrete = path.replace(/\{[^}]+\}/g, 'x')
     for (const [method, op] of Object.entries(ops)) {
-      const job = isJobRequest(method.toUpperCase(), concrete)
-      const budget = job
-        ? `a job: at most ${d.jobsPerMinute} a minute per API key (\`CDP_RATE_LIMIT_JOBS_PER_MINUTE\`), within the ${d.operationsPerMinute} operations`
-        : `an operation: at most ${d.operationsPerMinute} a minute per API key (\`CDP_RATE_LIMIT_OPERATIONS_PER_MINUTE\`)`
+      const kind = jobKind(method.toUpperCase(), concrete)
+      const operation = `an operation: at most ${d.operationsPerMinute} a minute per API key (\`CDP_RATE_LIMIT_OPERATIONS_PER_MINUTE\`)`
+      const job = `a job: at most ${d.jobsPerMinute} a minute per API key (\`CDP_RATE_LIMIT_JOBS_PER_MINUTE\`), within the ${d.operationsPerMinute} operations`
+      const budget = kind === 'always' ? job : kind === 'with-credentials' ? `${operation}; with new credentials, ${job}` : operation
       op.description = `${op.description ? `${op.description}\n\n` : ''}Rate limit: ${budget}; the admin token counts per IP.`
       op.responses['429'] = { $ref: '#/components/responses/TooManyRequests' }
     }

@@ -105,15 +105,42 @@ export const OPERATIONS_PREFIXES = ['/api/v2/cdp/process', '/api/v2/tenant-integ
 export const isOperationsPath = (path: string) => underAny(path, OPERATIONS_PREFIXES)
 
 /**
- * Among those, the requests that start work or call another system: a processing run
- * (`POST /api/v2/cdp/process/{tenantId}`), a credentials check (`POST …/validate/{type}`), a
- * connection test (`POST …/{integrationId}/test`) and a sync (`POST …/{integrationId}/sync`).
- * A client repeating them would load our workers and spend the tenant's quota at the platform.
+ * Among those, the requests that start work or call another platform with a tenant's credentials
+ * (a client repeating them would load our workers, spend the tenant's quota at the platform or,
+ * with credentials that change each time, guess credentials at our expense):
+ * - `always`: a processing run or a schedule of one (`POST /api/v2/cdp/process/{tenantId}[/schedule]`);
+ *   creating an integration (verified with its platform, may queue the initial sync) or an
+ *   audience sync (its token checked with `/debug_token`); a credentials check, a connection test,
+ *   a sync (`POST /api/v2/tenant-integrations/validate/{type}`, `…/{integrationId}/test`, `…/sync`);
+ * - `with-credentials`: an update that sends new credentials, which are verified again
+ *   (`PUT /api/v2/tenant-integrations/{id}` with a credential field or `configuration.site_id`;
+ *   `PUT /api/v2/cdp/audience-syncs/{id}` with `access_token`).
  */
-export function isJobRequest(method: string, path: string): boolean {
-  if (method !== 'POST') return false
+export type JobKind = 'always' | 'with-credentials'
+
+export function jobKind(method: string, path: string): JobKind | null {
   const l = path.toLowerCase().replace(/\/+$/, '')
-  return /^\/api\/v2\/cdp\/process\/[^/]+$/.test(l) || /^\/api\/v2\/tenant-integrations\/(validate\/[^/]+|[^/]+\/(test|sync))$/.test(l)
+  if (method === 'POST') {
+    if (/^\/api\/v2\/cdp\/process\/[^/]+(\/schedule)?$/.test(l) && !l.startsWith('/api/v2/cdp/process/status')) return 'always'
+    if (l === '/api/v2/tenant-integrations' || l === '/api/v2/cdp/audience-syncs') return 'always'
+    if (/^\/api\/v2\/tenant-integrations\/(validate\/[^/]+|[^/]+\/(test|sync))$/.test(l)) return 'always'
+  }
+  if (method === 'PUT' && /^\/api\/v2\/(tenant-integrations|cdp\/audience-syncs)\/[^/]+$/.test(l)) return 'with-credentials'
+  return null
+}
+
+/** Whether an update body carries credentials (anything an integration update verifies again, or an ads token). */
+function carriesCredentials(path: string, body: unknown): boolean {
+  if (!body || typeof body !== 'object') return false
+  const b = body as Record<string, unknown>
+  if (path.toLowerCase().includes('/audience-syncs/')) return b.access_token !== undefined
+  const configuration = b.configuration
+  return Object.keys(b).some((k) => k !== 'is_active' && k !== 'configuration') || (!!configuration && typeof configuration === 'object' && 'site_id' in configuration)
+}
+
+export function isJobRequest(method: string, path: string, body?: unknown): boolean {
+  const kind = jobKind(method, path)
+  return kind === 'always' || (kind === 'with-credentials' && carriesCredentials(path, body))
 }
 
 export interface RateLimitOptions {
@@ -123,7 +150,7 @@ export interface RateLimitOptions {
   demographicsPer15Min: number
   /** Processing, integration and audience-sync endpoints, per key per minute. Ours: 120 (the spec shows none). */
   operationsPerMinute: number
-  /** Of those, runs, syncs, credential checks and connection tests, per key per minute. Ours: 20. */
+  /** Of those, jobs (runs, syncs, anything that checks credentials with a platform; `jobKind`), per key per minute. Ours: 20. */
   jobsPerMinute: number
   now?: () => number
 }
@@ -152,7 +179,7 @@ export function keyLimiter(o: RateLimitOptions): RequestHandler {
     [
       { name: 'analytics', limit: o.analyticsPerMinute, windowMs: 60_000, applies: (r) => isAnalyticsPath(r.path), keyOf: keyOrIp },
       { name: 'operations', limit: o.operationsPerMinute, windowMs: 60_000, applies: (r) => isOperationsPath(r.path), keyOf: keyOrIp },
-      { name: 'jobs', limit: o.jobsPerMinute, windowMs: 60_000, applies: (r) => isJobRequest(r.method, r.path), keyOf: keyOrIp },
+      { name: 'jobs', limit: o.jobsPerMinute, windowMs: 60_000, applies: (r) => isJobRequest(r.method, r.path, r.body), keyOf: keyOrIp },
     ],
     o.now,
   )
