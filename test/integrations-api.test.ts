@@ -317,7 +317,14 @@ describe('update (endpoint 4)', () => {
 
 describe('webhook_url: a destination the connectors would never post to is refused when configured', () => {
   it('tells loopback, private, link-local and localhost destinations from public ones without resolving names', () => {
-    for (const url of ['http://127.0.0.1:9/hook', 'https://10.1.2.3/x', 'http://169.254.169.254/latest/meta-data', 'http://[::1]/h', 'http://[::ffff:192.168.0.1]/h', 'http://localhost:8080/h', 'http://api.LOCALHOST./h', 'http://0.0.0.0/']) {
+    for (const url of [
+      'http://127.0.0.1:9/hook', 'https://10.1.2.3/x', 'http://169.254.169.254/latest/meta-data', 'http://[::1]/h', 'http://[::ffff:192.168.0.1]/h',
+      'http://localhost:8080/h', 'http://api.LOCALHOST./h', 'http://0.0.0.0/',
+      // Spellings the URL parser normalises to loopback.
+      'http://2130706433/', 'http://0x7f.1/', 'http://0177.0.0.1/', 'http://127.1/',
+      // IPv4 inside IPv6 (SIIT, local-use NAT64) and documentation ranges.
+      'http://[::ffff:0:127.0.0.1]/', 'http://[64:ff9b:1::a00:1]/', 'http://192.0.2.10/', 'http://198.51.100.7/', 'http://203.0.113.9/', 'http://[2001:db8::1]/',
+    ]) {
       expect(literalDestinationProblem(url), url).toMatch(/only public destinations are allowed/)
     }
     // Public literals, and names (resolved at every notification instead).

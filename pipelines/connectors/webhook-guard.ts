@@ -1,8 +1,9 @@
 /**
  * SSRF guard of the sync notifications: `webhook_url` is chosen by the tenant, so before a POST
  * its host is resolved and every address it resolves to must be a public one. Loopback, RFC 1918,
- * link-local (the cloud metadata service at 169.254.169.254), CGNAT, ULA, unspecified, multicast
- * and reserved ranges are refused, IPv4-mapped and other IPv4-embedding IPv6 forms included.
+ * link-local (the cloud metadata service at 169.254.169.254), CGNAT, ULA, unspecified, multicast,
+ * documentation and reserved ranges are refused, IPv4-mapped, SIIT, NAT64 and other
+ * IPv4-embedding IPv6 forms included.
  * Development turns it off (`allowPrivateWebhooks`) to post to a local receiver.
  *
  * Residual risk, accepted: the address is checked, then fetch resolves the host again to connect
@@ -24,8 +25,11 @@ const V4_BLOCKED: [string, number][] = [
   ['169.254.0.0', 16], // link-local, cloud metadata
   ['172.16.0.0', 12], // RFC 1918
   ['192.0.0.0', 24], // IETF protocol assignments
+  ['192.0.2.0', 24], // documentation (TEST-NET-1)
   ['192.168.0.0', 16], // RFC 1918
   ['198.18.0.0', 15], // benchmarking
+  ['198.51.100.0', 24], // documentation (TEST-NET-2)
+  ['203.0.113.0', 24], // documentation (TEST-NET-3)
   ['224.0.0.0', 4], // multicast
   ['240.0.0.0', 4], // reserved, broadcast
 ]
@@ -82,6 +86,10 @@ export function privateRange(ip: string): string | null {
   // IPv4-mapped (::ffff:a.b.c.d), IPv4-compatible (::a.b.c.d), NAT64 (64:ff9b::/96): judge the IPv4 inside.
   if (zero(0, 10) && b[10] === 0xff && b[11] === 0xff) return blockedV4(v4At(12)) && `::ffff:${blockedV4(v4At(12))} (IPv4-mapped)`
   if (zero(0, 12)) return `::/96 (IPv4-compatible)`
+  // SIIT (::ffff:0:a.b.c.d, RFC 2765) and local-use NAT64 (64:ff9b:1::/48, RFC 8215) carry an IPv4 address too: not public destinations.
+  if (zero(0, 8) && b[8] === 0xff && b[9] === 0xff && zero(10, 12)) return '::ffff:0:0/96 (SIIT)'
+  if (b[0] === 0x00 && b[1] === 0x64 && b[2] === 0xff && b[3] === 0x9b && b[4] === 0x00 && b[5] === 0x01) return '64:ff9b:1::/48 (local-use NAT64)'
+  if (b[0] === 0x20 && b[1] === 0x01 && b[2] === 0x0d && b[3] === 0xb8) return '2001:db8::/32 (documentation)'
   if (b[0] === 0x00 && b[1] === 0x64 && b[2] === 0xff && b[3] === 0x9b && zero(4, 12)) return blockedV4(v4At(12)) && `64:ff9b::/96 ${blockedV4(v4At(12))} (NAT64)`
   if (b[0] === 0x20 && b[1] === 0x02) return blockedV4(v4At(2)) && `2002::/16 ${blockedV4(v4At(2))} (6to4)`
   if ((b[0]! & 0xfe) === 0xfc) return 'fc00::/7 (unique local)'

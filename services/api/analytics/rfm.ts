@@ -47,7 +47,8 @@ interface GroupRow {
   n_recency: string
   sum_recency: number
   sum_frequency: number
-  sum_monetary: number
+  /** Integer cents, exact: the sums and averages do not depend on the order of a float summation. */
+  monetary_cents: string
   with_age: string
   sum_age: number
   with_gender: string
@@ -61,7 +62,7 @@ class Tally {
   nRecency = 0
   recency = 0
   frequency = 0
-  monetary = 0
+  monetaryCents = 0
   withAge = 0
   age = 0
   withGender = 0
@@ -73,7 +74,7 @@ class Tally {
     this.nRecency += num(r.n_recency)
     this.recency += num(r.sum_recency)
     this.frequency += num(r.sum_frequency)
-    this.monetary += num(r.sum_monetary)
+    this.monetaryCents += num(r.monetary_cents)
     this.withAge += num(r.with_age)
     this.age += num(r.sum_age)
     this.withGender += num(r.with_gender)
@@ -87,8 +88,11 @@ class Tally {
   get avgFrequency(): number {
     return this.customers ? this.frequency / this.customers : 0
   }
+  get monetary(): number {
+    return this.monetaryCents / 100
+  }
   get avgMonetary(): number {
-    return this.customers ? this.monetary / this.customers : 0
+    return this.customers ? this.monetaryCents / this.customers / 100 : 0
   }
   get avgAge(): number | null {
     return this.withAge ? this.age / this.withAge : null
@@ -121,7 +125,7 @@ async function body(ctx: AnalyticsContext, q: RfmOptions) {
         ctx.store,
         `SELECT assumeNotNull(f.segment) AS segment, c.province AS province, c.age_segment AS age_segment, c.generation AS generation,
                 count() AS customers, count(f.recency_days) AS n_recency, sum(f.recency_days) AS sum_recency, sum(f.frequency) AS sum_frequency,
-                sum(toFloat64(f.monetary)) AS sum_monetary, count(c.age) AS with_age, sum(c.age) AS sum_age, count(c.gender) AS with_gender,
+                toString(toInt64(sum(f.monetary) * 100)) AS monetary_cents, count(c.age) AS with_age, sum(c.age) AS sum_age, count(c.gender) AS with_gender,
                 countIf(c.gender = 'M') AS male, countIf(c.gender = 'F') AS female
          FROM ${b.from} WHERE ${b.where}
          GROUP BY segment, province, age_segment, generation`,
@@ -166,11 +170,11 @@ async function body(ctx: AnalyticsContext, q: RfmOptions) {
       if (!m) provinceCounts.set(r.segment, (m = new Map()))
       m.set(r.province, (m.get(r.province) ?? 0) + n)
     }
-    if (r.age_segment !== null) {
+    if (r.age_segment) {
       let m = ages.get(r.segment)
       if (!m) ages.set(r.segment, (m = { age_segments: {}, generations: {} }))
       m.age_segments[r.age_segment] = (m.age_segments[r.age_segment] ?? 0) + n
-      if (r.generation !== null) m.generations[r.generation] = (m.generations[r.generation] ?? 0) + n
+      if (r.generation) m.generations[r.generation] = (m.generations[r.generation] ?? 0) + n
     }
   }
   // The most frequent provinces of each segment, ties by name.
