@@ -89,8 +89,9 @@ export interface OrderRowLike {
 
 /**
  * The `order_times` / `order_cents` of a customer's feature row (schemas/clickhouse/008) for
- * hand-made `orders` rows: its counting orders (not cancelled, total above zero), ascending.
- * Times are ClickHouse's `YYYY-MM-DD hh:mm:ss.sss` (UTC) or ISO 8601.
+ * hand-made `orders` rows, one row per order in its final state: its counting orders (not
+ * cancelled, total above zero), ascending. Times are ClickHouse's `YYYY-MM-DD hh:mm:ss.sss` (UTC)
+ * or ISO 8601 with a zone.
  */
 export function orderHistoryOf(orders: readonly OrderRowLike[], tenant: number, customer: number): { order_times: number[]; order_cents: number[] } {
   const mine = orders
