@@ -49,8 +49,10 @@ main(process.argv.slice(2)).then(
     process.exitCode = code
   },
   (err: unknown) => {
-    if (err instanceof UsageError || err instanceof ConfigError) {
-      process.stderr.write(`cdp: ${err.message}\n`)
+    // A configured reference directory that cannot be read is a configuration error too
+    // (pipelines/demographics/reference.ts; matched by name so every command does not load it).
+    if (err instanceof UsageError || err instanceof ConfigError || (err as Error)?.name === 'ReferenceDataError') {
+      process.stderr.write(`cdp: ${(err as Error).message}\n`)
       process.exitCode = 2
     } else {
       process.stderr.write(`cdp: ${(err as Error)?.stack ?? String(err)}\n`)

@@ -561,4 +561,11 @@ describe('evaluation (../shared/data/ar)', () => {
     expect((err as { code: number }).code).toBe(1)
     expect((err as { stderr: string }).stderr).toMatch(/data directory \/nonexistent\/ar not found/)
   })
+
+  it('a reference directory without reference files is a configuration error: exit 2, the reason, no stack trace', async () => {
+    const empty = fs.mkdtempSync(path.join(os.tmpdir(), 'cdp-no-reference-'))
+    const err = await run('node', [CDP, 'bench', 'demographics', '--customers', '10', '--reference-dir', empty], { timeout: 60_000 }).catch((e: { code: number; stderr: string }) => e)
+    expect((err as { code: number }).code).toBe(2)
+    expect((err as { stderr: string }).stderr).toBe(`cdp: reference directory ${empty} holds none of localities.csv, first_names.csv, province_aliases.csv, postal_codes.csv\n`)
+  })
 })
