@@ -20,6 +20,21 @@ export function parse<O extends Options>(argv: string[], options: O) {
   }
 }
 
+/**
+ * A command whose first positional is an action (`cdp keys rotate`, `cdp apikey create`): with
+ * `--help`, or without an action, the help is printed and `exit` says the code (0 when asked
+ * for, 2 when the action is missing).
+ */
+export function parseAction<O extends Options>(argv: string[], options: O, help: string): { exit: number } | { exit: null; action: string; values: ReturnType<typeof parse<O>>['values'] } {
+  const { values, positionals } = parse(argv, options)
+  const action = positionals[0]
+  if ((values as { help?: boolean }).help || !action) {
+    process.stdout.write(help)
+    return { exit: (values as { help?: boolean }).help ? 0 : 2 }
+  }
+  return { exit: null, action, values }
+}
+
 /** Maps kebab-case flags onto config keys (camelCase), skipping the ones that are not config. */
 export function configFlags(values: Record<string, unknown>, keys: string[]): Record<string, unknown> {
   const out: Record<string, unknown> = {}

@@ -534,6 +534,20 @@ describe('the heartbeat during a page', () => {
 })
 
 describe('keyset paging over the updated window', () => {
+  /** Every order id a source yields for the window, 10 a page, with `afterFirstPage` run between pages 1 and 2. */
+  async function readOrders(source: ReturnType<typeof createSyncSource>, window: { from: null; to: number }, afterFirstPage: () => void): Promise<Set<string>> {
+    const got = new Set<string>()
+    let cursor: string | null = null
+    let pages = 0
+    do {
+      const page = await source.page('orders', window, cursor, 10, new Map())
+      for (const o of page.orders) got.add(o.externalId)
+      if (++pages === 1) afterFirstPage()
+      cursor = page.next
+    } while (cursor !== null)
+    return got
+  }
+
   it('commerce platform: a record that changes between page 1 and page 2 moves no other record out of the sync', async () => {
     const t = { now: SIM_NOW }
     const sim = await commerceSim.start({ customers: 60, end: SIM_END, now: () => t.now, seed: 'keyset' })
@@ -542,19 +556,11 @@ describe('keyset paging over the updated window', () => {
       const want = sim.state.ordersIn({ updated: { to: window.to }, created: {} }).map((o) => o.order.seq)
       expect(want.length).toBeGreaterThan(30)
       const source = createSyncSource('commerce_platform', { account_name: 'demoshop', environment: 'commerce_stable', app_key: commerceSim.DEFAULTS.appKey, app_token: commerceSim.DEFAULTS.appToken }, {}, { tenantId: 1, endpoints: { ...endpoints, commercePlatform: sim.url } })
-      const got = new Set<string>()
-      let cursor: string | null = null
-      let pages = 0
-      do {
-        const page = await source.page('orders', window, cursor, 10, new Map())
-        for (const o of page.orders) got.add(o.externalId)
-        if (++pages === 1) {
-          // After page 1 the shop cancels one of the orders already read: it leaves the window.
-          t.now = SIM_NOW + 60_000
-          sim.state.cancelOrder(want[3]!)
-        }
-        cursor = page.next
-      } while (cursor !== null)
+      // After page 1 the shop cancels one of the orders already read: it leaves the window.
+      const got = await readOrders(source, window, () => {
+        t.now = SIM_NOW + 60_000
+        sim.state.cancelOrder(want[3]!)
+      })
       for (const seq of want) expect(got.has(commerceSim.orderIdOf(seq)), `order ${seq}`).toBe(true)
     } finally {
       await sim.close()
@@ -569,18 +575,10 @@ describe('keyset paging over the updated window', () => {
       const want = sim.state.ordersIn({ updated: { to: window.to }, created: {} }).map((o) => marketplaceSim.orderIdOf(o.order.seq))
       expect(want.length).toBeGreaterThan(30)
       const source = createSyncSource('marketplace', { client_id: marketplaceSim.DEFAULTS.clientId, client_secret: marketplaceSim.DEFAULTS.clientSecret, redirect_uri: marketplaceSim.DEFAULTS.redirectUri }, {}, { tenantId: 1, endpoints: { ...endpoints, marketplace: sim.url }, now: () => t.now })
-      const got = new Set<string>()
-      let cursor: string | null = null
-      let pages = 0
-      do {
-        const page = await source.page('orders', window, cursor, 10, new Map())
-        for (const o of page.orders) got.add(o.externalId)
-        if (++pages === 1) {
-          t.now = SIM_NOW + 60_000
-          sim.state.cancelOrder(want[3]!)
-        }
-        cursor = page.next
-      } while (cursor !== null)
+      const got = await readOrders(source, window, () => {
+        t.now = SIM_NOW + 60_000
+        sim.state.cancelOrder(want[3]!)
+      })
       for (const oid of want) expect(got.has(String(oid)), `order ${oid}`).toBe(true)
     } finally {
       await sim.close()

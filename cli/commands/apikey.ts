@@ -2,7 +2,7 @@ import { loadConfig } from '../../common/config.ts'
 import { createLogger } from '../../common/logger.ts'
 import { withAdminStore } from '../admin-store.ts'
 import { ApiKeyStore } from '../../services/api/api-keys.ts'
-import { RUNTIME_FLAGS, UsageError, configFlags, parse } from '../args.ts'
+import { RUNTIME_FLAGS, UsageError, configFlags, parseAction } from '../args.ts'
 
 const FLAGS = { ...RUNTIME_FLAGS, tenant: { type: 'string' }, name: { type: 'string' }, id: { type: 'string' } } as const
 
@@ -24,12 +24,9 @@ function tenantOf(v: string | undefined): number {
 }
 
 export async function run(argv: string[]): Promise<number> {
-  const { values, positionals } = parse(argv, FLAGS)
-  const action = positionals[0]
-  if (values.help || !action) {
-    process.stdout.write(HELP)
-    return values.help ? 0 : 2
-  }
+  const parsed = parseAction(argv, FLAGS, HELP)
+  if (parsed.exit !== null) return parsed.exit
+  const { action, values } = parsed
   if (!['create', 'list', 'revoke'].includes(action)) throw new UsageError(`unknown apikey action '${action}': create, list or revoke`)
   const tenant = action === 'create' || (action === 'list' && values.tenant !== undefined) ? tenantOf(values.tenant) : undefined
   if (action === 'revoke' && !values.id) throw new UsageError('revoke needs --id KEY_ID (see `cdp apikey list`)')

@@ -7,7 +7,7 @@ import type { SecretBox } from '../../common/secrets.ts'
 import { AudienceSyncStore } from '../../pipelines/audience-sync/store.ts'
 import { rotateIntegrationCredentials } from '../../services/api/integrations/store.ts'
 import { withAdminStore } from '../admin-store.ts'
-import { RUNTIME_FLAGS, UsageError, configFlags, parse } from '../args.ts'
+import { RUNTIME_FLAGS, UsageError, configFlags, parseAction } from '../args.ts'
 
 const FLAGS = { ...RUNTIME_FLAGS, id: { type: 'string' } } as const
 
@@ -30,12 +30,9 @@ const ROTATIONS: Record<string, (store: Store, box: SecretBox) => Promise<number
 }
 
 export async function run(argv: string[]): Promise<number> {
-  const { values, positionals } = parse(argv, FLAGS)
-  const action = positionals[0]
-  if (values.help || !action) {
-    process.stdout.write(HELP)
-    return values.help ? 0 : 2
-  }
+  const parsed = parseAction(argv, FLAGS, HELP)
+  if (parsed.exit !== null) return parsed.exit
+  const { action, values } = parsed
   if (action === 'generate') {
     const id = values.id ?? `k${new Date().toISOString().slice(0, 10).replaceAll('-', '')}`
     if (!/^[A-Za-z0-9_-]{1,32}$/.test(id)) throw new UsageError('--id must be 1-32 characters of [A-Za-z0-9_-]')
