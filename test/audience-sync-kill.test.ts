@@ -140,7 +140,13 @@ describe('audience sync end to end', () => {
       expect(sim.requestLog.filter((r) => r.applied && r.path.endsWith('/customaudiences'))).toHaveLength(1)
       const digests = applied().map((r) => r.bodyDigest)
       expect(new Set(digests).size).toBe(digests.length)
-      expect(applied().map((r) => [r.method, r.rows])).toEqual([['POST', 10_000], ['POST', 10_000], ['POST', 5_000], ['POST', 100], ['DELETE', 5_000]])
+      // Invariants, not the batch split (a loaded machine may cut the last joins in two): every
+      // member was added exactly once and every leaver removed exactly once, in batches within the
+      // platform's 10,000-row limit.
+      const rows = (method: string) => applied().filter((r) => r.method === method).map((r) => r.rows ?? 0)
+      expect(rows('POST').reduce((a, b) => a + b, 0)).toBe(N + 100)
+      expect(rows('DELETE').reduce((a, b) => a + b, 0)).toBe(5000)
+      expect(Math.max(...rows('POST'), ...rows('DELETE'))).toBeLessThanOrEqual(10_000)
       console.info(`[audience-kill] SIGKILL after ${atKill} applied upload(s); config ${configId}; ${digests.length} applied requests, none twice`)
     } finally {
       await log.close()

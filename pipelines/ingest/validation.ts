@@ -294,6 +294,12 @@ const CustomerInput = z.object({
   source_ids: list(z.object({ source: field(required(text)), id: field(required(text)) })),
 })
 
+/** The fields an order and a customer record may carry (import files: their column names). */
+export const ORDER_INPUT_FIELDS = Object.keys(OrderInput.shape) as readonly string[]
+export const CUSTOMER_INPUT_FIELDS = Object.keys(CustomerInput.shape) as readonly string[]
+/** Fields of an order's items (JSONL only: a CSV row has no nested items). */
+export const ORDER_ITEM_FIELDS = Object.keys(OrderItemInput.shape) as readonly string[]
+
 /** zod issues -> FieldErrors; our field parsers carry their code in params.code. */
 export function fieldErrorsFromZod(issues: readonly z.core.$ZodIssue[]): FieldError[] {
   return issues.map((i) => ({
