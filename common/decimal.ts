@@ -26,7 +26,9 @@ const EXPONENT = /^([+-]?)(\d+)(?:\.(\d+))?e([+-]?\d+)$/i
  * Parses `v` into an integer count of 10^-scale units. Digits beyond `scale` must be zeros (we
  * reject rather than round: a rounded amount is a silently wrong amount).
  */
-function parseScaled(v: string | number, scale: number): bigint {
+function parseScaled(v: string | number, scale: number): bigint
+function parseScaled(v: string | number, scale: number, truncate: true): bigint | null
+function parseScaled(v: string | number, scale: number, truncate = false): bigint | null {
   let sign: string
   let intPart: string
   let fracPart: string
@@ -56,6 +58,8 @@ function parseScaled(v: string | number, scale: number): bigint {
   }
   const kept = fracPart.slice(0, scale).padEnd(scale, '0')
   if (/[1-9]/.test(fracPart.slice(scale))) {
+    // Digits beyond `scale` are dropped (truncated toward zero) only for the noise check above.
+    if (truncate) return BigInt((intPart || '0') + kept) * (sign === '-' ? -1n : 1n)
     throw new DecimalError('too_many_decimals', `${String(v).trim()} has more than ${scale} decimals`)
   }
   const units = BigInt((intPart || '0') + kept)
@@ -91,6 +95,37 @@ export function normaliseDecimal(v: string | number, scale = 2, precision = 15):
     throw new DecimalError('too_many_digits', `${String(v).trim()} has more than ${precision - scale} integer digits`)
   }
   return formatScaled(units, scale)
+}
+
+/**
+ * Like normaliseDecimal at 2 decimals, but an amount within 1e-6 of a whole cent is snapped to
+ * that cent: binary-float noise from spreadsheets and exports (22.200000000000003,
+ * 70.04999999999999) is not a fraction of a cent anyone meant. Any other fraction of a cent
+ * (12.345, 0.001) is still refused with too_many_decimals. Decided on the decimal text, never
+ * through a float.
+ */
+export function normaliseAmount(v: string | number, precision = 15): string {
+  try {
+    return normaliseDecimal(v, 2, precision)
+  } catch (err) {
+    if (!(err instanceof DecimalError) || err.code !== 'too_many_decimals') throw err
+    const snapped = snapCentNoise(v)
+    if (snapped === null) throw err
+    return normaliseDecimal(snapped, 2, precision)
+  }
+}
+
+/** The amount rounded to the cent when it lies within 1e-6 of one, else null. */
+function snapCentNoise(v: string | number): string | null {
+  const units = parseScaled(v, 8, true)
+  if (units === null) return null
+  // 10^8 units per currency unit: a cent is 10^6 units, the tolerance 100 units (1e-6).
+  const cent = 1_000_000n
+  const abs = units < 0n ? -units : units
+  const rest = abs % cent
+  if (rest > 100n && cent - rest > 100n) return null
+  const cents = (abs + cent / 2n) / cent
+  return formatScaled(units < 0n ? -cents : cents, 2)
 }
 
 /** "12.50" -> 1250n. Accepts anything normaliseDecimal accepts with scale 2 (no precision cap). */

@@ -31,7 +31,12 @@ export interface CustomerUpserted extends EventHeader {
   source_ids: SourceId[]
 }
 
-export const ORDER_EVENT_TYPES = ['placed', 'status_changed', 'cancelled', 'refunded'] as const
+/**
+ * `credit_note`: a negative adjustment of the customer's spend not tied to an order (a credit
+ * note, a goodwill refund); its `order_id` is the credit note's own number and `total` the
+ * (negative) amount credited. It lowers net spend, never the number of orders.
+ */
+export const ORDER_EVENT_TYPES = ['placed', 'status_changed', 'cancelled', 'refunded', 'credit_note'] as const
 export type OrderEventType = (typeof ORDER_EVENT_TYPES)[number]
 
 export interface OrderItem {

@@ -120,7 +120,7 @@ describe('cohorts', () => {
   it('monthly cohorts by first counting order, with retention, revenue and insights', async () => {
     const { status, body } = await get(`/api/v2/cdp/analytics/cohorts?tenant_id=${T}`)
     expect(status).toBe(200)
-    expect(keys(body)).toEqual(['data', 'success'])
+    expect(keys(body)).toEqual(['data', 'metadata', 'success'])
     expect(keys(body.data)).toEqual(['cohorts', 'end_date', 'insights', 'period', 'start_date'])
     expect(body.data).toMatchObject({ period: 'monthly', start_date: '2024-06-15', end_date: '2025-06-15' })
     const c = body.data.cohorts

@@ -234,7 +234,15 @@ describe('GET /analytics/rfm', () => {
     expect(b.data.segments_detail.Champions).toEqual({ count: 2, percentage: 33.33 })
     expect(b.data.segments_detail.Lost).toEqual({ count: 1, percentage: 16.67 })
 
-    expect(b.metadata).toEqual({ tenant_id: T, processing_date: new Date(FIXED - 60_000).toISOString(), next_update: new Date(FIXED - 60_000 + 3_600_000).toISOString() })
+    expect(b.metadata).toEqual({
+      tenant_id: T,
+      processing_date: new Date(FIXED - 60_000).toISOString(),
+      next_update: new Date(FIXED - 60_000 + 3_600_000).toISOString(),
+      // The tenant has no settings: its customers age against the (test's) wall clock.
+      reference_date: new Date(FIXED).toISOString().slice(0, 10),
+      reference_date_setting: 'now',
+      reference_date_source: 'setting',
+    })
   })
 
   it('segment narrows the distribution; include_details pages customer ids', async () => {
@@ -278,7 +286,7 @@ describe('GET /analytics/clv', () => {
     expect(r.status).toBe(200)
     expect(r.headers.get('cache-control')).toContain('max-age=300')
     const d = r.body.data
-    expect(keys(r.body)).toEqual(['data', 'success'])
+    expect(keys(r.body)).toEqual(['data', 'metadata', 'success'])
     expect(keys(d)).toEqual(['insights', 'overview', 'top_customers'])
     expect(d.overview).toEqual({
       total_customers: 6,

@@ -26,7 +26,7 @@ afterAll(async () => {
 const post = (path: string, body: unknown) =>
   fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: typeof body === 'string' ? body : JSON.stringify(body) })
 
-const goodOrder = { tenant_id: 42, customer_id: 7, order_id: 'A-1', total: 150.5, occurred_at: '2025-03-01T12:00:00Z', items: [{ sku: 'X', quantity: 2, unit_price: '75.25' }] }
+const goodOrder = { tenant_id: 42, customer_id: 7, order_id: 'A-1', currency: 'ARS', total: 150.5, occurred_at: '2025-03-01T12:00:00Z', items: [{ sku: 'X', quantity: 2, unit_price: '75.25' }] }
 
 describe('ingest endpoint', () => {
   it('answers 202 once the events are in the log, with their ids, and the log holds them decoded', async () => {
@@ -60,7 +60,7 @@ describe('ingest endpoint', () => {
 
   it('rejects the whole batch with 400 and field errors by index when one event is bad', async () => {
     const before = (await rt.log.endOffsets(TOPICS.orders.name)).reduce((s, p) => s + Number(p.offset), 0)
-    const res = await post('/api/v2/cdp/ingest/orders', { events: [goodOrder, { ...goodOrder, total: -3, items: [] }, { ...goodOrder, customer_id: undefined }] })
+    const res = await post('/api/v2/cdp/ingest/orders', { events: [goodOrder, { ...goodOrder, event_type: 'placed', total: -3, items: [] }, { ...goodOrder, customer_id: undefined }] })
     expect(res.status).toBe(400)
     const body = (await res.json()) as { success: boolean; error: string; details: { errors: { index: number; path: string; code: string }[] } }
     expect(body.success).toBe(false)

@@ -222,7 +222,7 @@ describe('GET /api/v2/cdp/analytics/demographics', () => {
   it('answers the spec shape with numbers equal to a recomputation by hand', async () => {
     const { status, body } = await get(`/api/v2/cdp/analytics/demographics?tenant_id=${T}`)
     expect(status).toBe(200)
-    expect(Object.keys(body).sort()).toEqual(['data', 'success'])
+    expect(Object.keys(body).sort()).toEqual(['data', 'metadata', 'success'])
     expect(Object.keys(body.data).sort()).toEqual(['age_analysis', 'cross_demographic', 'gender_analysis', 'geographic_analysis', 'marketing_segments', 'summary', 'timestamp'])
     const want = expected(PEOPLE)
     expect(body.data.summary).toEqual(want.summary)

@@ -344,7 +344,7 @@ describe('feature consumer (embedded log, chdb)', () => {
       const res = await fetch(`${base}/api/v2/cdp/process/${tenant}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ analyses: ['rfm', 'clv', 'churn'] }) })
       expect(res.status).toBe(200)
       const body = (await res.json()) as any
-      expect(Object.keys(body).sort()).toEqual(['message', 'results', 'success', 'tenant_id', 'total_time'])
+      expect(Object.keys(body).sort()).toEqual(['message', 'metadata', 'results', 'success', 'tenant_id', 'total_time'])
       expect(body.success).toBe(true)
       expect(body.tenant_id).toBe(tenant)
       expect(typeof body.total_time).toBe('number')

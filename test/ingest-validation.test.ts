@@ -14,7 +14,8 @@ import {
 } from '../pipelines/ingest/validation.ts'
 
 const NOW = Date.UTC(2024, 4, 20, 12, 0, 0) // 2024-05-20T12:00:00Z
-const ctx = { defaultSource: 'import', now: NOW }
+// The tenant's currency: a blank one takes it (there is no silent default).
+const ctx = { defaultSource: 'import', now: NOW, tenantCurrency: 'ARS' }
 const T = Date.UTC(2024, 4, 1, 13, 0, 0) // 2024-05-01T13:00:00Z
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
 
@@ -82,7 +83,7 @@ describe('validateOrderInput: normalisation', () => {
           placed_at: '2024-04-30',
           items: [],
         },
-        ctx,
+        { ...ctx, tenantCurrency: null },
       ),
     )
     expect(event).toMatchObject({
@@ -135,10 +136,12 @@ describe('validateOrderInput: normalisation', () => {
 })
 
 describe('validateOrderInput: errors', () => {
-  it('rejects a negative total', () => {
-    expect(errors(validateOrderInput({ ...baseOrder, total: '-5' }, ctx))).toEqual([
-      { path: 'total', code: 'negative_total', message: 'total -5.00 is negative' },
+  it('rejects a negative total on an order; without a type it is a credit note', () => {
+    expect(errors(validateOrderInput({ ...baseOrder, event_type: 'placed', total: '-5' }, ctx))).toEqual([
+      { path: 'total', code: 'negative_total', message: 'total -5.00 is negative (a credit note not tied to an order is event_type credit_note)' },
     ])
+    const { event_type: _, ...untyped } = baseOrder as Record<string, unknown>
+    expect(value(validateOrderInput({ ...untyped, order_id: 'C536379', total: '-5' }, ctx))).toMatchObject({ event_type: 'credit_note', status: 'credited', order_id: 'C536379', total: '-5.00' })
   })
 
   it('reports a missing customer_id', () => {

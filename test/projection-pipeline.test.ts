@@ -132,6 +132,9 @@ describe.each(['distributed', 'embedded'] as const)('projection pipeline on the 
     const group = uniqueName('proj')
     const p = await runPipeline(projectionPipeline(store, { name: group }), { log: rt.log, codec: rt.codec, logger: silentLogger })
     await waitFor(async () => (await count(store, 'SELECT count() AS n FROM order_events FINAL WHERE tenant_id = {t:UInt64}', tenant)) === 310, { what: '310 order events', timeoutMs: 60_000 })
+    // The customers topic is consumed beside the orders one: wait for its 30 profiles too, or the
+    // fingerprint below would catch the projection half-way (replay then finds all 30).
+    await waitFor(async () => (await count(store, 'SELECT count() AS n FROM customers FINAL WHERE tenant_id = {t:UInt64}', tenant)) === 30, { what: '30 customers', timeoutMs: 60_000 })
     await p.stop()
     expect(await distinctOrders(store, tenant)).toBe(300)
     expect(await count(store, 'SELECT countIf(is_cancelled = 1) AS n FROM orders FINAL WHERE tenant_id = {t:UInt64}', tenant)).toBe(10)

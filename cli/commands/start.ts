@@ -27,6 +27,8 @@ import { loadReferenceDirectory } from '../../pipelines/demographics/reference-l
 import { TenantSummaries } from '../../services/api/analytics/summary.ts'
 import { ANALYTICS_ENDPOINTS, SUMMARY_QUERIES } from '../../services/api/analytics/endpoints.ts'
 import { createApp, createHealthApp } from '../../services/api/app.ts'
+import { tenantSettingsRouter } from '../../services/api/tenant-settings-routes.ts'
+import { AsOfSnapshots, ReferenceSource } from '../../services/api/analytics/reference.ts'
 import type { ReadinessCheck } from '../../services/api/health.ts'
 import { DEMO_TENANT, streamDemoTenant } from '../../pipelines/ingest/demo.ts'
 import { adminTokenFile } from '../../pipelines/ingest/sink.ts'
@@ -111,6 +113,9 @@ export async function startRoles(config: Config, logger: Logger): Promise<Starte
   // Analytics answers are cached per tenant; a processing run (or an invalidation) drops them.
   // Tenant summaries precompute the unfiltered overviews (refreshed as data moves and after each run).
   const cache = new ResponseCache(Date.now, config.analyticsCacheEntries)
+  // Each tenant's reference date ("today" of its analytics) and the rows of other dates for as_of.
+  const references = new ReferenceSource(runtime.store)
+  const snapshots = new AsOfSnapshots(engine, logger)
   const summaries =
     roles.has('api') && config.analyticsSummaryIntervalMs > 0
       ? new TenantSummaries({
@@ -120,12 +125,15 @@ export async function startRoles(config: Config, logger: Logger): Promise<Starte
           queries: SUMMARY_QUERIES,
           intervalMs: config.analyticsSummaryIntervalMs,
           onDataMoved: (tenantId) => cache.invalidateTenant(tenantId),
+          reference: async (tenantId) => (await references.reference(tenantId)).ms,
         })
       : null
-  const analytics = { store: runtime.store, logger, cache, summaries: summaries ?? undefined }
+  const analytics = { store: runtime.store, logger, cache, summaries: summaries ?? undefined, references, snapshots }
   const unsubscribeCache = processingEvents.onCacheInvalidated((e) => analytics.cache.invalidateTenant(e.tenantId))
   const unsubscribe = onTenantProcessed((e) => {
     analytics.cache.invalidateTenant(e.tenantId)
+    references.invalidate(e.tenantId)
+    snapshots.invalidateTenant(e.tenantId)
     summaries?.invalidate(e.tenantId)
     summaries?.refresh(e.tenantId).catch((err) => logger.error({ err, tenantId: e.tenantId }, 'analytics summary refresh after a processing run failed'))
     if (!features) return
@@ -205,7 +213,27 @@ export async function startRoles(config: Config, logger: Logger): Promise<Starte
       jobsPerMinute: config.rateLimitJobsPerMinute,
     },
   }
-  const app = roles.has('api') ? createApp({ logger, log: runtime.log, codec: runtime.codec, readiness, info, processing, analytics, auth, audienceSyncs, webhooks, integrations }) : createHealthApp(readiness, info)
+  // A settings change (reference date, currency, name) drops the tenant's cached answers and has
+  // this process's feature consumer rescore it now; consumers elsewhere follow at their next tick.
+  const tenantSettings = tenantSettingsRouter({
+    store: runtime.store,
+    logger,
+    onChange: (tenantId) => {
+      references.invalidate(tenantId)
+      analytics.cache.invalidateTenant(tenantId)
+      snapshots.invalidateTenant(tenantId)
+      summaries?.invalidate(tenantId)
+      if (!features) return
+      features.engine.invalidateModel(tenantId)
+      void features
+        .tick()
+        .then(() => summaries?.refresh(tenantId))
+        .catch((err) => logger.error({ err, tenantId }, 'rescoring after a settings change failed'))
+    },
+  })
+  const app = roles.has('api')
+    ? createApp({ logger, log: runtime.log, codec: runtime.codec, store: runtime.store, readiness, info, processing, analytics, auth, audienceSyncs, webhooks, integrations, tenantSettings })
+    : createHealthApp(readiness, info)
   const port = roles.has('api') ? config.apiPort : config.metricsPort
   const server = http.createServer(app)
   await new Promise<void>((resolve, reject) => {

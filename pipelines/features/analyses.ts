@@ -29,6 +29,8 @@ export interface ChurnRunResult {
 }
 
 export interface ProcessingResults {
+  /** The reference date the run aged customers against (the router puts it beside `results`). */
+  metadata?: { reference_date: string; reference_date_setting: string; reference_date_source: 'setting' | 'as_of' }
   rfm?: RfmRunResult
   clv?: ClvRunResult
   churn?: ChurnRunResult
@@ -49,4 +51,10 @@ export interface ProcessingEngine {
   /** A tenant is known once any customer or order of it is stored. */
   tenantExists(tenantId: number): Promise<boolean>
   run(tenantId: number, opts: RunOptions): Promise<ProcessingResults>
+  /**
+   * The tenant's features as of the end of one day (YYYY-MM-DD), orders after it left out, written
+   * to the as-of table only (customer_features_as_of): the tenant's own rows, model and setting
+   * stay as they are. For one request's `as_of`.
+   */
+  runAsOf?(tenantId: number, asOf: string, analyses: Analysis[]): Promise<ProcessingResults>
 }

@@ -12,6 +12,8 @@ import { clvFeatures, computeFeatures, DEFAULT_FEATURE_OPTIONS, sameFeatures, ty
 import { buildTenantModel, type TenantModel } from './model.ts'
 import { factRow, featureRow, featuresEvent, segmentChangedEvent, segmentChangeRow, type CustomerIdentity } from './rows.ts'
 import { loadModels, loadPartitionCustomers, loadPartitionFacts, saveModel, tenantAggregates, writeSegmentSnapshot } from './feature-store.ts'
+import { TenantCurrencies, TenantSettingsStore } from '../../common/store/tenant-settings.ts'
+import type { Reference } from '../../common/reference-date.ts'
 import { segmentChangesEmitted } from './metrics.ts'
 
 export const FEATURES_GROUP = 'cdp-features'
@@ -21,6 +23,8 @@ interface CustomerState {
   id: CustomerIdentity
   orders: Map<string, OrderFact>
   agg: CustomerAggregates
+  /** The order cutoff `agg` was folded with (the tenant's reference; Infinity: every order). */
+  aggCutoff: number
   /** Segment and score last written and published: the "previous" of the next change. */
   emitted: { segment: string | null; rfmScore: string | null }
   last: FeatureValues | null
@@ -64,6 +68,10 @@ export class FeatureEngine {
   private assigned: Set<number> | null = null
   private readonly nextOffset = new Map<string, bigint>()
   private readonly models = new Map<number, TenantModel>()
+  /** Each tenant's reference date (the "today" its customers age against), refreshed by the tick. */
+  private readonly refs = new Map<number, Reference>()
+  private readonly settings: TenantSettingsStore
+  private readonly currencies: TenantCurrencies
   private readonly now: () => number
   private readonly opts: FeatureOptions
   private readonly clvModel: TransactionModelName
@@ -78,6 +86,8 @@ export class FeatureEngine {
     this.clvModel = deps.clvModel ?? 'mbgnbd'
     this.refitMs = deps.refitIntervalMs ?? 3600_000
     this.boundaryMaxAgeMs = deps.boundaryMaxAgeMs ?? 30_000
+    this.settings = new TenantSettingsStore(deps.store, this.now)
+    this.currencies = new TenantCurrencies(this.settings)
   }
 
   /** Batches and ticks take turns: both read and write the same state. */
@@ -93,7 +103,7 @@ export class FeatureEngine {
       topics: [TOPICS.orders.name, TOPICS.customers.name],
       process: async (record, codec) => {
         await this.exclusive(() => this.observe(record))
-        return decodeInputEvent(record, codec, this.now())
+        return decodeInputEvent(record, codec, this.now(), this.currencies)
       },
       sink: (items) => this.exclusive(() => this.apply(items)),
       onAssign: (assignment) => void this.exclusive(async () => this.assign(assignment.map((a) => a.partition))),
@@ -143,7 +153,7 @@ export class FeatureEngine {
       c.rowVersion = s.version
     }
     for (const f of facts) this.customer(f.tenantId, f.customerId, p).orders.set(f.orderId, f)
-    for (const c of this.customers.values()) if (c.id.partition === p) c.agg = aggregate(c.orders.values())
+    for (const c of this.customers.values()) if (c.id.partition === p) this.refold(c, this.refs.get(c.id.tenantId)?.cutoffMs ?? Infinity)
     this.loaded.add(p)
     this.deps.logger.info({ pipeline: this.name, partition: p, orders: facts.length, customers: stored.length, ms: Date.now() - started }, 'partition state restored')
   }
@@ -156,6 +166,7 @@ export class FeatureEngine {
         id: { tenantId, customerId, partition, email: '', emailVersion: 0 },
         orders: new Map(),
         agg: EMPTY_AGGREGATES,
+        aggCutoff: Infinity,
         emitted: { segment: null, rfmScore: null },
         last: null,
         clv: null,
@@ -170,12 +181,14 @@ export class FeatureEngine {
 
   private async apply(items: { record: LogRecord; value: InputEvent }[]): Promise<void> {
     const touched = new Set<CustomerState>()
+    const latest = new Map<number, number>()
     for (const { record, value } of items) {
       const e = value.event
       const c = this.customer(e.tenant_id, e.customer_id, record.partition)
       if (value.kind === 'order') {
-        if (mergeFact(c.orders, value.event.order_id, factOf(value.event))) c.agg = aggregate(c.orders.values())
+        if (mergeFact(c.orders, value.event.order_id, factOf(value.event))) this.refold(c, c.aggCutoff)
         c.dirtyOrders.add(value.event.order_id)
+        latest.set(e.tenant_id, Math.max(latest.get(e.tenant_id) ?? 0, e.occurred_at))
       } else {
         const ev = value.event
         // Latest profile wins by event time, ties by the larger email, whatever the arrival order.
@@ -188,11 +201,35 @@ export class FeatureEngine {
       c.dirty = true
       touched.add(c)
     }
+    // A tenant aged to its data's end moves with its newest order.
+    for (const [t, ms] of latest) {
+      const r = this.refs.get(t)
+      if (r?.setting === 'data_end' && ms > r.ms) this.refs.set(t, { ...r, ms })
+    }
     await this.flush([...touched], this.now(), true)
   }
 
+  private refold(c: CustomerState, cutoff: number): void {
+    c.agg = aggregate(c.orders.values(), cutoff)
+    c.aggCutoff = cutoff
+  }
+
+  /** The tenants' references: cached, else read (settings and data end) once. */
+  private async references(tenantIds: Iterable<number>, now: number, reload = false): Promise<void> {
+    const missing = [...tenantIds].filter((t) => reload || !this.refs.has(t))
+    if (!missing.length) return
+    for (const [t, r] of await this.settings.references(missing, now)) this.refs.set(t, r)
+  }
+
+  private referenceOf(tenantId: number, now: number): Reference {
+    const r = this.refs.get(tenantId)
+    if (!r) return { setting: 'now', source: 'setting', ms: now, cutoffMs: Infinity }
+    // The wall clock moves between ticks.
+    return r.setting === 'now' ? { ...r, ms: now } : r
+  }
+
   /** The tenant's model: cached, else stored, else fitted on the customers this consumer holds. */
-  private async model(tenantId: number, now: number): Promise<TenantModel | null> {
+  private async model(tenantId: number, now: number, ref: Reference): Promise<TenantModel | null> {
     const cached = this.models.get(tenantId)
     if (cached) return cached
     const stored = (await loadModels(this.deps.store, [tenantId])).get(tenantId)
@@ -201,8 +238,8 @@ export class FeatureEngine {
       return stored
     }
     const aggs: CustomerAggregates[] = []
-    for (const c of this.customers.values()) if (c.id.tenantId === tenantId) aggs.push(c.agg)
-    const m = buildTenantModel(aggs, now, { clvModel: this.clvModel, refitClv: true })
+    for (const c of this.customers.values()) if (c.id.tenantId === tenantId) aggs.push(this.aggregates(c, ref))
+    const m = buildTenantModel(aggs, now, { clvModel: this.clvModel, refitClv: true, referenceMs: ref.ms })
     await saveModel(this.deps.store, tenantId, m)
     this.models.set(tenantId, m)
     return m
@@ -213,14 +250,21 @@ export class FeatureEngine {
     return Math.max(now * 1000, c.rowVersion + 1)
   }
 
-  private valuesOf(c: CustomerState, model: TenantModel | null, now: number): FeatureValues {
+  /** A customer's aggregates under the tenant's order cutoff (refolded when the cutoff moved). */
+  private aggregates(c: CustomerState, ref: Reference): CustomerAggregates {
+    if (c.aggCutoff !== ref.cutoffMs) this.refold(c, ref.cutoffMs)
+    return c.agg
+  }
+
+  private valuesOf(c: CustomerState, model: TenantModel | null, ref: Reference): FeatureValues {
+    const agg = this.aggregates(c, ref)
     let part: ClvPart | null = null
-    if (model?.clv && c.agg.orderCount > 0) {
-      const key = `${model.clv.fittedAt}:${utcDay(now)}`
-      if (!c.clv || c.clv.key !== key || c.dirty) c.clv = { key, part: clvFeatures(c.agg, model.clv, utcDay(now), this.opts) }
+    if (model?.clv && agg.orderCount > 0) {
+      const key = `${model.clv.fittedAt}:${utcDay(ref.ms)}:${ref.cutoffMs}`
+      if (!c.clv || c.clv.key !== key || c.dirty) c.clv = { key, part: clvFeatures(agg, model.clv, utcDay(ref.ms), this.opts) }
       part = c.clv.part
     }
-    return computeFeatures(c.agg, model, now, this.opts, part)
+    return computeFeatures(agg, model, ref.ms, this.opts, part)
   }
 
   /**
@@ -229,20 +273,26 @@ export class FeatureEngine {
    */
   private async flush(customers: CustomerState[], now: number, touched: boolean): Promise<{ changed: number; segmentChanges: number }> {
     const tenants = new Set(customers.map((c) => c.id.tenantId))
+    await this.references(tenants, now)
     const models = new Map<number, TenantModel | null>()
-    for (const t of tenants) models.set(t, await this.model(t, now))
+    const refs = new Map<number, Reference>()
+    for (const t of tenants) {
+      refs.set(t, this.referenceOf(t, now))
+      models.set(t, await this.model(t, now, refs.get(t)!))
+    }
     const facts: ReturnType<typeof factRow>[] = []
     const rows: ReturnType<typeof featureRow>[] = []
     const featureRecords: Promise<OutRecord>[] = []
     const changes: ReturnType<typeof segmentChangedEvent>[] = []
     const updates: { c: CustomerState; v: FeatureValues; version: number }[] = []
     for (const c of customers) {
-      const v = this.valuesOf(c, models.get(c.id.tenantId) ?? null, now)
+      const ref = refs.get(c.id.tenantId)!
+      const v = this.valuesOf(c, models.get(c.id.tenantId) ?? null, ref)
       const moved = !c.last || !sameFeatures(c.last, v)
       if (!touched && !moved && !c.dirty) continue
       for (const orderId of c.dirtyOrders) facts.push(factRow(c.id, orderId, c.orders.get(orderId)!))
       const version = this.version(c, now)
-      rows.push(featureRow(c.id, c.agg, orderHistory(c.orders.values()), v, now, version))
+      rows.push(featureRow(c.id, c.agg, orderHistory(c.orders.values(), ref.cutoffMs), v, now, version))
       const key = customerKey(c.id.tenantId, c.id.customerId)
       if (moved) featureRecords.push(this.deps.codec.encode(TOPICS.customerFeatures.name, featuresEvent(c.id, c.agg, v, now)).then((value) => ({ key, value })))
       if (v.segment !== c.emitted.segment) changes.push(segmentChangedEvent(c.id, c.emitted, v, now))
@@ -283,22 +333,31 @@ export class FeatureEngine {
       for (const p of this.assigned ?? []) if (!this.loaded.has(p)) await this.loadPartition(p)
       const tenants = [...new Set([...this.customers.values()].map((c) => c.id.tenantId))]
       if (!tenants.length) return { tenants: 0, changed: 0, segmentChanges: 0 }
+      // Settings may have changed (PUT .../settings): read every tenant's reference again.
+      const before = new Map(tenants.map((t) => [t, this.refs.get(t)]))
+      await this.references(tenants, now, true)
       const stored = await loadModels(this.deps.store, tenants)
       for (const t of tenants) {
+        const ref = this.referenceOf(t, now)
+        const prev = before.get(t)
+        const moved = !prev || prev.setting !== ref.setting || prev.cutoffMs !== ref.cutoffMs
         const current = newest(stored.get(t), this.models.get(t))
-        if (current && now - current.version < this.boundaryMaxAgeMs) {
+        const sameDay = (current?.clv?.referenceDay ?? utcDay(ref.ms)) === utcDay(ref.ms)
+        if (current && !moved && sameDay && now - current.version < this.boundaryMaxAgeMs) {
           this.models.set(t, current)
           continue
         }
-        const aggs = await tenantAggregates(this.deps.store, t)
+        // A new cutoff changes every aggregate: score against the consumer's refolded customers
+        // rather than the stored rows, which still hold the old cutoff.
+        const aggs = moved && prev ? [...this.customers.values()].filter((c) => c.id.tenantId === t).map((c) => this.aggregates(c, ref)) : await tenantAggregates(this.deps.store, t)
         const clv = current?.clv
-        const refit = !clv || now - clv.fittedAt >= this.refitMs || aggs.length >= 2 * clv.customers
-        const m = buildTenantModel(aggs, now, { clvModel: this.clvModel, refitClv: refit, previous: current })
+        const refit = !clv || moved || now - clv.fittedAt >= this.refitMs || aggs.length >= 2 * clv.customers
+        const m = buildTenantModel(aggs, now, { clvModel: this.clvModel, refitClv: refit, previous: current, referenceMs: ref.ms })
         await saveModel(this.deps.store, t, m)
         this.models.set(t, m)
       }
       const r = await this.flush([...this.customers.values()], now, false)
-      await writeSegmentSnapshot(this.deps.store, tenants, now)
+      for (const t of tenants) await writeSegmentSnapshot(this.deps.store, [t], this.referenceOf(t, now).ms)
       return { tenants: tenants.length, ...r }
     })
   }

@@ -17,6 +17,8 @@ export interface ClvFit {
   ll: number
   gg: GammaGammaParams | null
   fittedAt: number
+  /** UTC day of the reference the fit measured T against; a fit for another day is refitted. Absent in fits stored before it existed. */
+  referenceDay?: number
   /** Customers and repeat buyers the fit saw. */
   customers: number
   repeaters: number
@@ -35,9 +37,10 @@ export interface TenantModel {
 /** Fewer customers than this and the CLV parameters are not identifiable: no CLV (documented). */
 export const MIN_CUSTOMERS_FOR_CLV = 20
 
+/** RFM inputs of the customers with a counting order; F = purchase days (same-day orders are one purchase, as in the models). */
 export function rfmInputs(aggs: readonly CustomerAggregates[]) {
   const out: { lastOrderDay: number; frequency: number; monetary: number }[] = []
-  for (const a of aggs) if (a.orderCount > 0) out.push({ lastOrderDay: a.lastDay!, frequency: a.orderCount, monetary: a.monetaryCents })
+  for (const a of aggs) if (a.orderCount > 0) out.push({ lastOrderDay: a.lastDay!, frequency: a.purchaseDays, monetary: a.monetaryCents })
   return out
 }
 
@@ -47,8 +50,12 @@ export function medianInterval(aggs: readonly CustomerAggregates[]): number | nu
   return medianIntervalDays(xs)
 }
 
-export function fitClv(aggs: readonly CustomerAggregates[], nowMs: number, modelName: TransactionModelName): ClvFit | null {
-  const today = utcDay(nowMs)
+/**
+ * `nowMs` is the wall clock (when the fit was made); `referenceMs` the tenant's reference instant
+ * (common/reference-date.ts), against which T is measured. They differ for imported history.
+ */
+export function fitClv(aggs: readonly CustomerAggregates[], nowMs: number, modelName: TransactionModelName, referenceMs: number = nowMs): ClvFit | null {
+  const today = utcDay(referenceMs)
   const data: { x: number; tx: number; T: number }[] = []
   const spend: { x: number; zbar: number }[] = []
   for (const a of aggs) {
@@ -59,10 +66,10 @@ export function fitClv(aggs: readonly CustomerAggregates[], nowMs: number, model
   if (data.length < MIN_CUSTOMERS_FOR_CLV) return null
   const fit = TRANSACTION_MODELS[modelName].fit(data)
   // Without usable repeat buyers the spend model is not identifiable: CLV falls back to each
-  // customer's own average order value (features.ts).
+  // customer's own mean spend per purchase day (features.ts).
   const ggFit = spend.length >= 2 ? fitGammaGamma(spend) : null
   const gg = ggFit && ggFit.customers > 0 ? ggFit.params : null
-  return { model: modelName, params: fit.params, ll: fit.ll, gg, fittedAt: nowMs, customers: data.length, repeaters: spend.length }
+  return { model: modelName, params: fit.params, ll: fit.ll, gg, fittedAt: nowMs, referenceDay: today, customers: data.length, repeaters: spend.length }
 }
 
 /**
@@ -72,11 +79,13 @@ export function fitClv(aggs: readonly CustomerAggregates[], nowMs: number, model
 export function buildTenantModel(
   aggs: readonly CustomerAggregates[],
   nowMs: number,
-  opts: { clvModel: TransactionModelName; refitClv: boolean; previous?: TenantModel | null },
+  opts: { clvModel: TransactionModelName; refitClv: boolean; previous?: TenantModel | null; referenceMs?: number },
 ): TenantModel {
   const inputs = rfmInputs(aggs)
   const prevClv = opts.previous?.clv ?? null
-  const clv = opts.refitClv || !prevClv || prevClv.model !== opts.clvModel ? fitClv(aggs, nowMs, opts.clvModel) : prevClv
+  const referenceMs = opts.referenceMs ?? nowMs
+  const stale = !prevClv || prevClv.model !== opts.clvModel || (prevClv.referenceDay ?? utcDay(prevClv.fittedAt)) !== utcDay(referenceMs)
+  const clv = opts.refitClv || stale ? fitClv(aggs, nowMs, opts.clvModel, referenceMs) : prevClv
   return {
     version: Math.max(nowMs, (opts.previous?.version ?? 0) + 1),
     customers: inputs.length,

@@ -16,7 +16,7 @@ export interface OrderFact {
   version: number
   eventId: string
   placedAt: number
-  /** Order total after its latest event, in cents (0 after a full refund or a cancel). */
+  /** Order total after its latest event, in cents (0 after a full refund or a cancel; negative for a credit note). */
   cents: number
   cancelled: boolean
 }
@@ -50,6 +50,21 @@ export function mergeFact(orders: Map<string, OrderFact>, orderId: string, fact:
 
 /** An order counts (for frequency, spend, recency) unless it was cancelled or fully refunded. */
 export const counts = (f: OrderFact): boolean => !f.cancelled && f.cents > 0
+
+/** A credit note (the only fact with a negative total, event_type credit_note): lowers spend only. */
+export const isCredit = (f: OrderFact): boolean => !f.cancelled && f.cents < 0
+
+/**
+ * Net of credit notes: spend falls by the credited cents (never below zero), and the mean spend
+ * of the repeat days (Gamma-Gamma's zbar) by the same proportion, as if every purchase had been
+ * credited alike: a credit note names no order, so it cannot be put against one.
+ */
+export function withCredits(gross: CustomerAggregates, creditCents: number): CustomerAggregates {
+  if (creditCents <= 0 || gross.orderCount === 0) return gross
+  const net = Math.max(0, gross.monetaryCents - creditCents)
+  const share = gross.monetaryCents > 0 ? net / gross.monetaryCents : 0
+  return { ...gross, monetaryCents: net, repeatAvgCents: gross.repeatAvgCents * share }
+}
 
 /**
  * What the models read from one customer's orders. Days are UTC epoch days; the repeat-purchase
@@ -85,13 +100,20 @@ export const EMPTY_AGGREGATES: CustomerAggregates = {
   repeatAvgCents: 0,
 }
 
-export function aggregate(orders: Iterable<OrderFact>): CustomerAggregates {
+/**
+ * A customer's aggregates from its order facts; orders and credit notes placed after `cutoffMs`
+ * (a fixed reference date, common/reference-date.ts) are left out.
+ */
+export function aggregate(orders: Iterable<OrderFact>, cutoffMs = Infinity): CustomerAggregates {
   let orderCount = 0
   let monetaryCents = 0
+  let creditCents = 0
   let firstOrderAt = Infinity
   let lastOrderAt = -Infinity
   const dayTotals = new Map<number, number>()
   for (const f of orders) {
+    if (f.placedAt > cutoffMs) continue
+    if (isCredit(f)) creditCents -= f.cents
     if (!counts(f)) continue
     orderCount++
     monetaryCents += f.cents
@@ -105,7 +127,7 @@ export function aggregate(orders: Iterable<OrderFact>): CustomerAggregates {
   const lastDay = utcDay(lastOrderAt)
   const repeatPurchases = dayTotals.size - 1
   const repeatCents = monetaryCents - (dayTotals.get(firstDay) ?? 0)
-  return {
+  return withCredits({
     orderCount,
     monetaryCents,
     firstOrderAt,
@@ -116,7 +138,7 @@ export function aggregate(orders: Iterable<OrderFact>): CustomerAggregates {
     repeatPurchases,
     repeatSpanDays: lastDay - firstDay,
     repeatAvgCents: repeatPurchases > 0 ? repeatCents / repeatPurchases : 0,
-  }
+  }, creditCents)
 }
 
 /**
@@ -130,9 +152,9 @@ export interface OrderHistory {
   cents: number[]
 }
 
-export function orderHistory(orders: Iterable<OrderFact>): OrderHistory {
+export function orderHistory(orders: Iterable<OrderFact>, cutoffMs = Infinity): OrderHistory {
   const kept: OrderFact[] = []
-  for (const f of orders) if (counts(f)) kept.push(f)
+  for (const f of orders) if (counts(f) && f.placedAt <= cutoffMs) kept.push(f)
   kept.sort((a, b) => a.placedAt - b.placedAt || a.cents - b.cents)
   return { times: kept.map((f) => f.placedAt), cents: kept.map((f) => f.cents) }
 }

@@ -4,13 +4,15 @@ import type { Logger } from '../../common/logger.ts'
 import { customerKey } from '../../common/events.ts'
 import { partitionFor } from '../../common/eventlog/partitioner.ts'
 import type { TransactionModelName } from './clv/index.ts'
-import { EMPTY_AGGREGATES, EMPTY_HISTORY, utcDay, type CustomerAggregates, type OrderHistory } from './order-facts.ts'
+import { EMPTY_AGGREGATES, EMPTY_HISTORY, utcDay, withCredits, type CustomerAggregates, type OrderHistory } from './order-facts.ts'
+import { TenantSettingsStore } from '../../common/store/tenant-settings.ts'
+import { referenceDate, referenceMetadata, resolveReference, type Reference } from '../../common/reference-date.ts'
 import { clvFeatures, computeFeatures, DEFAULT_FEATURE_OPTIONS, type FeatureOptions, type FeatureValues } from './features.ts'
 import { buildTenantModel } from './model.ts'
 import { featureRow } from './rows.ts'
 import { loadModels, saveModel, writeSegmentSnapshot } from './feature-store.ts'
 import { SEGMENTS } from './segments.ts'
-import type { ProcessingEngine, ProcessingResults, RunOptions } from './analyses.ts'
+import type { Analysis, ProcessingEngine, ProcessingResults, RunOptions } from './analyses.ts'
 
 /**
  * The careful batch computation: a tenant's features recomputed from its stored orders (the raw
@@ -48,23 +50,43 @@ FROM (
         GROUP BY customer_id, order_id
     )
     ARRAY JOIN [f.1] AS placed_ms, [f.2] AS cents, [f.3] AS cancelled
-    WHERE cancelled = 0 AND cents > 0
+    WHERE cancelled = 0 AND cents > 0 AND placed_ms <= {cutoff:Int64}
     GROUP BY customer_id, day
 )
 GROUP BY customer_id
 SETTINGS optimize_aggregation_in_order = 1`
+
+/** Each customer's credited cents: credit notes (the only orders with a negative total) up to the cutoff. */
+const CREDITS_SQL = `
+SELECT customer_id, sum(-f.2)
+FROM (
+    SELECT customer_id, order_id, argMax(tuple(toUnixTimestamp64Milli(placed_at), toInt64(total * 100), is_cancelled), tuple(version, last_event_id)) AS f
+    FROM orders WHERE tenant_id = {t:UInt64} AND total < 0
+    GROUP BY customer_id, order_id
+)
+WHERE f.3 = 0 AND f.2 < 0 AND f.1 <= {cutoff:Int64}
+GROUP BY customer_id`
+
+/** Int64 bound for "no cutoff". */
+const NO_CUTOFF = '9223372036854775807'
 
 const PROFILES_SQL = `
 SELECT customer_id, argMax(coalesce(email, ''), tuple(version, coalesce(email, ''))), max(version)
 FROM customers WHERE tenant_id = {t:UInt64}
 GROUP BY customer_id`
 
-/** Every customer of a tenant (with or without orders) and their aggregates, from the raw projections. */
-export async function loadTenantCustomers(store: Store, tenantId: number): Promise<BatchCustomer[]> {
-  const [aggRows, profileRows] = await Promise.all([
-    store.query({ query: AGGREGATES_SQL, query_params: { t: tenantId }, format: 'JSONCompactEachRow' }).then((r) => r.json<[number, number, number, number, number, number, number, number, number, [number, number][]]>()),
+/**
+ * Every customer of a tenant (with or without orders) and their aggregates, from the raw
+ * projections; orders and credit notes placed after `cutoffMs` left out.
+ */
+export async function loadTenantCustomers(store: Store, tenantId: number, cutoffMs = Infinity): Promise<BatchCustomer[]> {
+  const cutoff = Number.isFinite(cutoffMs) ? cutoffMs : NO_CUTOFF
+  const [aggRows, profileRows, creditRows] = await Promise.all([
+    store.query({ query: AGGREGATES_SQL, query_params: { t: tenantId, cutoff }, format: 'JSONCompactEachRow' }).then((r) => r.json<[number, number, number, number, number, number, number, number, number, [number, number][]]>()),
     store.query({ query: PROFILES_SQL, query_params: { t: tenantId }, format: 'JSONCompactEachRow' }).then((r) => r.json<[number, string, number]>()),
+    store.query({ query: CREDITS_SQL, query_params: { t: tenantId, cutoff }, format: 'JSONCompactEachRow' }).then((r) => r.json<[number, number]>()),
   ])
+  const credits = new Map(creditRows.map(([c, cents]) => [Number(c), Number(cents)]))
   const out = new Map<number, BatchCustomer>()
   for (const [customerId, email, version] of profileRows) out.set(customerId, { customerId, email, emailVersion: Number(version), agg: EMPTY_AGGREGATES, history: EMPTY_HISTORY })
   for (const [customerId, n, cents, firstAt, lastAt, days, firstDay, lastDay, firstDayCents, history] of aggRows) {
@@ -72,7 +94,7 @@ export async function loadTenantCustomers(store: Store, tenantId: number): Promi
     // Int64 values come as strings in JSON.
     c.history = { times: history.map(([t]) => Number(t)), cents: history.map(([, x]) => Number(x)) }
     const x = Number(days) - 1
-    c.agg = {
+    c.agg = withCredits({
       orderCount: Number(n),
       monetaryCents: Number(cents),
       firstOrderAt: Number(firstAt),
@@ -83,7 +105,7 @@ export async function loadTenantCustomers(store: Store, tenantId: number): Promi
       repeatPurchases: x,
       repeatSpanDays: Number(lastDay) - Number(firstDay),
       repeatAvgCents: x > 0 ? (Number(cents) - Number(firstDayCents)) / x : 0,
-    }
+    }, credits.get(Number(customerId)) ?? 0)
     out.set(customerId, c)
   }
   return [...out.values()].sort((a, b) => a.customerId - b.customerId)
@@ -99,98 +121,117 @@ export class AbortError extends Error {
 const seconds = (ms: number) => Math.round(ms) / 1000
 const pct = (n: number, total: number) => (total ? Math.round((n / total) * 10000) / 100 : 0)
 
+/** Where a computation's rows go: the tenant's features, or the as-of table for one date. */
+type Target = { table: 'customer_features' } | { table: 'customer_features_as_of'; asOf: string }
+
 export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine {
   const now = deps.now ?? Date.now
   const opts = deps.features ?? DEFAULT_FEATURE_OPTIONS
   const clvModel = deps.clvModel ?? 'mbgnbd'
+  const settings = new TenantSettingsStore(deps.store, now)
+
+  /**
+   * A tenant's features from its stored orders as of `ref`, written to `target`. The tenant's own
+   * run also stores the model and the day's segment snapshot; an as-of run stores only its rows.
+   */
+  async function compute(tenantId: number, ref: Reference, target: Target, run: Pick<RunOptions, 'analyses' | 'batchSize' | 'signal' | 'onProgress'>): Promise<ProcessingResults> {
+    const check = () => {
+      if (run.signal.aborted) throw new AbortError()
+    }
+    const at = now()
+    const own = target.table === 'customer_features'
+    let t0 = performance.now()
+    const customers = await loadTenantCustomers(deps.store, tenantId, ref.cutoffMs)
+    check()
+    const previous = (await loadModels(deps.store, [tenantId])).get(tenantId) ?? null
+    const refit = !own || run.analyses.includes('clv') || run.analyses.includes('churn') || !previous?.clv
+    const aggs = customers.map((c) => c.agg)
+    const rfmLoad = performance.now() - t0
+    t0 = performance.now()
+    const model = buildTenantModel(aggs, at, { clvModel, refitClv: refit, previous: own ? previous : null, referenceMs: ref.ms })
+    const fitMs = performance.now() - t0
+    if (own) await saveModel(deps.store, tenantId, model)
+
+    const today = utcDay(ref.ms)
+    let clvMs = 0
+    let scoreMs = 0
+    let errors = 0
+    const values: (FeatureValues | null)[] = []
+    for (const c of customers) {
+      try {
+        let s = performance.now()
+        const part = model.clv && c.agg.orderCount > 0 ? clvFeatures(c.agg, model.clv, today, opts) : null
+        clvMs += performance.now() - s
+        s = performance.now()
+        values.push(computeFeatures(c.agg, model, ref.ms, opts, part))
+        scoreMs += performance.now() - s
+      } catch (err) {
+        errors++
+        values.push(null)
+        deps.logger.warn({ tenantId, customerId: c.customerId, err }, 'customer could not be scored')
+      }
+    }
+    t0 = performance.now()
+    const baseVersion = at * 1000
+    for (let i = 0; i < customers.length; i += run.batchSize) {
+      check()
+      const rows = []
+      for (let j = i; j < Math.min(customers.length, i + run.batchSize); j++) {
+        const c = customers[j]!
+        const v = values[j]
+        if (!v) continue
+        const id = { tenantId, customerId: c.customerId, partition: partitionFor(customerKey(tenantId, c.customerId), deps.partitions, () => 0), email: c.email, emailVersion: c.emailVersion }
+        const row = featureRow(id, c.agg, c.history, v, at, baseVersion + j)
+        rows.push(target.table === 'customer_features' ? row : { ...row, as_of: target.asOf })
+      }
+      if (rows.length) await deps.store.insert({ table: target.table, values: rows, format: 'JSONEachRow' })
+      run.onProgress?.(Math.min(customers.length, i + run.batchSize), customers.length)
+    }
+    if (own) await writeSegmentSnapshot(deps.store, [tenantId], ref.ms)
+    const writeMs = performance.now() - t0
+
+    const scored = values.filter((v): v is FeatureValues => v !== null && v.frequency > 0)
+    const results: ProcessingResults = { metadata: referenceMetadata(ref) }
+    if (run.analyses.includes('rfm')) {
+      const counts = new Map<string, number>()
+      for (const v of scored) if (v.segment) counts.set(v.segment, (counts.get(v.segment) ?? 0) + 1)
+      results.rfm = {
+        total_processed: scored.length,
+        segments: SEGMENTS.map((segment) => ({ segment, count: counts.get(segment) ?? 0, percentage: pct(counts.get(segment) ?? 0, scored.length) })),
+        processing_time: seconds(rfmLoad + scoreMs + writeMs),
+        errors,
+      }
+    }
+    if (run.analyses.includes('clv')) {
+      const withClv = scored.filter((v) => v.total_clv !== null)
+      results.clv = {
+        processed: withClv.length,
+        avg_clv: withClv.length ? Math.round((withClv.reduce((s, v) => s + v.total_clv!, 0) / withClv.length) * 100) / 100 : 0,
+        processing_time: seconds(fitMs + clvMs),
+      }
+    }
+    if (run.analyses.includes('churn')) {
+      const atRisk = scored.filter((v) => v.churn_risk === 'at_risk' || v.churn_risk === 'churning').length
+      const churned = scored.filter((v) => v.churn_risk === 'churned').length
+      results.churn = {
+        processed: scored.length,
+        at_risk: atRisk,
+        churn_rate: scored.length ? Math.round((churned / scored.length) * 10000) / 10000 : 0,
+        processing_time: seconds(scoreMs),
+      }
+    }
+    deps.logger.info({ tenantId, customers: customers.length, errors, reference: referenceDate(ref), table: target.table, ms: Math.round(rfmLoad + fitMs + clvMs + scoreMs + writeMs) }, 'tenant recomputed')
+    return results
+  }
+
   const engine: ProcessingEngine = {
     tenantExists: (tenantId) => tenantExists(deps.store, tenantId),
     async run(tenantId: number, run: RunOptions): Promise<ProcessingResults> {
-      const check = () => {
-        if (run.signal.aborted) throw new AbortError()
-      }
-      const at = now()
-      const today = utcDay(at)
-      let t0 = performance.now()
-      const customers = await loadTenantCustomers(deps.store, tenantId)
-      check()
-      const previous = (await loadModels(deps.store, [tenantId])).get(tenantId) ?? null
-      const refit = run.analyses.includes('clv') || run.analyses.includes('churn') || !previous?.clv
-      const aggs = customers.map((c) => c.agg)
-      const rfmLoad = performance.now() - t0
-      t0 = performance.now()
-      const model = buildTenantModel(aggs, at, { clvModel, refitClv: refit, previous })
-      const fitMs = performance.now() - t0
-      await saveModel(deps.store, tenantId, model)
-
-      let clvMs = 0
-      let scoreMs = 0
-      let errors = 0
-      const values: (FeatureValues | null)[] = []
-      for (const c of customers) {
-        try {
-          let s = performance.now()
-          const part = model.clv && c.agg.orderCount > 0 ? clvFeatures(c.agg, model.clv, today, opts) : null
-          clvMs += performance.now() - s
-          s = performance.now()
-          values.push(computeFeatures(c.agg, model, at, opts, part))
-          scoreMs += performance.now() - s
-        } catch (err) {
-          errors++
-          values.push(null)
-          deps.logger.warn({ tenantId, customerId: c.customerId, err }, 'customer could not be scored')
-        }
-      }
-      t0 = performance.now()
-      const baseVersion = at * 1000
-      for (let i = 0; i < customers.length; i += run.batchSize) {
-        check()
-        const rows = []
-        for (let j = i; j < Math.min(customers.length, i + run.batchSize); j++) {
-          const c = customers[j]!
-          const v = values[j]
-          if (!v) continue
-          const id = { tenantId, customerId: c.customerId, partition: partitionFor(customerKey(tenantId, c.customerId), deps.partitions, () => 0), email: c.email, emailVersion: c.emailVersion }
-          rows.push(featureRow(id, c.agg, c.history, v, at, baseVersion + j))
-        }
-        if (rows.length) await deps.store.insert({ table: 'customer_features', values: rows, format: 'JSONEachRow' })
-        run.onProgress?.(Math.min(customers.length, i + run.batchSize), customers.length)
-      }
-      await writeSegmentSnapshot(deps.store, [tenantId], at)
-      const writeMs = performance.now() - t0
-
-      const scored = values.filter((v): v is FeatureValues => v !== null && v.frequency > 0)
-      const results: ProcessingResults = {}
-      if (run.analyses.includes('rfm')) {
-        const counts = new Map<string, number>()
-        for (const v of scored) if (v.segment) counts.set(v.segment, (counts.get(v.segment) ?? 0) + 1)
-        results.rfm = {
-          total_processed: scored.length,
-          segments: SEGMENTS.map((segment) => ({ segment, count: counts.get(segment) ?? 0, percentage: pct(counts.get(segment) ?? 0, scored.length) })),
-          processing_time: seconds(rfmLoad + scoreMs + writeMs),
-          errors,
-        }
-      }
-      if (run.analyses.includes('clv')) {
-        const withClv = scored.filter((v) => v.total_clv !== null)
-        results.clv = {
-          processed: withClv.length,
-          avg_clv: withClv.length ? Math.round((withClv.reduce((s, v) => s + v.total_clv!, 0) / withClv.length) * 100) / 100 : 0,
-          processing_time: seconds(fitMs + clvMs),
-        }
-      }
-      if (run.analyses.includes('churn')) {
-        const atRisk = scored.filter((v) => v.churn_risk === 'at_risk' || v.churn_risk === 'churning').length
-        const churned = scored.filter((v) => v.churn_risk === 'churned').length
-        results.churn = {
-          processed: scored.length,
-          at_risk: atRisk,
-          churn_rate: scored.length ? Math.round((churned / scored.length) * 10000) / 10000 : 0,
-          processing_time: seconds(scoreMs),
-        }
-      }
-      deps.logger.info({ tenantId, customers: customers.length, errors, ms: Math.round(rfmLoad + fitMs + clvMs + scoreMs + writeMs) }, 'tenant recomputed')
-      return results
+      return compute(tenantId, await settings.reference(tenantId, now()), { table: 'customer_features' }, run)
+    },
+    async runAsOf(tenantId: number, asOf: string, analyses: Analysis[]): Promise<ProcessingResults> {
+      const ref = resolveReference(asOf as Reference['setting'], { wallMs: now(), dataEndMs: null }, 'as_of')
+      return compute(tenantId, ref, { table: 'customer_features_as_of', asOf }, { analyses, batchSize: 10_000, signal: new AbortController().signal })
     },
   }
   return engine

@@ -4,6 +4,7 @@ import { dlq, ok, type StepResult } from '../../common/runtime/pipeline.ts'
 import { SchemaMismatchError, type EventCodec } from '../../common/eventlog/codec.ts'
 import { UndecodableRecordError } from '../../common/eventlog/schema-registry.ts'
 import type { LogRecord } from '../../common/eventlog/port.ts'
+import type { TenantCurrencies } from '../../common/store/tenant-settings.ts'
 import { customerSemanticErrors, orderSemanticErrors, type FieldError } from './validation.ts'
 
 /** An event of the input topics, decoded and checked: what every consumer of them works on. */
@@ -26,12 +27,18 @@ const invalid = (errors: FieldError[], tenantId: number) => dlq('validate', erro
  * A record of the orders or customers topic as an InputEvent; undecodable records and
  * semantically invalid events (a negative total, an email that is not one) become dead letters.
  */
-export async function decodeInputEvent(record: LogRecord, codec: EventCodec, nowMs: number): Promise<StepResult<InputEvent>> {
+export async function decodeInputEvent(record: LogRecord, codec: EventCodec, nowMs: number, currencies?: TenantCurrencies): Promise<StepResult<InputEvent>> {
   if (record.topic === TOPICS.orders.name) {
     const r = await decodeRecord<OrderEvent>(record, codec)
     if (r.kind !== 'ok') return r
     const errors = orderSemanticErrors(r.value, nowMs)
-    return errors.length ? invalid(errors, r.value.tenant_id) : ok({ kind: 'order', event: r.value })
+    if (errors.length) return invalid(errors, r.value.tenant_id)
+    // Money of one tenant is in one currency: another is never summed with it.
+    const held = currencies ? await currencies.of(r.value.tenant_id, r.value.currency) : r.value.currency
+    if (held !== r.value.currency) {
+      return invalid([{ path: 'currency', code: 'currency_mismatch', message: `${r.value.currency} is not the tenant's currency ${held}` }], r.value.tenant_id)
+    }
+    return ok({ kind: 'order', event: r.value })
   }
   const r = await decodeRecord<CustomerUpserted>(record, codec)
   if (r.kind !== 'ok') return r

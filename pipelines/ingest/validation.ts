@@ -16,7 +16,7 @@
  */
 import { createHash } from 'node:crypto'
 import { z } from 'zod'
-import { DecimalError, fromCents, normaliseDecimal, toCents } from '../../common/decimal.ts'
+import { DecimalError, fromCents, normaliseAmount, normaliseDecimal, toCents } from '../../common/decimal.ts'
 import {
   ORDER_EVENT_TYPES,
   type CustomerUpserted,
@@ -42,6 +42,11 @@ export interface ValidationContext {
   now: number
   /** Tenant of the caller (e.g. from its API key); the input may then omit tenant_id. */
   tenantId?: number
+  /**
+   * The tenant's currency (its setting, or the first order's): fills a blank `currency`, and an
+   * order in another one is refused (`currency_mismatch`). Unknown: a blank currency is refused.
+   */
+  tenantCurrency?: string | null
 }
 
 export const MAX_BATCH_EVENTS = 10_000
@@ -64,6 +69,7 @@ const DEFAULT_STATUS: Partial<Record<OrderEventType, string>> = {
   placed: 'paid',
   cancelled: 'cancelled',
   refunded: 'refunded',
+  credit_note: 'credited',
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -187,11 +193,14 @@ function timestamp(v: unknown): number | null {
   return t
 }
 
-/** Amount: number or decimal string -> "12.50"; DecimalError codes pass through. */
+/**
+ * Amount: number or decimal string -> "12.50"; within 1e-6 of a cent it is snapped to the cent
+ * (float noise of exports: 22.200000000000003 -> "22.20"); DecimalError codes pass through.
+ */
 function decimal(v: unknown): string | null {
   if (isBlank(v)) return null
   if (typeof v !== 'number' && typeof v !== 'string') fail('invalid_type', `expected a decimal amount, got ${typeName(v)}`)
-  return normaliseDecimal(v)
+  return normaliseAmount(v)
 }
 
 /** Any finite number (digit strings accepted); that it is a positive integer is a semantic rule. */
@@ -202,15 +211,17 @@ function quantity(v: unknown): number | null {
   return n
 }
 
-function eventType(v: unknown): OrderEventType {
-  if (isBlank(v)) return 'placed'
+/** Blank: null, resolved in stage 2 (a negative total makes it a credit note, else placed). */
+function eventType(v: unknown): OrderEventType | null {
+  if (isBlank(v)) return null
   const s = typeof v === 'string' ? v.trim().toLowerCase() : undefined
   const t = ORDER_EVENT_TYPES.find((x) => x === s)
   return t ?? fail('invalid_value', `expected one of ${ORDER_EVENT_TYPES.join(', ')}`)
 }
 
-function currency(v: unknown): string {
-  if (isBlank(v)) return 'ARS'
+/** Blank: null, filled in stage 2 from the tenant's currency. */
+function currency(v: unknown): string | null {
+  if (isBlank(v)) return null
   const s = typeof v === 'string' ? v.trim().toUpperCase() : ''
   if (!/^[A-Z]{3}$/.test(s)) fail('invalid_currency', 'expected a 3-letter ISO 4217 code, e.g. ARS')
   return s
@@ -342,23 +353,36 @@ export function validateOrderInput(input: unknown, ctx: ValidationContext): Vali
   const d = parsed.data
   const errors: FieldError[] = []
   const tenantId = resolveTenant(d.tenant_id, ctx.tenantId, errors)
-  const status = d.status ?? DEFAULT_STATUS[d.event_type]
+  // Exports write credit notes as negative invoices without a type: a blank type with a negative
+  // total is a credit note, any other blank type an order being placed.
+  const type: OrderEventType = d.event_type ?? (d.total.startsWith('-') ? 'credit_note' : 'placed')
+  const status = d.status ?? DEFAULT_STATUS[type]
   if (status === undefined) {
-    errors.push({ path: 'status', code: 'required', message: `is required for ${d.event_type} events` })
+    errors.push({ path: 'status', code: 'required', message: `is required for ${type} events` })
   }
-  if (tenantId === undefined || status === undefined) return { ok: false, errors }
+  // A credit note's order_id is its own number (e.g. C536379): it names no original order.
+  const orderId = d.order_id
+  const cur = d.currency ?? ctx.tenantCurrency ?? null
+  if (cur === null) {
+    errors.push({ path: 'currency', code: 'required', message: "is required: the tenant has no currency yet (give it, or set the tenant's currency)" })
+  } else if (ctx.tenantCurrency && cur !== ctx.tenantCurrency) {
+    errors.push({ path: 'currency', code: 'currency_mismatch', message: `${cur} is not the tenant's currency ${ctx.tenantCurrency}; amounts in different currencies are never summed` })
+  }
+  if (tenantId === undefined || status === undefined || cur === null || errors.length) return { ok: false, errors }
 
   const event: OrderEvent = {
-    event_id: d.event_id ?? deriveEventId(['order', tenantId, d.event_type, d.order_id, status, d.occurred_at]),
+    // With the source's own event_id, a corrected event re-sent with the same time is a new event;
+    // the derived id covers what identifies an order's step (docs: "Event identity").
+    event_id: d.event_id ?? deriveEventId(['order', tenantId, type, orderId, status, d.occurred_at]),
     tenant_id: tenantId,
     occurred_at: d.occurred_at,
     source: d.source ?? ctx.defaultSource,
-    event_type: d.event_type,
-    order_id: d.order_id,
+    event_type: type,
+    order_id: orderId,
     customer_id: d.customer_id,
     status,
     total: d.total,
-    currency: d.currency,
+    currency: cur,
     refunded_amount: d.refunded_amount,
     items: d.items,
     placed_at: d.placed_at ?? d.occurred_at,
@@ -438,15 +462,25 @@ export function orderSemanticErrors(e: OrderEvent, now: number): FieldError[] {
   }
 
   const total = centsOf(e.total, 'total', errors)
-  if (total !== undefined && total < 0n) {
-    errors.push({ path: 'total', code: 'negative_total', message: `total ${e.total} is negative` })
+  const credit = e.event_type === 'credit_note'
+  if (total !== undefined && total < 0n && !credit) {
+    errors.push({ path: 'total', code: 'negative_total', message: `total ${e.total} is negative (a credit note not tied to an order is event_type credit_note)` })
+  }
+  if (total !== undefined && total >= 0n && credit) {
+    errors.push({ path: 'total', code: 'invalid_credit_note', message: `a credit note's total is the negative amount credited, got ${e.total}` })
   }
   // `total` is the order total after the event, so a full refund has total 0 and a refunded
-  // amount equal to the original total: the refund can exceed the remaining total.
+  // amount equal to the original total: the refund can exceed the remaining total, but never
+  // what was paid. On a placed order, what was paid is its total; on later events the ingest
+  // API checks it against the order's placed total when it knows it (refundErrors).
   if (e.refunded_amount !== null) {
     const refunded = centsOf(e.refunded_amount, 'refunded_amount', errors)
     if (refunded !== undefined && refunded < 0n) {
       errors.push({ path: 'refunded_amount', code: 'invalid_refund', message: `refunded_amount ${e.refunded_amount} is negative` })
+    } else if (refunded !== undefined && credit && refunded > 0n) {
+      errors.push({ path: 'refunded_amount', code: 'invalid_refund', message: 'a credit note has no refunded_amount: its total is the amount credited' })
+    } else if (refunded !== undefined && total !== undefined && e.event_type === 'placed' && refunded > total) {
+      errors.push({ path: 'refunded_amount', code: 'invalid_refund', message: `refunded_amount ${e.refunded_amount} exceeds the order total ${e.total}: more than was paid` })
     }
   }
 
@@ -482,6 +516,25 @@ export function orderSemanticErrors(e: OrderEvent, now: number): FieldError[] {
     errors.push({ path: 'placed_at', code: 'invalid_timestamps', message: 'placed_at is after occurred_at' })
   }
   return errors
+}
+
+/**
+ * A refund never exceeds what was paid: the order's `placed` total, from the same batch or as
+ * stored (`paid`, keyed `tenant:order_id`). An order whose placement we have not seen is not
+ * judged. Returns the errors by event index.
+ */
+export function refundErrors(events: readonly OrderEvent[], paid: ReadonlyMap<string, bigint>): { index: number; error: FieldError }[] {
+  const placed = new Map(paid)
+  for (const e of events) if (e.event_type === 'placed') placed.set(`${e.tenant_id}:${e.order_id}`, toCents(e.total))
+  const out: { index: number; error: FieldError }[] = []
+  events.forEach((e, index) => {
+    if (e.refunded_amount === null || e.event_type === 'placed' || e.event_type === 'credit_note') return
+    const total = placed.get(`${e.tenant_id}:${e.order_id}`)
+    if (total !== undefined && toCents(e.refunded_amount) > total) {
+      out.push({ index, error: { path: 'refunded_amount', code: 'invalid_refund', message: `refunded_amount ${e.refunded_amount} exceeds what was paid for order ${e.order_id} (${fromCents(total)})` } })
+    }
+  })
+  return out
 }
 
 export function customerSemanticErrors(e: CustomerUpserted): FieldError[] {

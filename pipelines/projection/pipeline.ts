@@ -3,20 +3,23 @@ import { TOPICS } from '../../common/topics.ts'
 import type { Store } from '../../common/store/clickhouse.ts'
 import type { PipelineDefinition } from '../../common/runtime/pipeline.ts'
 import { decodeInputEvent, type InputEvent } from '../ingest/input-events.ts'
+import { TenantCurrencies, TenantSettingsStore } from '../../common/store/tenant-settings.ts'
 import { customerRow, orderEventRow, orderStateRow } from './rows.ts'
 
 export const PROJECTION_GROUP = 'cdp-projection'
 
 /**
  * orders and customers topics → ClickHouse raw projections (order_events, orders, customers).
- * Semantically invalid events (a negative total, an email that is not one) are dead-lettered.
+ * Semantically invalid events (a negative total, an email that is not one, an order in another
+ * currency than its tenant's) are dead-lettered.
  */
 export function projectionPipeline(store: Store, opts: { now?: () => number; name?: string } = {}): PipelineDefinition<InputEvent> {
   const now = opts.now ?? Date.now
+  const currencies = new TenantCurrencies(new TenantSettingsStore(store))
   return {
     name: opts.name ?? PROJECTION_GROUP,
     topics: [TOPICS.orders.name, TOPICS.customers.name],
-    process: (record, codec) => decodeInputEvent(record, codec, now()),
+    process: (record, codec) => decodeInputEvent(record, codec, now(), currencies),
     async sink(items) {
       const orders: OrderEvent[] = []
       const customers: CustomerUpserted[] = []

@@ -5,7 +5,8 @@ import { iso } from '../../common/time.ts'
 
 
 /** Rank of a life-cycle step, so two events of one order in the same millisecond still order deterministically. */
-const STEP_RANK: Record<OrderEventType, number> = { placed: 0, status_changed: 1, cancelled: 2, refunded: 3 }
+// A credit note is the only event of its own id: it shares the first rank.
+const STEP_RANK: Record<OrderEventType, number> = { placed: 0, status_changed: 1, cancelled: 2, refunded: 3, credit_note: 0 }
 
 /** Version of an order's state: later events win; at equal times, the later life-cycle step wins. */
 export function orderVersion(e: Pick<OrderEvent, 'occurred_at' | 'event_type'>): number {

@@ -1,5 +1,6 @@
 import express, { type Express, type Router } from 'express'
 import type { Logger } from '../../common/logger.ts'
+import type { Store } from '../../common/store/clickhouse.ts'
 import type { EventLog } from '../../common/eventlog/port.ts'
 import type { EventCodec } from '../../common/eventlog/codec.ts'
 import { healthRouter, type ReadinessCheck } from './health.ts'
@@ -18,6 +19,8 @@ export interface ApiDeps {
   codec: EventCodec
   readiness: ReadinessCheck[]
   info?: Record<string, unknown>
+  /** The store the ingest API reads tenants' currencies and orders' paid totals from (without it, only the stateless rules apply). */
+  store?: Store
   /** Mounts the processing API (/api/v2/cdp/process/*) when given. */
   processing?: ProcessingDeps
   /** Mounts the analytics endpoints (/api/v2/cdp/analytics/*, /api/cdp/v2/customers) when given. */
@@ -27,6 +30,8 @@ export interface ApiDeps {
    * route except /health, /ready, /metrics, /openapi.json and /docs needs a token.
    */
   auth?: AuthDeps
+  /** Tenant settings (/api/v2/cdp/tenants/{tenantId}/settings), behind auth. */
+  tenantSettings?: Router
   /** Tenant integrations (/api/v2/tenant-integrations/*), behind auth; the router checks each resource's tenant. */
   integrations?: Router
   /** Audience-sync configurations (/api/v2/cdp/audience-syncs/*), behind auth. */
@@ -64,7 +69,8 @@ export function createApp(deps: ApiDeps): Express {
     app.use(auth.authorize)
     app.use(keyLimiter(limits))
   }
-  app.use(ingestRouter({ log: deps.log, codec: deps.codec }))
+  app.use(ingestRouter({ log: deps.log, codec: deps.codec, store: deps.store }))
+  if (deps.tenantSettings) app.use(deps.tenantSettings)
   if (deps.processing) app.use(processRouter(deps.processing))
   if (deps.analytics) app.use(analyticsRouter(deps.analytics))
   if (deps.integrations) app.use(deps.integrations)

@@ -2,19 +2,70 @@ import express, { type Router } from 'express'
 import type { EventLog } from '../../common/eventlog/port.ts'
 import type { EventCodec } from '../../common/eventlog/codec.ts'
 import type { CustomerUpserted, OrderEvent } from '../../common/events.ts'
-import { IngestBatchSchema, validateCustomerInput, validateOrderInput, fieldErrorsFromZod, MAX_BATCH_EVENTS } from '../../pipelines/ingest/validation.ts'
+import type { Store } from '../../common/store/clickhouse.ts'
+import { TenantSettingsStore } from '../../common/store/tenant-settings.ts'
+import { IngestBatchSchema, validateCustomerInput, validateOrderInput, fieldErrorsFromZod, refundErrors, MAX_BATCH_EVENTS } from '../../pipelines/ingest/validation.ts'
 import { publishEvents, type IngestKind } from '../../pipelines/ingest/publisher.ts'
 import { sendError } from './errors.ts'
 
-const VALIDATORS = { orders: validateOrderInput, customers: validateCustomerInput } as const
+type IndexedError = { index: number; path: string; code: string; message: string }
+
+const positiveId = (v: unknown): number | null => {
+  const n = typeof v === 'string' && /^\d+$/.test(v.trim()) ? Number(v) : v
+  return typeof n === 'number' && Number.isSafeInteger(n) && n > 0 ? n : null
+}
+const field = (e: unknown, k: string): unknown => (e !== null && typeof e === 'object' ? (e as Record<string, unknown>)[k] : undefined)
+
+/**
+ * The currency each tenant of a batch is held to: its setting, else the first order of the batch
+ * that names one (adopted as the tenant's once the batch is accepted).
+ */
+async function batchCurrencies(settings: TenantSettingsStore, events: readonly unknown[]): Promise<{ currencies: Map<number, string | null>; adopt: Map<number, string> }> {
+  const tenants = new Set<number>()
+  for (const e of events) {
+    const t = positiveId(field(e, 'tenant_id'))
+    if (t !== null) tenants.add(t)
+  }
+  const stored = await settings.getMany([...tenants])
+  const currencies = new Map<number, string | null>()
+  const adopt = new Map<number, string>()
+  for (const [t, s] of stored) currencies.set(t, s.currency)
+  for (const e of events) {
+    const t = positiveId(field(e, 'tenant_id'))
+    const c = field(e, 'currency')
+    if (t === null || currencies.get(t) || typeof c !== 'string' || !/^[A-Za-z]{3}$/.test(c.trim())) continue
+    currencies.set(t, c.trim().toUpperCase())
+    adopt.set(t, c.trim().toUpperCase())
+  }
+  return { currencies, adopt }
+}
+
+/** What was paid for the orders a batch refunds: their stored `placed` totals in cents, keyed tenant:order. */
+async function paidTotals(store: Store, events: readonly OrderEvent[]): Promise<Map<string, bigint>> {
+  const wanted = events.filter((e) => e.refunded_amount !== null && e.event_type !== 'placed' && e.event_type !== 'credit_note')
+  const out = new Map<string, bigint>()
+  if (!wanted.length) return out
+  const rs = await store.query({
+    query: `SELECT tenant_id, order_id, toString(argMax(toInt64(total * 100), occurred_at)) AS cents FROM order_events
+            WHERE (tenant_id, order_id) IN (SELECT arrayJoin({keys:Array(Tuple(UInt64, String))})) AND event_type = 'placed'
+            GROUP BY tenant_id, order_id`,
+    query_params: { keys: wanted.map((e) => [e.tenant_id, e.order_id]) },
+    format: 'JSONEachRow',
+  })
+  for (const r of await rs.json<{ tenant_id: number; order_id: string; cents: string }>()) out.set(`${r.tenant_id}:${r.order_id}`, BigInt(r.cents))
+  return out
+}
 
 /**
  * POST /api/v2/cdp/ingest/{orders|customers} with `{ "events": [...] }` (1 to 10,000).
  * A batch is all or nothing: any invalid event → 400 listing every field error by index, and
- * nothing is written. 202 once every event is durable in the log.
+ * nothing is written. 202 once every event is durable in the log. With a store, orders are also
+ * held to their tenant's currency (`currency_mismatch`; a blank one takes the tenant's) and a
+ * refund to what was paid for the order (`invalid_refund`).
  */
-export function ingestRouter(deps: { log: EventLog; codec: EventCodec; now?: () => number }): Router {
+export function ingestRouter(deps: { log: EventLog; codec: EventCodec; store?: Store; now?: () => number }): Router {
   const router = express.Router()
+  const settings = deps.store ? new TenantSettingsStore(deps.store, deps.now) : null
   for (const kind of ['orders', 'customers'] as const satisfies IngestKind[]) {
     router.post(`/api/v2/cdp/ingest/${kind}`, async (req, res, next) => {
       try {
@@ -24,13 +75,20 @@ export function ingestRouter(deps: { log: EventLog; codec: EventCodec; now?: () 
         }
         const now = (deps.now ?? Date.now)()
         const events: (OrderEvent | CustomerUpserted)[] = []
-        const errors: { index: number; path: string; code: string; message: string }[] = []
+        const errors: IndexedError[] = []
+        const held = kind === 'orders' && settings ? await batchCurrencies(settings, batch.data.events) : null
         batch.data.events.forEach((input, index) => {
-          const r = VALIDATORS[kind](input, { defaultSource: 'http', now })
+          const ctx = { defaultSource: 'http', now, tenantCurrency: held?.currencies.get(positiveId(field(input, 'tenant_id')) ?? 0) ?? null }
+          const r = kind === 'orders' ? validateOrderInput(input, held ? ctx : { ...ctx, tenantCurrency: undefined }) : validateCustomerInput(input, ctx)
           if (r.ok) events.push(r.value)
           else for (const e of r.errors) errors.push({ index, ...e })
         })
-        if (errors.length) return sendError(res, 400, 'Invalid events', { errors })
+        if (!errors.length && kind === 'orders' && deps.store) {
+          const orders = events as OrderEvent[]
+          for (const { index, error } of refundErrors(orders, await paidTotals(deps.store, orders))) errors.push({ index, ...error })
+        }
+        if (errors.length) return sendError(res, 400, 'Invalid events', { errors: errors.sort((a, b) => a.index - b.index) })
+        if (held && settings) for (const [t, c] of held.adopt) await settings.currencyOrAdopt(t, c)
         await publishEvents(deps.log, deps.codec, kind, events)
         res.status(202).json({ success: true, data: { accepted: events.length, event_ids: events.map((e) => e.event_id) } })
       } catch (err) {

@@ -1,4 +1,5 @@
 import express, { type Request, type Response, type Router } from 'express'
+import { z } from 'zod'
 import { sendError } from './errors.ts'
 import type { ProcessingDeps } from './processing/deps.ts'
 import type { JobRow } from './processing/jobs-table.ts'
@@ -42,27 +43,52 @@ export function processRouter(deps: ProcessingDeps): Router {
 
   router.post(`${BASE}/:tenantId`, async (req, res) => {
     const errors: FieldError[] = []
+    // as_of may come in the query as on the analytics endpoints, or in the body.
+    const queryAsOf = (req.query as Record<string, unknown>).as_of
+    const asOfQuery = queryAsOf === undefined ? undefined : z.iso.date().safeParse(queryAsOf)
+    if (asOfQuery && !asOfQuery.success) errors.push({ path: 'as_of', code: 'invalid_format', message: 'expected a date YYYY-MM-DD' })
     const body = parseBody(ProcessBodySchema, req.body, errors)
     const tenantId = await tenantOf(req, res, errors)
     if (tenantId === undefined || !body) return
+    const asOf = body.as_of ?? asOfQuery?.data
+    if (asOf !== undefined) {
+      // A read-only run as of another date: no job, no lock, no cache; the tenant's rows stay.
+      if (!deps.engine.runAsOf) return sendError(res, 400, 'as_of not supported', 'this engine computes only as of the tenant reference date')
+      const started = performance.now()
+      const { metadata, ...results } = await deps.engine.runAsOf(tenantId, asOf, body.analyses)
+      return void res.json({
+        success: true,
+        message: `Processed ${body.analyses.join(', ')} for tenant ${tenantId} as of ${asOf} (not stored as the tenant's features)`,
+        tenant_id: tenantId,
+        results,
+        total_time: Math.round(performance.now() - started) / 1000,
+        metadata,
+      })
+    }
     const out = await service.process(tenantId, body)
     switch (out.kind) {
-      case 'processed':
+      case 'processed': {
+        const { metadata, ...results } = out.results
         return void res.json({
           success: true,
           message: `Processed ${body.analyses.join(', ')} for tenant ${tenantId}`,
           tenant_id: tenantId,
-          results: out.results,
+          results,
           total_time: out.totalTime,
+          metadata,
         })
-      case 'cached':
+      }
+      case 'cached': {
+        const { metadata, ...results } = out.results
         return void res.json({
           success: true,
           message: `Processing results from cache (computed at ${iso(out.run.finishedAt)}); send force: true to recompute`,
           tenant_id: tenantId,
-          results: out.results,
+          results,
           total_time: out.run.totalTime,
+          metadata,
         })
+      }
       case 'conflict':
         return conflict(res, tenantId, out.blocker)
       case 'cancelled':

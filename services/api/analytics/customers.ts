@@ -6,7 +6,8 @@ import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
 import { iso } from '../../../common/time.ts'
 
 /** Shared options that narrow the set of customers (see filters.ts). */
-const CUSTOMER_OPTIONS = ['segments', 'exclude_segments', 'min_value', 'max_value', 'customer_ids', 'email_domain', 'registration_source', 'date_from', 'date_to', 'period'] as const
+// `as_of` counts as a filter: such a request reads that date's rows, never the tenant summary.
+const CUSTOMER_OPTIONS = ['segments', 'exclude_segments', 'min_value', 'max_value', 'customer_ids', 'email_domain', 'registration_source', 'date_from', 'date_to', 'period', 'as_of'] as const
 
 /**
  * The customer scope of an endpoint: `customerFilter` over `customer_features` (alias `f`) with

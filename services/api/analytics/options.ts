@@ -31,6 +31,8 @@ export const CommonQuery = z.object({
   email_domain: z.string().min(1).max(255).optional(),
   registration_source: z.string().min(1).max(100).optional(),
   format: z.enum(['csv', 'excel', 'json']).optional(),
+  /** Answer as of the end of this day instead of the tenant's reference date (docs/features.md, "Reference date"). */
+  as_of: date.optional(),
 })
 
 export type CommonOptions = z.infer<typeof CommonQuery>

@@ -10,6 +10,8 @@ import { asOfSummary, type SummarySource } from './summary.ts'
 import { customerScope } from './customers.ts'
 import { EXPORT_ROW_LIMIT, sendExport } from './exports.ts'
 import { ANALYTICS_ENDPOINTS } from './endpoints.ts'
+import { asOfStore, type AsOfSnapshots, ReferenceSource } from './reference.ts'
+import { referenceMetadata } from '../../../common/reference-date.ts'
 
 export interface AnalyticsDeps {
   store: Store
@@ -17,6 +19,10 @@ export interface AnalyticsDeps {
   now?: () => number
   cache?: ResponseCache
   summaries?: SummarySource
+  /** The tenants' reference dates (default: read from the tenant settings). */
+  references?: ReferenceSource
+  /** Feature rows of another date for `as_of` requests; without it, `as_of` is refused (400). */
+  snapshots?: AsOfSnapshots
 }
 
 /**
@@ -27,6 +33,7 @@ export interface AnalyticsDeps {
 export function analyticsRouter(deps: AnalyticsDeps): Router {
   const router = express.Router()
   const ctx = ctxFor(deps)
+  const references = deps.references ?? new ReferenceSource(deps.store, deps.now)
   // A tenant, once known, stays known (its rows are never deleted but by a replay): remembered for a minute.
   const knownUntil = new Map<number, number>()
   const known = async (tenantId: number) => {
@@ -49,8 +56,19 @@ export function analyticsRouter(deps: AnalyticsDeps): Router {
         }
         const q = parsed.data
         if (!(await known(q.tenant_id))) return sendError(res, ep.unknownTenantStatus ?? 404, 'Tenant not found', { tenant_id: q.tenant_id })
-        // Unfiltered requests are answered as of the tenant summary; filtered ones run live, on the live clock.
-        const rctx = customerScope(q, ctx.now()).filtered ? ctx : asOfSummary(ctx, q.tenant_id)
+        // The tenant's reference date ("today" for recency, churn and the periods), or the request's as_of.
+        const ref = await references.reference(q.tenant_id, q.as_of)
+        let rctx: AnalyticsContext = { ...ctx, now: () => ref.ms }
+        if (q.as_of) {
+          if (!deps.snapshots) return sendError(res, 400, 'as_of not available', 'this service answers only as of the tenant reference date')
+          await deps.snapshots.ensure(q.tenant_id, q.as_of)
+          rctx = { ...rctx, store: asOfStore(ctx.store, q.as_of) }
+        } else if (!customerScope(q, ref.ms).filtered) {
+          // Unfiltered requests are answered as of the tenant summary (its reference); filtered ones run live.
+          rctx = asOfSummary(rctx, q.tenant_id)
+        }
+        const metadata = referenceMetadata({ ...ref, ms: rctx.now() })
+        res.set('X-Reference-Date', metadata.reference_date)
         if (q.format) {
           if (!ep.export) return sendError(res, 400, 'Export not available', `${ep.path} has no row-level export; formats apply to endpoints with rows`)
           const n = await ep.export.count(rctx, q)
@@ -67,7 +85,7 @@ export function analyticsRouter(deps: AnalyticsDeps): Router {
         }
         if (ep.overview) res.set('Cache-Control', `private, max-age=${OVERVIEW_MAX_AGE_S}`)
         if (body === NO_CONTENT) return void res.status(204).end()
-        res.json(body)
+        res.json({ ...(body as object), metadata: { ...((body as { metadata?: object }).metadata ?? {}), ...metadata } })
       } catch (err) {
         next(err)
       }

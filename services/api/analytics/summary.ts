@@ -88,6 +88,8 @@ export interface SummaryDeps {
   intervalMs: number
   /** Called after a tenant's summary was recomputed because its data moved (the response cache drops the tenant's answers). */
   onDataMoved?: (tenantId: number) => void
+  /** Each tenant's reference instant, the clock its summary is computed against (default: the wall clock). */
+  reference?: (tenantId: number) => Promise<number>
 }
 
 /** A summary older than this is not used (the live queries answer). */
@@ -100,7 +102,10 @@ const refreshSeconds = new client.Histogram({ name: 'cdp_analytics_summary_refre
 const tenantsGauge = new client.Gauge({ name: 'cdp_analytics_summary_tenants', help: 'Tenants with a usable analytics summary', registers: [registry] })
 
 interface TenantSummary {
+  /** Wall-clock time of the refresh (its age). */
   asOf: number
+  /** The tenant's reference instant the summary describes (its clock). */
+  referenceMs: number
   stamp: string
   values: Map<string, unknown>
 }
@@ -126,7 +131,7 @@ export class TenantSummaries implements SummarySource {
 
   asOf(tenantId: number): number | null {
     const t = this.tenants.get(tenantId)
-    return t && this.now() - t.asOf <= MAX_AGE_MS ? t.asOf : null
+    return t && this.now() - t.asOf <= MAX_AGE_MS ? t.referenceMs : null
   }
 
   /** Drops a tenant's summary at once (its data changed under it, e.g. a processing run): requests go live until the next refresh. */
@@ -147,9 +152,10 @@ export class TenantSummaries implements SummarySource {
   private async compute(tenantId: number, stamp: string, generation: number): Promise<void> {
     const started = performance.now()
     const asOf = this.now()
+    const referenceMs = this.deps.reference ? await this.deps.reference(tenantId) : asOf
     const values = new Map<string, unknown>()
     const recorder: SummarySource = { lookup: () => undefined, asOf: () => null, record: (t, name, v) => t === tenantId && values.set(name, v) }
-    const ctx: AnalyticsContext = { store: this.deps.store, logger: this.deps.logger, now: () => asOf, cache: new ResponseCache(), summaries: recorder }
+    const ctx: AnalyticsContext = { store: this.deps.store, logger: this.deps.logger, now: () => referenceMs, cache: new ResponseCache(), summaries: recorder }
     try {
       for (const sq of this.deps.queries) {
         const ep = this.deps.endpoints.find((e) => e.path === sq.path)
@@ -157,7 +163,7 @@ export class TenantSummaries implements SummarySource {
         await ep.body(ctx, ep.query.parse({ tenant_id: String(tenantId), ...sq.query }) as never)
       }
       if ((this.generations.get(tenantId) ?? 0) !== generation) return // invalidated meanwhile: this result may predate the change
-      this.tenants.set(tenantId, { asOf, stamp, values })
+      this.tenants.set(tenantId, { asOf, referenceMs, stamp, values })
       tenantsGauge.set(this.tenants.size)
       refreshes.inc({ outcome: 'ok' })
       refreshSeconds.observe((performance.now() - started) / 1000)

@@ -39,6 +39,8 @@ import { literalDestinationProblem } from '../../../pipelines/connectors/webhook
 import { detail, diff, listItem, maskCredentials } from './views.ts'
 import { healthView } from './health.ts'
 
+import { displayName, TenantSettingsStore } from '../../../common/store/tenant-settings.ts'
+
 export const BASE = '/api/v2/tenant-integrations'
 
 export interface IntegrationsDeps {
@@ -48,7 +50,7 @@ export interface IntegrationsDeps {
   endpoints: ConnectorDeps['endpoints']
   logger: Logger
   now?: () => number
-  /** There is no tenant table: the name shown as `tenant_name`. Default `Tenant {id}`. */
+  /** The name shown as `tenant_name`; default: the tenant settings' name, else `Tenant {id}`. */
   tenantName?: (tenantId: number) => string | Promise<string>
   /** Transport to the external systems (tests inject one). */
   fetch?: typeof fetch
@@ -91,7 +93,9 @@ export function integrationsRouter(deps: IntegrationsDeps): Router {
   const integrations = new IntegrationStore(deps.store, deps.secrets, now)
   const queue = new SyncQueue(deps.store, now)
   const connector: ConnectorDeps = { endpoints: deps.endpoints, http: { fetch: deps.fetch, timeoutMs: deps.timeoutMs ?? 15_000, maxAttempts: 2 }, now }
-  const tenantName = async (t: number) => (deps.tenantName ? await deps.tenantName(t) : `Tenant ${t}`)
+  // The tenant's name from its settings (PUT /api/v2/cdp/tenants/{id}/settings), else `Tenant {id}`.
+  const settings = new TenantSettingsStore(deps.store)
+  const tenantName = async (t: number) => (deps.tenantName ? await deps.tenantName(t) : displayName(await settings.get(t)))
   const log = deps.logger.child({ component: 'integrations' })
   const router = express.Router()
 

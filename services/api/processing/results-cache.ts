@@ -16,7 +16,7 @@ export interface CachedRun {
 
 /** Only the requested analyses, in canonical order. */
 export function pickResults(results: ProcessingResults, analyses: readonly Analysis[]): ProcessingResults {
-  const out: ProcessingResults = {}
+  const out: ProcessingResults = results.metadata ? { metadata: results.metadata } : {}
   for (const a of analyses) if (results[a]) Object.assign(out, { [a]: results[a] })
   return out
 }

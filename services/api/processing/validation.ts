@@ -23,6 +23,8 @@ export const ProcessBodySchema = z.strictObject({
   analyses: analysesSchema,
   force: z.boolean().default(false),
   batch_size: z.number().int().min(1).max(MAX_BATCH_SIZE).default(DEFAULT_BATCH_SIZE),
+  /** Compute as of the end of this day instead of the tenant's reference date; stores nothing of the tenant's (docs/processing.md). Also `?as_of=`. */
+  as_of: z.iso.date().optional(),
 })
 export type ProcessBody = z.output<typeof ProcessBodySchema>
 
