@@ -47,9 +47,9 @@ async function paidTotals(store: Store, events: readonly OrderEvent[]): Promise<
   if (!wanted.length) return out
   const rs = await store.query({
     query: `SELECT tenant_id, order_id, toString(argMax(toInt64(total * 100), occurred_at)) AS cents FROM order_events
-            WHERE (tenant_id, order_id) IN (SELECT arrayJoin({keys:Array(Tuple(UInt64, String))})) AND event_type = 'placed'
+            WHERE tenant_id IN {tenants:Array(UInt64)} AND order_id IN {orders:Array(String)} AND event_type = 'placed'
             GROUP BY tenant_id, order_id`,
-    query_params: { keys: wanted.map((e) => [e.tenant_id, e.order_id]) },
+    query_params: { tenants: [...new Set(wanted.map((e) => e.tenant_id))], orders: [...new Set(wanted.map((e) => e.order_id))] },
     format: 'JSONEachRow',
   })
   for (const r of await rs.json<{ tenant_id: number; order_id: string; cents: string }>()) out.set(`${r.tenant_id}:${r.order_id}`, BigInt(r.cents))
