@@ -71,7 +71,7 @@ const get = (base: string, p: string, headers: Record<string, string> = {}) => f
 const post = (base: string, p: string, body: unknown, headers: Record<string, string> = {}) =>
   fetch(`${base}${p}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) })
 
-const order = (tenant: number | string, id: string) => ({ tenant_id: tenant, customer_id: 7, order_id: id, total: 10, occurred_at: '2025-03-01T12:00:00Z', items: [] })
+const order = (tenant: number | string, id: string) => ({ tenant_id: tenant, customer_id: 7, order_id: id, currency: 'ARS', total: 10, occurred_at: '2025-03-01T12:00:00Z', items: [] })
 
 async function expectCommonError(res: Response, status: number) {
   expect(res.status).toBe(status)
@@ -412,7 +412,7 @@ describe('cdp apikey and cdp start', () => {
 
       // cdp import goes through the running API with the admin token from the file.
       const file = path.join(path.dirname(dir), 'orders.jsonl')
-      fs.writeFileSync(file, `${JSON.stringify({ customer_id: 1, order_id: 'I-1', total: 5, occurred_at: '2025-01-01T00:00:00Z' })}\n`)
+      fs.writeFileSync(file, `${JSON.stringify({ customer_id: 1, order_id: 'I-1', currency: 'ARS', total: 5, occurred_at: '2025-01-01T00:00:00Z' })}\n`)
       const imported = JSON.parse((await cdp(['import', file, '--tenant', '5'], env)).stdout)
       expect(imported).toMatchObject({ tenant_id: 5, accepted: 1, rejected: 0 })
       // With a wrong admin token the import is refused (401).

@@ -3,6 +3,7 @@ import { z } from 'zod'
 import { ANALYTICS_ENDPOINTS } from './analytics/endpoints.ts'
 import { EXPORT_ROW_LIMIT } from './analytics/exports.ts'
 import { ProcessBodySchema, ScheduleBodySchema } from './processing/validation.ts'
+import { TenantSettingsBody } from './tenant-settings-routes.ts'
 import { IngestBatchSchema, MAX_BATCH_EVENTS } from '../../pipelines/ingest/validation.ts'
 import { ORDER_EVENT_TYPES } from '../../common/events.ts'
 import { ConfigurationInput, CreateIntegrationBody, DEFAULT_API_VERSION, defaultConfiguration, SyncBody, UPDATABLE_CREDENTIALS, UpdateIntegrationBody, ValidateCommerceBody } from './integrations/schemas.ts'
@@ -269,9 +270,9 @@ function processingPaths(): Record<string, Record<string, OpenApiOperation>> {
       post: {
         operationId: 'processTenant',
         summary: 'Recompute RFM, CLV and churn for a tenant now',
-        description: 'Runs the requested analyses (deduplicated, computed in the order rfm, clv, churn) and answers when they are done. Results of the last hour come from the cache unless `force` is true. One run per tenant at a time.',
+        description: 'Runs the requested analyses (deduplicated, computed in the order rfm, clv, churn) and answers when they are done, as of the tenant\'s reference date (`metadata.reference_date`). Results of the last hour come from the cache unless `force` is true. One run per tenant at a time. With `as_of` (query or body), a read-only run as of the end of that day: no job, no cache, the tenant\'s features untouched.',
         tags: ['Processing'],
-        parameters: [tenantIdParam],
+        parameters: [tenantIdParam, { name: 'as_of', in: 'query', required: false, schema: { type: 'string', format: 'date' }, description: 'Compute as of the end of this UTC day instead of the reference date' }],
         requestBody: { required: false, content: { 'application/json': { schema: jsonSchema(ProcessBodySchema) } } },
         responses: {
           '200': okJson('Processed (or from the results cache): `message`, `tenant_id`, `results` per analysis, `total_time` in seconds'),
@@ -320,6 +321,36 @@ function processingPaths(): Record<string, Record<string, OpenApiOperation>> {
           ...processingErrors,
           '409': errorResponse('The job finished before it could be cancelled'),
         },
+      },
+    },
+  }
+}
+
+function tenantsPaths(): Record<string, Record<string, OpenApiOperation>> {
+  const path = '/api/v2/cdp/tenants/{tenantId}/settings'
+  const body = jsonSchema(TenantSettingsBody)
+  const ref = props(body).reference_date
+  if (ref) ref.description = '`now` (default: the wall clock), `data_end` (the latest order of the tenant) or a fixed YYYY-MM-DD (the end of that UTC day; later orders do not count). What "today" is for recency, churn, CLV and the analytics periods (docs/features.md, "Reference date").'
+  const cur = props(body).currency
+  if (cur) cur.description = "ISO 4217; set by the tenant's first order when unset. Cannot change once the tenant has orders (409 currency_locked)."
+  const settings = 'Settings in `data`: tenant_id, tenant_name (null: shown as `Tenant {id}`), currency (null until the first order), reference_date, updated_at, effective_reference_date (the date it resolves to now)'
+  return {
+    [path]: {
+      get: {
+        operationId: 'getTenantSettings',
+        summary: "A tenant's settings: name, currency and reference date",
+        tags: ['Tenants'],
+        parameters: [tenantIdParam],
+        responses: { '200': okJson(settings), '400': errorResponse('Invalid tenant id'), '404': errorResponse('Neither data nor settings for this tenant') },
+      },
+      put: {
+        operationId: 'putTenantSettings',
+        summary: "Change a tenant's settings (absent fields keep their value)",
+        description: 'The admin token or the tenant\'s key. A new reference date applies to the tenant\'s analytics at once and to its stored features at the feature role\'s next tick (or a processing run).',
+        tags: ['Tenants'],
+        parameters: [tenantIdParam],
+        requestBody: { required: true, content: { 'application/json': { schema: body } } },
+        responses: { '200': okJson(settings), '400': errorResponse('Invalid settings: `details.errors` by field'), '409': errorResponse('The currency of a tenant with orders cannot change') },
       },
     },
   }
@@ -826,7 +857,7 @@ export function buildOpenApi(): OpenApiDocument {
       { name: 'Webhooks', description: 'Events from the platforms (no token needed: they are verified by signature).' },
       { name: 'Operations', description: 'Health, readiness and metrics (no token needed).' },
     ],
-    paths: withOperationLimits({ ...analyticsPaths(), ...processingPaths(), ...ingestPaths(), ...integrationsPaths(), ...audienceSyncPaths(), ...webhookPaths(), ...opsPaths() }),
+    paths: withOperationLimits({ ...analyticsPaths(), ...processingPaths(), ...tenantsPaths(), ...ingestPaths(), ...integrationsPaths(), ...audienceSyncPaths(), ...webhookPaths(), ...opsPaths() }),
     components: {
       schemas: {
         ErrorBody: {

@@ -101,7 +101,7 @@ export const isDemographicsPath = (path: string) => underAny(path, DEMOGRAPHICS_
  * The management routes the spec gives no limit for ("Rate limits of processing and integration
  * endpoints: not shown"): processing, tenant integrations and audience syncs.
  */
-export const OPERATIONS_PREFIXES = ['/api/v2/cdp/process', '/api/v2/tenant-integrations', '/api/v2/cdp/audience-syncs']
+export const OPERATIONS_PREFIXES = ['/api/v2/cdp/process', '/api/v2/tenant-integrations', '/api/v2/cdp/audience-syncs', '/api/v2/cdp/tenants']
 export const isOperationsPath = (path: string) => underAny(path, OPERATIONS_PREFIXES)
 
 /**
