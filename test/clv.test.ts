@@ -191,6 +191,55 @@ describe('MBG/NBD', () => {
       expect(m.totalLogLikelihood(P, [{ x: 2, tx: 30.43, T: 38.86, weight: 3 }])).toBeCloseTo(3 * m.logLikelihood(P, 2, 30.43, 38.86), 10)
     }
   })
+
+  it('fits from the BG/NBD optimum first; `initial` may list several starts', () => {
+    const data = simulateBgNbd(1500, { r: 0.5, alpha: 60, a: 0.9, b: 3 }, 700, 11)
+    const seeded = fitMbgNbd(data)
+    expect(seeded.converged).toBe(true)
+    const explicit = mbgNbd.fit(data, { initial: [fitBgNbd(data).params, {}] })
+    expect(explicit.params).toEqual(seeded.params)
+    expect(() => mbgNbd.fit(data, { initial: [] })).toThrow(RangeError)
+  })
+})
+
+describe('value had the customer stayed active', () => {
+  const days = { r: 0.5, alpha: 60, a: 0.9, b: 3 }
+  const histories = [
+    [0, 0, 200],
+    [1, 30, 400],
+    [6, 150, 200],
+    [6, 150, 700],
+  ] as const
+
+  it('E[Y(t)] = P(alive) · E[Y(t) | alive] for both models', () => {
+    for (const m of [bgNbd, mbgNbd]) {
+      for (const [x, tx, T] of histories) {
+        const ifAlive = m.expectedPurchasesIfAlive(days, 365, x, tx, T)
+        expect(m.expectedPurchases(days, 365, x, tx, T)).toBeCloseTo(m.probabilityAlive(days, x, tx, T) * ifAlive, 12)
+        expect(ifAlive).toBeGreaterThanOrEqual(m.expectedPurchases(days, 365, x, tx, T))
+        expect(m.expectedPurchasesIfAlive(days, 0, x, tx, T)).toBe(0)
+      }
+    }
+  })
+
+  it('alive at T, a BG/NBD customer is a new customer with the posterior parameters (r + x, α + T, a, b + x)', () => {
+    for (const [x, tx, T] of histories) {
+      const posterior = { r: days.r + x, alpha: days.alpha + T, a: days.a, b: days.b + x }
+      within(bgNbd.expectedPurchasesIfAlive(days, 365, x, tx, T), bgNbd.expectedPurchasesUnconditional(posterior, 365), 1e-12)
+      // MBG/NBD's new customer may drop out at once (probability a / (a + b)); one alive now may not.
+      const survive = posterior.b / (posterior.a + posterior.b)
+      within(mbgNbd.expectedPurchasesIfAlive(days, 365, x, tx, T) * survive, mbgNbd.expectedPurchasesUnconditional(posterior, 365), 1e-12)
+    }
+  })
+
+  it('discountedClv with ifAlive is the CLV divided by P(alive)', () => {
+    for (const model of [bgNbd, mbgNbd]) {
+      for (const [x, tx, T] of histories) {
+        const c = { model, params: days, gg: GG_MLE, x, tx, T, zbar: 40 }
+        within(discountedClv(c), model.probabilityAlive(days, x, tx, T) * discountedClv({ ...c, ifAlive: true }), 1e-12)
+      }
+    }
+  })
 })
 
 describe('Gamma-Gamma', () => {

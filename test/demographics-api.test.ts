@@ -152,6 +152,8 @@ describe('GET /api/v2/cdp/analytics/demographics', () => {
   beforeAll(async () => {
     const feature = (tenant: number, p: Person) => ({
       tenant_id: tenant, customer_id: p.id, email: `p${p.id}@t.test`, frequency: p.orders, monetary: p.monetary.toFixed(2), historical_value: p.monetary.toFixed(2),
+      // The order history (orders are counted from it; frequency counts purchase days): p.orders orders on distinct days.
+      order_times: Array.from({ length: p.orders }, (_, i) => Date.UTC(2025, 0, 1 + i)), order_cents: Array.from({ length: p.orders }, () => 100),
       segment: p.segment, rfm_score: p.segment ? '333' : null, clv_tier: p.tier, processed_at: '2025-07-01 00:00:00.000', version: 1,
     })
     const demo = (tenant: number, p: Person) => {

@@ -234,7 +234,7 @@ describe('feature consumer (embedded log, chdb)', () => {
           customer_id: id,
           email: emails.get(id)?.email ?? '',
           recency_days: v.recency_days,
-          frequency: agg.orderCount,
+          frequency: v.frequency,
           monetary: (agg.monetaryCents / 100).toFixed(2),
           r_score: v.r_score,
           f_score: v.f_score,

@@ -225,7 +225,7 @@ async function assertFeaturesEqualBatch(chdbPath: string, tenant: number, pinned
       expect(row, `customer ${row.customer_id}`).toEqual({
         customer_id: row.customer_id,
         at: row.at,
-        frequency: agg.orderCount,
+        frequency: v.frequency,
         cents: agg.monetaryCents,
         purchase_days: agg.purchaseDays,
         repeat_purchases: agg.repeatPurchases,

@@ -4,6 +4,9 @@ import { promisify } from 'node:util'
 import path from 'node:path'
 import { ALL_SCORES, SEGMENTS, SEGMENT_DESCRIPTIONS, SEGMENT_MAP, SEGMENT_SOURCE, nearestListedSegment, segmentOf, type Segment } from '../pipelines/features/segments.ts'
 import { quintileThresholds, recencyDays, rfmScore, scoreAgainst, tenantBoundaries, type RfmInput } from '../pipelines/features/rfm.ts'
+import { aggregate, EMPTY_AGGREGATES, type OrderFact } from '../pipelines/features/order-facts.ts'
+import { buildTenantModel, rfmInputs } from '../pipelines/features/model.ts'
+import { computeFeatures } from '../pipelines/features/features.ts'
 
 const run = promisify(execFile)
 const CDP = path.resolve(import.meta.dirname, '../bin/cdp.mjs')
@@ -232,6 +235,24 @@ describe('quintile scoring', () => {
     const now = Date.UTC(2024, 11, 31, 23, 0) // epoch day 20088
     expect(rfmScore(customers[9]!, b, now).recency_days).toBe(28)
     expect(rfmScore({ ...customers[9]!, lastOrderAtMs: 20060 * DAY + 23.5 * 3_600_000 }, b, now).recency_days).toBe(27)
+  })
+
+  it('F counts purchase days: same-day orders are one purchase, for RFM as for the models', () => {
+    const order = (day: number, hour: number, cents: number, id: string): OrderFact => ({ version: 1, eventId: id, placedAt: Date.UTC(2025, 0, day, hour), cents, cancelled: false })
+    // Three orders on 3 January, one on the 10th: 4 orders, 2 purchase days (BG/NBD x = 1).
+    const busy = aggregate([order(3, 9, 1000, 'a'), order(3, 12, 2000, 'b'), order(3, 23, 500, 'c'), order(10, 8, 700, 'd')])
+    const quiet = aggregate([order(4, 9, 4200, 'e'), order(8, 9, 100, 'f'), order(9, 9, 100, 'g')])
+    expect([busy.orderCount, busy.purchaseDays, busy.repeatPurchases]).toEqual([4, 2, 1])
+    expect(rfmInputs([busy, quiet, EMPTY_AGGREGATES]).map((c) => c.frequency)).toEqual([2, 3])
+    const now = Date.UTC(2025, 0, 20)
+    const model = buildTenantModel([busy, quiet], now, { clvModel: 'mbgnbd', refitClv: true })
+    expect(model.boundaries!.frequency).toEqual([2, 2, 3, 3])
+    const [b, q] = [busy, quiet].map((a) => computeFeatures(a, model, now))
+    expect([b!.frequency, q!.frequency]).toEqual([2, 3])
+    // More orders but fewer purchase days: the lower F.
+    expect([b!.f_score, q!.f_score]).toEqual([1, 3])
+    // The mean order stays per order: 4,200 over 4 orders.
+    expect(b!.avg_order_value).toBe(10.5)
   })
 
   it('recencyDays: whole UTC days elapsed, never negative', () => {

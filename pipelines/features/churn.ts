@@ -54,15 +54,21 @@ export const ACTION_TABLE: Readonly<Record<ChurnRisk, Readonly<Record<ValueTier,
 }
 
 /**
- * Without a usable P(alive), a customer's chance of having churned is read off an exponential
- * survival curve whose half-life is their expected interval between orders: quiet for one
- * interval → 0.5, two → 0.75. With no interval known at all, this many days (the spec's churned
- * line) is the half-life.
+ * The churn probability is read off an exponential lapse curve, 1 − 2^(−days / h), whose
+ * half-life h is the customer's purchase rhythm (their mean interval between purchase days, else
+ * the tenant's median) kept within the tenant's own level lines: never shorter than the at-risk
+ * line, never longer than the last churning day. Quiet for one interval → 0.5, two → 0.75.
+ * The bounds make probability and level agree for every customer (see churnProbability):
+ * every active customer is below 1 − 2^(−29/30) = 0.488, every churned one at or above
+ * 1 − 2^(−91/90) = 0.504.
  */
-export const FALLBACK_HALF_LIFE_DAYS = 90
+export const HALF_LIFE_BOUNDS_DAYS = { min: CHURN_THRESHOLDS.at_risk, max: CHURN_THRESHOLDS.churned - 1 } as const
 
-/** Months ahead for potential_loss: expected orders in the next 12 months. */
-const LOSS_HORIZON_DAYS = 365
+/** Half-life when no interval is known at all (no repeat buyer in the tenant): the churned line. */
+export const FALLBACK_HALF_LIFE_DAYS = HALF_LIFE_BOUNDS_DAYS.max
+
+/** Horizon of the value at stake (potential_loss): the CLV horizon, 12 months of 30.4375 days. */
+export const DEFAULT_LOSS_HORIZON_DAYS = 365.25
 
 export interface ChurnInput {
   nowMs: number
@@ -73,10 +79,18 @@ export interface ChurnInput {
   orderCount: number
   /** Distinct UTC days with a counting order (same-day orders are one purchase, as in BG/NBD). */
   purchaseDays: number
-  /** Mean counting order value, in currency units (not cents). */
-  avgOrderValue: number
-  /** P(alive) from the CLV model; null when the customer has no fit. */
+  /** Net spend so far, in currency units (not cents). */
+  netSpend: number
+  /** P(alive) from the CLV model; null when the tenant has no fit. */
   pAlive: number | null
+  /**
+   * The customer's discounted value over the horizon had they stayed active (the CLV model's
+   * purchases conditional on being alive × expected spend, currency units); null without a fit,
+   * then {@link fallbackValueIfActive} stands in.
+   */
+  valueIfActive: number | null
+  /** Horizon of valueIfActive in days (default 365.25, 12 months); used by the fallback. */
+  horizonDays?: number
   /** The tenant's median inter-purchase interval in days over its repeat buyers; null if it has none. */
   tenantMedianIntervalDays: number | null
   /** CLV tier, for the recommended action; unknown counts as medium. */
@@ -94,7 +108,10 @@ export interface ChurnDetails {
   /** Whole days past the expected order (0 when not yet due); null when the frequency is unknown. */
   days_overdue: number | null
   recommended_action: RecommendedAction
-  /** Currency units, 2 decimals. */
+  /**
+   * churn_probability × the value over the horizon had the customer stayed active (currency
+   * units, 2 decimals): the expected value lost to churn, never more than that value.
+   */
   potential_loss: number
 }
 
@@ -127,31 +144,72 @@ export function medianIntervalDays(intervals: ArrayLike<number>): number | null 
 const clamp01 = (x: number) => Math.min(1, Math.max(0, x))
 const isoDate = (ms: number) => new Date(ms).toISOString().slice(0, 10)
 
+/** 1 − 2^(−days / halfLife): the share lapsed after `days` on an exponential curve with that half-life. */
+export function lapseProbability(days: number, halfLifeDays: number): number {
+  return -Math.expm1(-(Math.max(0, days) / halfLifeDays) * Math.LN2)
+}
+
+/** The rhythm half-life: the interval (own, else tenant median, else 90 days) clamped to [30, 90] days. */
+export function rhythmHalfLife(intervalDays: number | null): number {
+  const h = intervalDays !== null && Number.isFinite(intervalDays) && intervalDays > 0 ? intervalDays : FALLBACK_HALF_LIFE_DAYS
+  return Math.min(HALF_LIFE_BOUNDS_DAYS.max, Math.max(HALF_LIFE_BOUNDS_DAYS.min, h))
+}
+
+/**
+ * The churn probability after `days` (whole days since the last order):
+ *
+ *   p = max( 1 − P(alive), lapse(days, h) ),   capped at lapse(days, 30) while active (days < 30)
+ *
+ * - `lapse(days, h)` is the rhythm hazard: with no dropout information (a degenerate fit where
+ *   P(alive) ≈ 1 for everyone, BG/NBD's P(alive) = 1 for one-time buyers, no fit at all) it is the
+ *   whole answer, never 0 for a silent customer.
+ * - `1 − P(alive)` is the model's evidence of dropout; it raises p where the model sees more
+ *   dropout than the rhythm does. Taking the larger of two estimates of the same event (not their
+ *   product) counts the silence once.
+ * - The cap, the fastest curve the level lines allow, keeps an active customer below 0.5: a model
+ *   that lets customers drop out at their first purchase (MBG/NBD) does not call someone who
+ *   bought last week likely churned. From the at-risk line on the model speaks in full.
+ *
+ * For a given history p is non-decreasing in days: P(alive) falls as T grows with t_x fixed, both
+ * curves rise, and the cap only lifts (to none) at day 30. With h in [30, 90] an active customer
+ * (d ≤ 29) has p ≤ lapse(29, 30) = 0.4884 and a churned one (d ≥ 91) p ≥ lapse(91, 90) = 0.5038:
+ * every churned customer ranks above every active one, whatever the data and the fit.
+ */
+export function churnProbability(days: number, pAlive: number | null, halfLifeDays: number): number {
+  const d = Math.max(0, Math.floor(days))
+  const p = Math.max(pAlive === null ? 0 : clamp01(1 - pAlive), lapseProbability(d, halfLifeDays))
+  return d < CHURN_THRESHOLDS.at_risk ? Math.min(p, lapseProbability(d, HALF_LIFE_BOUNDS_DAYS.min)) : p
+}
+
+/**
+ * The value at stake without a CLV fit: the customer's net spend per horizon over their tenure
+ * so far, `spend · horizon / max(horizon, tenure)` — a repeat of their average year, never more
+ * than everything they have spent.
+ */
+export function fallbackValueIfActive(netSpend: number, firstOrderAt: number, nowMs: number, horizonDays = DEFAULT_LOSS_HORIZON_DAYS): number {
+  const tenure = Math.max(0, (nowMs - firstOrderAt) / DAY_MS)
+  return (Math.max(0, netSpend) * horizonDays) / Math.max(horizonDays, tenure)
+}
+
 export function churnDetails(input: ChurnInput): ChurnDetails {
-  const { nowMs, firstOrderAt, lastOrderAt, orderCount, purchaseDays, avgOrderValue, pAlive, tenantMedianIntervalDays } = input
-  for (const [name, v] of Object.entries({ nowMs, firstOrderAt, lastOrderAt, orderCount, purchaseDays, avgOrderValue })) {
+  const { nowMs, firstOrderAt, lastOrderAt, orderCount, purchaseDays, netSpend, pAlive, valueIfActive, tenantMedianIntervalDays } = input
+  for (const [name, v] of Object.entries({ nowMs, firstOrderAt, lastOrderAt, orderCount, purchaseDays, netSpend })) {
     if (!Number.isFinite(v)) throw new RangeError(`${name} must be a finite number, got ${v}`)
   }
   if (orderCount < 1 || purchaseDays < 1) throw new RangeError('churn needs at least one counting order')
   if (pAlive !== null && Number.isNaN(pAlive)) throw new RangeError('pAlive is NaN')
+  if (valueIfActive !== null && !Number.isFinite(valueIfActive)) throw new RangeError(`valueIfActive must be finite or null, got ${valueIfActive}`)
 
   const daysSince = recencyDays(lastOrderAt, nowMs)
   const risk = churnRisk(daysSince)
-  const oneTime = purchaseDays <= 1
 
   const ownInterval = orderIntervalDays(firstOrderAt, lastOrderAt, purchaseDays)
   const tenantInterval = tenantMedianIntervalDays !== null && Number.isFinite(tenantMedianIntervalDays) && tenantMedianIntervalDays > 0 ? tenantMedianIntervalDays : null
   const interval = ownInterval ?? tenantInterval
 
-  // BG/NBD gives P(alive) = 1 to anyone without a repeat purchase: no information, so one-time
-  // buyers (and customers without a fit) use the survival rule instead.
-  const modelSays = pAlive !== null && !(oneTime && pAlive >= 1)
-  const probability = modelSays
-    ? clamp01(1 - pAlive)
-    : clamp01(1 - Math.pow(2, -daysSince / (interval ?? FALLBACK_HALF_LIFE_DAYS)))
-
+  const probability = churnProbability(daysSince, pAlive, rhythmHalfLife(interval))
+  const atStake = valueIfActive ?? fallbackValueIfActive(netSpend, firstOrderAt, nowMs, input.horizonDays)
   const expectedMs = interval === null ? null : lastOrderAt + interval * DAY_MS
-  const expectedOrders = interval === null ? 1 : LOSS_HORIZON_DAYS / Math.max(1, interval)
 
   return {
     churn_risk: risk,
@@ -160,6 +218,6 @@ export function churnDetails(input: ChurnInput): ChurnDetails {
     expected_order_date: expectedMs === null ? null : isoDate(expectedMs),
     days_overdue: interval === null ? null : Math.max(0, Math.floor(daysSince - interval)),
     recommended_action: ACTION_TABLE[risk][input.clvTier ?? 'medium'],
-    potential_loss: roundTo(probability * Math.max(0, avgOrderValue) * expectedOrders, 2),
+    potential_loss: roundTo(probability * Math.max(0, atStake), 2),
   }
 }

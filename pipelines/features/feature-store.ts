@@ -87,9 +87,10 @@ export async function saveModel(store: Store, tenantId: number, model: TenantMod
 export async function tenantAggregates(store: Store, tenantId: number): Promise<CustomerAggregates[]> {
   const out = await rows<[number, number, number | null, number | null, number, number, number, number]>(
     store,
-    `SELECT frequency, toInt64(monetary * 100), toUnixTimestamp64Milli(first_order_at), toUnixTimestamp64Milli(last_order_at),
+    // orderCount is the number of counting orders (the history's length); `frequency` counts purchase days.
+    `SELECT length(order_times), toInt64(monetary * 100), toUnixTimestamp64Milli(first_order_at), toUnixTimestamp64Milli(last_order_at),
             purchase_days, repeat_purchases, repeat_span_days, repeat_avg_value
-     FROM customer_features FINAL WHERE tenant_id = {t:UInt64} AND frequency > 0`,
+     FROM customer_features FINAL WHERE tenant_id = {t:UInt64} AND notEmpty(order_times)`,
     { t: tenantId },
   )
   return out.map(([orderCount, cents, first, last, purchaseDays, x, tx, zbar]) => ({

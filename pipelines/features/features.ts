@@ -2,7 +2,7 @@ import type { CustomerAggregates } from './order-facts.ts'
 import { utcDay } from './order-facts.ts'
 import { recencyDays, rfmScore } from './rfm.ts'
 import { churnDetails, type ValueTier } from './churn.ts'
-import { clvTier, discountedClv, expectedAverageSpend, TRANSACTION_MODELS } from './clv/index.ts'
+import { clvTier, DAYS_PER_MONTH, discountedClv, expectedAverageSpend, TRANSACTION_MODELS } from './clv/index.ts'
 import type { ClvFit, TenantModel } from './model.ts'
 
 /**
@@ -54,6 +54,8 @@ export interface ClvPart {
   p_alive: number
   expected_purchases: number
   predicted_value: number
+  /** Discounted value over the horizon had the customer stayed active (predicted_value = P(alive) × this, before rounding). */
+  value_if_active: number
 }
 
 /**
@@ -66,8 +68,12 @@ export function clvFeatures(agg: CustomerAggregates, clv: ClvFit, today: number,
   const T = Math.max(today - agg.firstDay!, tx)
   const tm = TRANSACTION_MODELS[clv.model]
   const zbar = agg.repeatAvgCents / 100
-  const spend = clv.gg ? expectedAverageSpend(clv.gg, x, zbar) : agg.monetaryCents / agg.orderCount / 100
-  const predicted = discountedClv({
+  // E[M] per purchase (day): Gamma-Gamma, else the customer's own spend per purchase day.
+  const spend = clv.gg ? expectedAverageSpend(clv.gg, x, zbar) : agg.monetaryCents / agg.purchaseDays / 100
+  const pAlive = tm.probabilityAlive(clv.params, x, tx, T)
+  // One pass over the horizon: both models give E[Y(t)] = P(alive) · E[Y(t) | alive], so the
+  // CLV is P(alive) times the value had the customer stayed active.
+  const ifAlive = discountedClv({
     model: clv.model,
     params: clv.params,
     gg: clv.gg,
@@ -78,18 +84,21 @@ export function clvFeatures(agg: CustomerAggregates, clv: ClvFit, today: number,
     spend,
     months: opts.horizonMonths,
     monthlyDiscountRate: opts.monthlyDiscountRate,
+    ifAlive: true,
   })
   return {
-    p_alive: round(tm.probabilityAlive(clv.params, x, tx, T), 6),
-    expected_purchases: round(tm.expectedPurchases(clv.params, opts.horizonMonths * (365.25 / 12), x, tx, T), 6),
-    predicted_value: round(predicted, 2),
+    p_alive: round(pAlive, 6),
+    expected_purchases: round(pAlive * tm.expectedPurchasesIfAlive(clv.params, opts.horizonMonths * DAYS_PER_MONTH, x, tx, T), 6),
+    predicted_value: round(pAlive * ifAlive, 2),
+    value_if_active: round(ifAlive, 2),
   }
 }
 
 export function computeFeatures(agg: CustomerAggregates, model: TenantModel | null, nowMs: number, opts: FeatureOptions = DEFAULT_FEATURE_OPTIONS, clvPart?: ClvPart | null): FeatureValues {
   const base: FeatureValues = {
     recency_days: null,
-    frequency: agg.orderCount,
+    // Purchase days: same-day orders are one purchase, for RFM as for the CLV and churn models.
+    frequency: agg.purchaseDays,
     monetary_cents: agg.monetaryCents,
     r_score: null,
     f_score: null,
@@ -115,7 +124,7 @@ export function computeFeatures(agg: CustomerAggregates, model: TenantModel | nu
   if (agg.orderCount === 0 || agg.lastOrderAt === null) return base
   base.recency_days = recencyDays(agg.lastOrderAt, nowMs)
   if (model?.boundaries) {
-    const s = rfmScore({ lastOrderDay: agg.lastDay!, frequency: agg.orderCount, monetary: agg.monetaryCents }, model.boundaries)
+    const s = rfmScore({ lastOrderDay: agg.lastDay!, frequency: agg.purchaseDays, monetary: agg.monetaryCents }, model.boundaries)
     Object.assign(base, { r_score: s.r_score, f_score: s.f_score, m_score: s.m_score, rfm_score: s.rfm_score, segment: s.segment })
   }
   const part = clvPart ?? (model?.clv ? clvFeatures(agg, model.clv, utcDay(nowMs), opts) : null)
@@ -132,8 +141,10 @@ export function computeFeatures(agg: CustomerAggregates, model: TenantModel | nu
     lastOrderAt: agg.lastOrderAt,
     orderCount: agg.orderCount,
     purchaseDays: agg.purchaseDays,
-    avgOrderValue: base.avg_order_value,
+    netSpend: agg.monetaryCents / 100,
     pAlive: part?.p_alive ?? null,
+    valueIfActive: part?.value_if_active ?? null,
+    horizonDays: opts.horizonMonths * DAYS_PER_MONTH,
     tenantMedianIntervalDays: model?.medianIntervalDays ?? null,
     clvTier: (base.clv_tier ?? undefined) as ValueTier | undefined,
   })

@@ -21,6 +21,7 @@
  * Recency ranks on the epoch day of the last counting order (a later day scores higher), not on
  * "days since": the day of a past order never changes, so the boundaries do not drift with the
  * clock, and ranking by last day is the same as ranking by days since at any fixed instant.
+ * Frequency counts purchase days (same-day orders merge into one purchase, as in the models).
  * Customers without a counting order are not in the population and get no RFM score.
  */
 import { SEGMENT_MAP, type Segment } from './segments.ts'
@@ -36,7 +37,10 @@ export type Thresholds = [number, number, number, number]
 export interface RfmInput {
   /** UTC epoch day (floor(ms / 86,400,000)) of the last counting order. */
   lastOrderDay: number
-  /** Distinct counting orders. */
+  /**
+   * Purchase days: distinct UTC days with a counting order. Same-day orders are one purchase, the
+   * definition the CLV and churn models use (BTYD, lifetimes freq="D"), so F and the models agree.
+   */
   frequency: number
   /** Net spend in integer cents (safe-integer range). */
   monetary: number
@@ -47,7 +51,7 @@ export interface RfmInput {
 export interface TenantBoundaries {
   /** Thresholds over lastOrderDay (epoch days). */
   recency: Thresholds
-  /** Thresholds over the number of orders. */
+  /** Thresholds over purchase days. */
   frequency: Thresholds
   /** Thresholds over net spend in cents. */
   monetary: Thresholds

@@ -66,12 +66,19 @@ function logDeadOdds(params: TransactionParams, x: number, tx: number, T: number
  * ((a+b+x−1)/(a−1))·[1 − ((α+T)/(α+T+t))^{r+x}·₂F₁(r+x, b+x; a+b+x−1; t/(α+T+t))] / (1 + δ_{x>0}·odds).
  */
 export function expectedPurchases(params: TransactionParams, t: number, x: number, tx: number, T: number): number {
+  const ifAlive = expectedPurchasesIfAlive(params, t, x, tx, T)
+  if (x === 0 || ifAlive === 0) return ifAlive
+  return ifAlive * Math.exp(-log1pExp(logDeadOdds(params, x, tx, T)))
+}
+
+/**
+ * E[Y(t) | x, t_x, T, alive at T]: the numerator of eq. 10, i.e. the unconditional E[X(t)] with the
+ * posterior parameters (r + x, α + T, a, b + x) of a customer still alive.
+ */
+export function expectedPurchasesIfAlive(params: TransactionParams, t: number, x: number, _tx: number, T: number): number {
   if (t <= 0) return 0
   const { r, alpha, a, b } = params
-  const z = t / (alpha + T + t)
-  const numerator = expectedPurchasesNumerator(a, r + x, b + x, a + b + x - 1, z)
-  if (x === 0) return numerator
-  return numerator * Math.exp(-log1pExp(logDeadOdds(params, x, tx, T)))
+  return expectedPurchasesNumerator(a, r + x, b + x, a + b + x - 1, t / (alpha + T + t))
 }
 
 /** E[X(t)]: expected repeat purchases in (0, t] of a customer acquired at 0 (FHL 2005 eq. 9). */
@@ -91,6 +98,7 @@ export const bgNbd: TransactionModel = {
   logLikelihood,
   totalLogLikelihood,
   expectedPurchases,
+  expectedPurchasesIfAlive,
   expectedPurchasesUnconditional,
   probabilityAlive,
 }

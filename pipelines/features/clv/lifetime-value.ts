@@ -4,7 +4,10 @@
  *   CLV = Σ_{k=1..months} E[M] · (E[Y(k·f)] − E[Y((k−1)·f)]) / (1 + d)^k
  *
  * with E[M] the Gamma-Gamma expected spend, E[Y(t)] the transaction model's conditional expected
- * purchases, f the model's time units per month and d a MONTHLY discount rate.
+ * purchases, f the model's time units per month and d a MONTHLY discount rate. With `ifAlive`,
+ * E[Y(t)] is conditional on the customer being alive now as well: the value had they stayed
+ * active, which bounds what their churn can cost (potential_loss, churn.ts). Both models give
+ * E[Y(t)] = P(alive) · E[Y(t) | alive], so CLV = P(alive) · CLV(ifAlive) term by term.
  *
  * Units matter: f must be the unit the model was fitted in. lifetimes' default f = 30 assumes days
  * and its Quickstart applies it to weekly data (a 360-week horizon; issues #137/#194/#215/#233). The
@@ -57,6 +60,11 @@ export interface DiscountedClvInput {
   monthlyDiscountRate?: number
   /** Model time units per month (default 30.4375: days). Use 4.345 for weeks, 1 for months. */
   unitsPerMonth?: number
+  /**
+   * Value had the customer not dropped out by now: expected purchases conditional on being alive
+   * at T (the model's expectedPurchasesIfAlive). The plain CLV is P(alive) times this.
+   */
+  ifAlive?: boolean
 }
 
 /** Discounted CLV over `months` (see the module comment), in the currency of z̄. */
@@ -70,10 +78,11 @@ export function discountedClv(input: DiscountedClvInput): number {
   if (!(f > 0)) throw new RangeError(`unitsPerMonth must be > 0, got ${f}`)
   const spend = input.spend ?? (input.gg ? expectedAverageSpend(input.gg, input.x, input.zbar) : undefined)
   if (spend === undefined) throw new RangeError('discountedClv needs gg (Gamma-Gamma params) or spend')
+  const purchases = input.ifAlive ? model.expectedPurchasesIfAlive : model.expectedPurchases
   let clv = 0
   let previous = 0
   for (let k = 1; k <= months; k++) {
-    const cumulative = model.expectedPurchases(input.params, k * f, input.x, input.tx, input.T)
+    const cumulative = purchases(input.params, k * f, input.x, input.tx, input.T)
     clv += (spend * (cumulative - previous)) / (1 + d) ** k
     previous = cumulative
   }

@@ -2,7 +2,7 @@
  * What BG/NBD and MBG/NBD share: the parameter set, the common interface the product selects by name,
  * and the maximum-likelihood fit (pattern compression, time scaling, log-parameters, penalty, bounds).
  */
-import { minimizeWithWarmStart, type NelderMeadOptions } from './optimize.ts'
+import { minimizeWithWarmStart, type MinimizeResult, type NelderMeadOptions } from './optimize.ts'
 import { compressPatterns, samplePatterns, scalePatterns, type Patterns, type RfmObservation } from './patterns.ts'
 import { hyp2f1Signed } from './special.ts'
 
@@ -22,8 +22,13 @@ export interface TransactionFitOptions {
    * −Σwℓ/Σw + penalizer·(r² + (α/s)² + a² + b²), with α taken in the scaled time unit s = max T.
    */
   penalizer?: number
-  /** Starting point (original time unit); defaults are data driven. */
-  initial?: Partial<TransactionParams>
+  /**
+   * Starting point (original time unit); defaults are data driven. Several points: the fit runs
+   * from each in turn until a run converges and keeps the best objective of the runs made (a
+   * likelihood with a flat ridge, such as MBG/NBD's a → 0, b → ∞ when dropout is rare, can hold
+   * Nelder–Mead far from the optimum from one start and not from another).
+   */
+  initial?: Partial<TransactionParams> | readonly Partial<TransactionParams>[]
   /** Overrides for the Nelder–Mead settings. */
   optimizer?: NelderMeadOptions
   /**
@@ -62,6 +67,11 @@ export interface TransactionModel {
   totalLogLikelihood(params: TransactionParams, data: readonly RfmObservation[]): number
   /** E[purchases in (T, T + t] | x, t_x, T]. */
   expectedPurchases(params: TransactionParams, t: number, x: number, tx: number, T: number): number
+  /**
+   * E[purchases in (T, T + t] | x, t_x, T, alive at T]: what the customer buys had they not
+   * dropped out by now. expectedPurchases = probabilityAlive · this (a dead customer buys nothing).
+   */
+  expectedPurchasesIfAlive(params: TransactionParams, t: number, x: number, tx: number, T: number): number
   /** E[repeat purchases in (0, t]] for a new customer. */
   expectedPurchasesUnconditional(params: TransactionParams, t: number): number
   /** P(still alive at T | x, t_x, T); churn = 1 − this. */
@@ -110,26 +120,44 @@ export function fitTransactionModel(
     return -kernel(params, p) / p.totalWeight + penalty
   }
 
-  // Start: r = 1 and α matching the observed repeat rate (E[λ] = r/α), a = b = 1, unless given.
+  // Default start: r = 1 and α matching the observed repeat rate (E[λ] = r/α), a = b = 1.
   const rate = patterns.weightedX / Math.max(1e-12, sumWT(scaled))
-  const init = options.initial ?? {}
-  const start = {
-    r: init.r ?? 1,
-    alpha: init.alpha !== undefined ? init.alpha / scale : rate > 0 ? clamp(1 / rate, 1e-3, 1e3) : 1,
-    a: init.a ?? 1,
-    b: init.b ?? 1,
-  }
   const bound = LOG_PARAM_BOUND
+  const startAt = (init: Partial<TransactionParams>): number[] => {
+    const start = {
+      r: init.r ?? 1,
+      alpha: init.alpha !== undefined ? init.alpha / scale : rate > 0 ? clamp(1 / rate, 1e-3, 1e3) : 1,
+      a: init.a ?? 1,
+      b: init.b ?? 1,
+    }
+    return PARAM_NAMES.map((k) => clamp(Math.log(start[k]), -bound, bound))
+  }
   const nmOptions: NelderMeadOptions = {
     lower: [-bound, -bound, -bound, -bound],
     upper: [bound, bound, bound, bound],
     ...options.optimizer,
   }
-  const u0 = PARAM_NAMES.map((k) => clamp(Math.log(start[k]), -bound, bound))
   const large = patterns.size > (options.warmStartAbove ?? WARM_START_ABOVE)
   const sample = large ? objectiveOn(samplePatterns(scaled, WARM_START_SAMPLE)) : undefined
-  const result = minimizeWithWarmStart(objectiveOn(scaled), sample, u0, nmOptions)
-  const { iterations, evaluations } = result
+  const starts: readonly Partial<TransactionParams>[] = Array.isArray(options.initial) ? options.initial : [(options.initial as Partial<TransactionParams> | undefined) ?? {}]
+  if (starts.length === 0) throw new RangeError(`${model}: initial must name at least one starting point`)
+  // A converged run wins over one that stopped at the iteration cap, unless the latter is better
+  // by more than noise (a flat boundary optimum, say, where neither run means much).
+  const better = (run: MinimizeResult, best: MinimizeResult) => {
+    const noise = 1e-8 * (1 + Math.abs(best.fx))
+    return run.converged === best.converged ? run.fx < best.fx : run.converged ? run.fx <= best.fx + noise : run.fx < best.fx - noise
+  }
+  let result: MinimizeResult | undefined
+  let iterations = 0
+  let evaluations = 0
+  for (const init of starts) {
+    const run = minimizeWithWarmStart(objectiveOn(scaled), sample, startAt(init), nmOptions)
+    iterations += run.iterations
+    evaluations += run.evaluations
+    if (!result || better(run, result)) result = run
+    if (run.converged) break
+  }
+  result = result!
 
   const u = result.x
   const atBound = PARAM_NAMES.filter((_, i) => Math.abs(Math.abs(u[i]!) - bound) < 1e-3)

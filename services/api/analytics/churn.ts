@@ -148,7 +148,8 @@ async function body(ctx: AnalyticsContext, q: ChurnOptions) {
       at_risk_customers: atRisk,
       predictions: q.include_predictions
         ? {
-            next_month_churn: Math.round(sum(['active', 'at_risk', 'churning'], 'probability')),
+            // Churning customers (60-90 days) cross the 91-day line within 31 days unless they order.
+            next_month_churn: Math.round(sum(['churning'], 'probability')),
             preventable_churn: Math.round(sum(['at_risk', 'churning'], 'probability')),
             potential_save_value: round2(sum(['at_risk', 'churning'], 'loss')),
           }

@@ -68,7 +68,7 @@ export interface ClvCustomerRow {
   growth_rate: number | null
 }
 
-const SORT_COLUMN = { clv: 'f.total_clv', orders: 'f.frequency', recency: 'f.recency_days' } as const
+const SORT_COLUMN = { clv: 'f.total_clv', orders: 'length(f.order_times)', recency: 'f.recency_days' } as const
 
 async function customerRows(ctx: AnalyticsContext, q: ClvOptions, limit: number, offset: number): Promise<ClvCustomerRow[]> {
   const nowMs = ctx.now()
@@ -87,7 +87,7 @@ async function customerRows(ctx: AnalyticsContext, q: ClvOptions, limit: number,
   }>(
     ctx.store,
     `SELECT f.customer_id AS customer_id, f.email AS email, toFloat64(f.historical_value) AS historical_value, f.predicted_value AS predicted_value,
-            f.total_clv AS total_clv, f.frequency AS total_orders, f.avg_order_value AS avg_order_value,
+            f.total_clv AS total_clv, length(f.order_times) AS total_orders, f.avg_order_value AS avg_order_value,
             toUnixTimestamp64Milli(f.first_order_at) AS first_ms, f.clv_tier AS clv_tier
      FROM customer_features AS f FINAL WHERE ${f.where}
      ORDER BY ${SORT_COLUMN[q.sort_by]} ${dir}, f.customer_id ASC

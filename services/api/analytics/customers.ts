@@ -131,7 +131,7 @@ async function page(ctx: AnalyticsContext, q: CustomersOptions, limit: number, o
     ctx.store,
     `WITH page AS (
        SELECT f.customer_id AS customer_id, nullIf(f.email, '') AS f_email, f.segment AS segment, toFloat64(f.historical_value) AS historical_value,
-              f.frequency AS frequency, toUnixTimestamp64Milli(f.last_order_at) AS last_order_ms
+              length(f.order_times) AS frequency, toUnixTimestamp64Milli(f.last_order_at) AS last_order_ms
        FROM customer_features AS f FINAL
        WHERE ${s.where}
        ORDER BY f.customer_id

@@ -106,7 +106,7 @@ async function groups(ctx: AnalyticsContext, q: DemographicsOptions): Promise<Gr
        FROM (
          SELECT d.estimated_age AS age, d.age_segment AS age_segment, d.gender AS gender, d.corrected_province AS province, d.region AS region,
                 d.social_ads_age_range AS social, d.search_ads_age_range AS search,
-                toFloat64(f.monetary) AS spent, f.frequency AS orders, f.clv_tier AS clv_tier, f.segment AS segment
+                toFloat64(f.monetary) AS spent, length(f.order_times) AS orders, f.clv_tier AS clv_tier, f.segment AS segment
          FROM customer_features AS f FINAL
          LEFT JOIN (SELECT customer_id, estimated_age, age_segment, gender, corrected_province, region, social_ads_age_range, search_ads_age_range, generation
                     FROM customer_demographics FINAL WHERE tenant_id = {tenant_id:UInt64}) AS d ON d.customer_id = f.customer_id

@@ -43,7 +43,7 @@ export async function segmentPerformanceBody(ctx: AnalyticsContext, q: CommonOpt
   const whole = !scope.filtered
   const rows = await tenantWide(ctx, q.tenant_id, 'segments.performance', whole, () => select<SegRow>(
     ctx.store,
-    `SELECT f.segment AS segment, count() AS size, toFloat64(sum(f.monetary)) AS revenue, sum(f.frequency) AS orders,
+    `SELECT f.segment AS segment, count() AS size, toFloat64(sum(f.monetary)) AS revenue, sum(length(f.order_times)) AS orders,
             countIf(f.last_order_at >= fromUnixTimestamp64Milli({retained_from:Int64}, 'UTC')) AS retained
      FROM customer_features AS f FINAL
      WHERE ${scope.where} AND f.segment IS NOT NULL
