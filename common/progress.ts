@@ -20,8 +20,13 @@ export interface ProgressOptions {
 export interface Progress {
   /** Adds `n` (default 1) units of completed work. */
   tick(n?: number): void
-  /** Prints the final state; further calls to tick() / done() are ignored. */
-  done(): void
+  /** Prints a message on its own line (on a TTY: above the bar, which is redrawn below it). */
+  note(message: string): void
+  /**
+   * Prints the final state; further calls to tick() / done() are ignored. `outcome` names how
+   * the work ended ("done" by default, e.g. "stopped" when it failed).
+   */
+  done(outcome?: string): void
 }
 
 const TTY_INTERVAL_MS = 100
@@ -82,16 +87,24 @@ export function createProgress(opts: ProgressOptions): Progress {
       if (tty) drawTty()
       else stream.write(line(false) + '\n')
     },
-    done() {
+    note(message) {
+      if (tty && !finished) {
+        stream.write(`\r\x1b[K${message}\n`)
+        drawTty()
+      } else {
+        stream.write(`${message}\n`)
+      }
+    },
+    done(outcome = 'done') {
       if (finished) return
       finished = true
       const elapsed = now() - start
       if (tty) {
         drawTty()
-        stream.write('\n')
+        stream.write(outcome === 'done' ? '\n' : ` (${outcome})\n`)
       } else {
         const rate = elapsed > 0 ? (count * 1000) / elapsed : 0
-        stream.write(`${opts.label} done: ${fmt.format(count)} in ${elapsed < 60_000 ? `${(elapsed / 1000).toFixed(1)}s` : formatDuration(elapsed)} (${fmt.format(rate)}/s)\n`)
+        stream.write(`${opts.label} ${outcome}: ${fmt.format(count)} in ${elapsed < 60_000 ? `${(elapsed / 1000).toFixed(1)}s` : formatDuration(elapsed)} (${fmt.format(rate)}/s)\n`)
       }
     },
   }

@@ -34,16 +34,19 @@ describe('cdp command line', () => {
     expect(JSON.parse(replayed.stdout)).toMatchObject({ projections: { replayed_records: lines }, demographics: { replayed_records: 40 } })
   })
 
-  it('import reports rejected CSV rows with their line and reason, and --strict fails', async () => {
+  it('import reports rejected CSV rows with their line, raw row and reason, and --strict fails', async () => {
     const dir = tmpDir()
     const csv = path.join(dir, 'orders.csv')
-    fs.writeFileSync(csv, 'customer_id,order_id,total,occurred_at\n1,A,10.50,2025-01-01T00:00:00Z\n2,B,-1,2025-01-01T00:00:00Z\n"3","C","7","2025-01-02"\n')
+    fs.writeFileSync(csv, 'customer_id,order_id,total,occurred_at\n1,A,10.50,2025-01-01T00:00:00Z\n2,B,1.234,2025-01-01T00:00:00Z\n"3","C","7","2025-01-02"\n4,D,5\n')
     const env = { CDP_DATA_DIR: path.join(dir, 'data') }
-    const res = await cdp(['import', csv, '--tenant', '9'], env)
-    expect(JSON.parse(res.stdout)).toMatchObject({ accepted: 2, rejected: 1, orders: 2, rejects_file: `${csv}.rejects.jsonl` })
+    const res = await cdp(['import', csv, '--tenant', '9', '--currency', 'ARS'], env)
+    expect(JSON.parse(res.stdout)).toMatchObject({ accepted: 2, rejected: 2, orders: 2, acknowledged: 2, skipped: 0, status: 'done', rejects_file: `${csv}.rejects.jsonl` })
     const rejects = fs.readFileSync(`${csv}.rejects.jsonl`, 'utf8').trim().split('\n').map((l) => JSON.parse(l))
-    expect(rejects).toEqual([{ line: 3, errors: [{ path: 'total', code: 'negative_total', message: expect.any(String) }] }])
-    await expect(cdp(['import', csv, '--tenant', '9', '--strict'], env)).rejects.toMatchObject({ code: 1 })
+    expect(rejects).toEqual([
+      { line: 3, raw: '2,B,1.234,2025-01-01T00:00:00Z', errors: [{ path: 'total', code: 'too_many_decimals', message: expect.any(String) }] },
+      { line: 5, raw: '4,D,5', errors: [{ path: '', code: 'wrong_field_count', message: 'row has 3 fields, header has 4' }] },
+    ])
+    await expect(cdp(['import', csv, '--tenant', '9', '--currency', 'ARS', '--strict'], env)).rejects.toMatchObject({ code: 1 })
     await expect(cdp(['import', csv])).rejects.toMatchObject({ code: 2 })
   })
 

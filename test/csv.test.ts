@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { CsvError, CsvParser, parseCsv, type CsvRow } from '../pipelines/ingest/csv.ts'
-import { countLines, estimateLineCount, importFormat, readRecords, type ReadItem } from '../pipelines/ingest/file-reader.ts'
+import { countLines, estimateLineCount, importFormat, readColumns, readRecords, type ReadItem } from '../pipelines/ingest/file-reader.ts'
 
 const fields = (rows: CsvRow[]) => rows.map((r) => r.fields)
 
@@ -39,26 +39,26 @@ describe('CsvParser', () => {
   it('handles quoted fields with delimiters, doubled quotes and line breaks', () => {
     const text = 'id,name,note\n1,"Pérez, Juan","He said ""hi""\nand left"\n2,"",x\n'
     expect(parseCsv(text)).toEqual([
-      { line: 1, fields: ['id', 'name', 'note'] },
-      { line: 2, fields: ['1', 'Pérez, Juan', 'He said "hi"\nand left'] },
-      { line: 4, fields: ['2', '', 'x'] },
+      { line: 1, fields: ['id', 'name', 'note'], raw: 'id,name,note' },
+      { line: 2, fields: ['1', 'Pérez, Juan', 'He said "hi"\nand left'], raw: '1,"Pérez, Juan","He said ""hi""\nand left"' },
+      { line: 4, fields: ['2', '', 'x'], raw: '2,"",x' },
     ])
   })
 
   it('handles CRLF, lone CR and CRLF inside quotes', () => {
     expect(parseCsv('a,b\r\n1,"x\r\ny"\r\n2,z\r\n')).toEqual([
-      { line: 1, fields: ['a', 'b'] },
-      { line: 2, fields: ['1', 'x\r\ny'] },
-      { line: 4, fields: ['2', 'z'] },
+      { line: 1, fields: ['a', 'b'], raw: 'a,b' },
+      { line: 2, fields: ['1', 'x\r\ny'], raw: '1,"x\r\ny"' },
+      { line: 4, fields: ['2', 'z'], raw: '2,z' },
     ])
     expect(fields(parseCsv('a\rb\rc'))).toEqual([['a'], ['b'], ['c']])
   })
 
   it('skips blank lines but keeps a row holding one quoted empty field', () => {
     expect(parseCsv('a\n\n\r\nb\n""\n')).toEqual([
-      { line: 1, fields: ['a'] },
-      { line: 4, fields: ['b'] },
-      { line: 5, fields: [''] },
+      { line: 1, fields: ['a'], raw: 'a' },
+      { line: 4, fields: ['b'], raw: 'b' },
+      { line: 5, fields: [''], raw: '""' },
     ])
   })
 
@@ -79,12 +79,28 @@ describe('CsvParser', () => {
     const text = '\uFEFFid,name,items\r\n1,"A ""quoted"", name","[{""sku"":""X""}]"\r\n\r\n2,"multi\nline",\r\n3,plain,"a,b"'
     const whole = parseCsv(text)
     expect(whole).toEqual([
-      { line: 1, fields: ['id', 'name', 'items'] },
-      { line: 2, fields: ['1', 'A "quoted", name', '[{"sku":"X"}]'] },
-      { line: 4, fields: ['2', 'multi\nline', ''] },
-      { line: 6, fields: ['3', 'plain', 'a,b'] },
+      { line: 1, fields: ['id', 'name', 'items'], raw: 'id,name,items' },
+      { line: 2, fields: ['1', 'A "quoted", name', '[{"sku":"X"}]'], raw: '1,"A ""quoted"", name","[{""sku"":""X""}]"' },
+      { line: 4, fields: ['2', 'multi\nline', ''], raw: '2,"multi\nline",' },
+      { line: 6, fields: ['3', 'plain', 'a,b'], raw: '3,plain,"a,b"' },
     ])
     for (const size of [1, 2, 3, 5, 7, 13]) expect(parseChunked(text, size)).toEqual(whole)
+  })
+
+  it("keeps each row's source text, whatever the chunk boundaries and line ends", () => {
+    const text = 'a,"b\r\nc"\r\n\r\nd,e\rf,"g,""h"""\n"i"'
+    const want = [
+      { line: 1, fields: ['a', 'b\r\nc'], raw: 'a,"b\r\nc"' },
+      { line: 4, fields: ['d', 'e'], raw: 'd,e' },
+      { line: 5, fields: ['f', 'g,"h"'], raw: 'f,"g,""h"""' },
+      { line: 6, fields: ['i'], raw: '"i"' },
+    ]
+    expect(parseCsv(text)).toEqual(want)
+    for (const size of [1, 2, 3, 4, 5, 8]) expect(parseChunked(text, size)).toEqual(want)
+  })
+
+  it('bounds a row of delimiters only', () => {
+    expect(errorOf(() => parseCsv(','.repeat(20), { maxRowLength: 10 }))).toEqual({ message: 'line 1: row longer than 10 characters (unbalanced quote?)', line: 1 })
   })
 
   it('rejects text after a closing quote', () => {
@@ -97,7 +113,7 @@ describe('CsvParser', () => {
 
   it('bounds memory: an over-long row fails instead of buffering the rest of the file', () => {
     const p = new CsvParser({ maxRowLength: 10 })
-    expect(p.push('ok\n"')).toEqual([{ line: 1, fields: ['ok'] }])
+    expect(p.push('ok\n"')).toEqual([{ line: 1, fields: ['ok'], raw: 'ok' }])
     expect(errorOf(() => p.push('x'.repeat(11)))).toEqual({ message: 'line 2: row longer than 10 characters (unbalanced quote?)', line: 2 })
   })
 })
@@ -119,10 +135,10 @@ describe('readRecords', () => {
   it('reads JSONL, skipping blank lines and reporting invalid lines with their number', async () => {
     const path = file('orders.jsonl', '{"order_id":"A","total":10}\n\n{"order_id":"B",\r\n[1,2]\n  \n{"order_id":"C","items":[{"sku":"X"}]}')
     expect(await collect(path)).toEqual([
-      { line: 1, record: { order_id: 'A', total: 10 } },
-      { line: 3, error: expect.stringMatching(/^invalid JSON: /) },
-      { line: 4, error: 'expected a JSON object, got an array' },
-      { line: 6, record: { order_id: 'C', items: [{ sku: 'X' }] } },
+      { line: 1, raw: '{"order_id":"A","total":10}', record: { order_id: 'A', total: 10 } },
+      { line: 3, raw: '{"order_id":"B",', error: { path: '', code: 'invalid_json', message: expect.stringMatching(/^invalid JSON: /) } },
+      { line: 4, raw: '[1,2]', error: { path: '', code: 'not_an_object', message: 'expected a JSON object, got an array' } },
+      { line: 6, raw: '{"order_id":"C","items":[{"sku":"X"}]}', record: { order_id: 'C', items: [{ sku: 'X' }] } },
     ])
   })
 
@@ -131,20 +147,20 @@ describe('readRecords', () => {
     const path = file('c.NDJSON', `\uFEFF{"first_name":"${name}"}\n{"first_name":"José"}\n`)
     const items = await collect(path)
     expect(items).toEqual([
-      { line: 1, record: { first_name: name } },
-      { line: 2, record: { first_name: 'José' } },
+      { line: 1, raw: `{"first_name":"${name}"}`, record: { first_name: name } },
+      { line: 2, raw: '{"first_name":"José"}', record: { first_name: 'José' } },
     ])
   })
 
   it('reports an over-long JSONL line and carries on with the next one', async () => {
     const path = file('long.jsonl', `{"a":"${'x'.repeat(100)}"}\n{"b":1}\n`)
     expect(await collect(path, { maxLineLength: 50 })).toEqual([
-      { line: 1, error: 'line longer than 50 bytes' },
-      { line: 2, record: { b: 1 } },
+      { line: 1, raw: null, error: { path: '', code: 'line_too_long', message: 'line longer than 50 bytes' } },
+      { line: 2, raw: '{"b":1}', record: { b: 1 } },
     ])
   })
 
-  it('reads CSV into records: empty fields absent, JSON columns parsed, bad rows reported', async () => {
+  it('reads CSV into records: empty fields absent, JSON columns parsed, bad rows reported with their raw text', async () => {
     const csv = [
       'order_id,customer_id,total,items,note',
       'A-1,7,"1,5",,',
@@ -153,18 +169,46 @@ describe('readRecords', () => {
       'A-3,9,1,[oops,',
       'A-4,9,1,,,extra',
       'A-5,9,1,,,',
+      'A-6,9,1',
+      'A-7,9,1,,"a, b"',
       '',
     ].join('\r\n')
     expect(await collect(file('orders.csv', csv))).toEqual([
-      { line: 2, record: { order_id: 'A-1', customer_id: '7', total: '1,5' } },
+      { line: 2, raw: 'A-1,7,"1,5",,', record: { order_id: 'A-1', customer_id: '7', total: '1,5' } },
       {
         line: 3,
+        raw: 'A-2,8,25.00,"[{""sku"":""X"",""quantity"":2,""unit_price"":""12.50""}]","multi\r\nline"',
         record: { order_id: 'A-2', customer_id: '8', total: '25.00', items: [{ sku: 'X', quantity: 2, unit_price: '12.50' }], note: 'multi\r\nline' },
       },
-      { line: 5, error: expect.stringMatching(/^column "items": invalid JSON: /) },
-      { line: 6, error: '6 fields, but the header has 5 columns' },
-      { line: 7, record: { order_id: 'A-5', customer_id: '9', total: '1' } },
+      { line: 5, raw: 'A-3,9,1,[oops,', error: { path: 'items', code: 'invalid_json', message: expect.stringMatching(/^column "items": invalid JSON: /) } },
+      { line: 6, raw: 'A-4,9,1,,,extra', error: { path: '', code: 'wrong_field_count', message: 'row has 6 fields, header has 5' } },
+      // A stray trailing delimiter is an extra field too: it is how a value slides into the wrong column.
+      { line: 7, raw: 'A-5,9,1,,,', error: { path: '', code: 'wrong_field_count', message: 'row has 6 fields, header has 5' } },
+      { line: 8, raw: 'A-6,9,1', error: { path: '', code: 'wrong_field_count', message: 'row has 3 fields, header has 5' } },
+      // Delimiters and line breaks inside quotes are data, not field separators.
+      { line: 9, raw: 'A-7,9,1,,"a, b"', record: { order_id: 'A-7', customer_id: '9', total: '1', note: 'a, b' } },
     ])
+  })
+
+  it('counts the fields of quoted rows that span lines and stream chunks as one row each', async () => {
+    // Rows longer than a stream chunk (64 KiB) with commas and line breaks inside quotes.
+    const long = `"${'x,\n'.repeat(30_000)}"`
+    const csv = `a,b,c\n1,${long},3\n2,${long}\n`
+    const items = await collect(file('long.csv', csv))
+    expect(items.map((i) => ('record' in i ? { line: i.line, keys: Object.keys(i.record) } : { line: i.line, error: i.error.message }))).toEqual([
+      { line: 2, keys: ['a', 'b', 'c'] },
+      { line: 30_003, error: 'row has 2 fields, header has 3' },
+    ])
+    expect(items[0]!.raw).toBe(`1,${long},3`)
+    expect(items[1]!.raw).toBe(`2,${long}`)
+  })
+
+  it('reads the columns of a CSV header and the keys of the first JSONL records', async () => {
+    expect(await readColumns(file('cols.csv', '\uFEFFInvoiceNo, InvoiceDate ,,TotalPrice\r\n1,2,3,4\n'))).toEqual(['InvoiceNo', 'InvoiceDate', 'TotalPrice'])
+    expect(await readColumns(file('empty.csv', ''))).toEqual([])
+    const jsonl = file('cols.jsonl', '{"a":1}\nnot json\n{"b":2,"a":3}\n{"c":4}\n')
+    expect(await readColumns(jsonl)).toEqual(['a', 'b', 'c'])
+    expect(await readColumns(jsonl, { sample: 2 })).toEqual(['a', 'b'])
   })
 
   it('fails on a CSV quote that never closes, naming file and line', async () => {

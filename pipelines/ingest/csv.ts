@@ -7,18 +7,23 @@
  * CR line ends, a UTF-8 BOM, and a missing final line break. Blank lines are skipped. A quote in
  * the middle of an unquoted field (ab"c) is kept literally, as most producers mean it; text after
  * a closing quote ("ab"c) is ambiguous and rejected.
+ *
+ * Each row keeps its source text (`raw`: quotes, delimiters and inner line breaks as written, the
+ * row's own line break excluded), so a rejected row can be reported exactly as the file has it.
  */
 
 export interface CsvRow {
   /** 1-based physical line on which the row starts (rows may span lines). */
   line: number
   fields: string[]
+  /** The row as written in the file, without its terminating line break. */
+  raw: string
 }
 
 export interface CsvOptions {
   /** Single character; default ','. */
   delimiter?: string
-  /** Max characters in one row, quotes excluded; default 4 MiB. */
+  /** Max characters in one row, delimiters included, quotes excluded; default 4 MiB. */
   maxRowLength?: number
 }
 
@@ -56,6 +61,9 @@ export class CsvParser {
   private quoteLine = 1
   private skipLf = false
   private rowQuoted = false
+  /** Source text of the current row from earlier chunks, and where it starts in this chunk. */
+  private rawPrefix = ''
+  private rawStart = 0
   private started = false
   private ended = false
 
@@ -76,12 +84,14 @@ export class CsvParser {
     const rows: CsvRow[] = []
     const n = chunk.length
     let i = 0
-    while (i < n) {
+    this.rawStart = 0
+    scan: while (i < n) {
       if (this.skipLf) {
-        // Second half of a CRLF that was split across two chunks.
+        // Second half of a CRLF (possibly split across two chunks): not part of the next row.
         this.skipLf = false
         if (chunk.charCodeAt(i) === LF) {
           i++
+          this.rawStart = i
           continue
         }
       }
@@ -104,8 +114,8 @@ export class CsvParser {
             j++
           }
           this.append(chunk.slice(i, j))
-          if (j === n) return rows // the field continues in the next chunk
-          this.separator(chunk.charCodeAt(j), rows)
+          if (j === n) break scan // the field continues in the next chunk
+          this.separator(chunk, j, rows)
           i = j + 1
           break
         }
@@ -115,7 +125,7 @@ export class CsvParser {
           const text = chunk.slice(i, end)
           for (let k = text.indexOf('\n'); k !== -1; k = text.indexOf('\n', k + 1)) this.line++
           this.append(text)
-          if (j === -1) return rows
+          if (j === -1) break scan
           this.state = QUOTE_IN_QUOTED
           i = j + 1
           break
@@ -126,7 +136,7 @@ export class CsvParser {
             this.append('"')
             this.state = QUOTED
           } else if (c === this.delim || c === LF || c === CR) {
-            this.separator(c, rows)
+            this.separator(chunk, i, rows)
           } else {
             throw new CsvError(`unexpected ${JSON.stringify(chunk[i])} after the closing quote of a field`, this.line)
           }
@@ -135,6 +145,8 @@ export class CsvParser {
         }
       }
     }
+    // The unfinished row's text so far; the next chunk continues it from its index 0.
+    this.rawPrefix += chunk.slice(this.rawStart)
     return rows
   }
 
@@ -146,41 +158,49 @@ export class CsvParser {
     const rows: CsvRow[] = []
     if (this.state !== FIELD_START || this.fields.length > 0) {
       this.fields.push(this.field)
-      this.finishRow(rows)
+      this.finishRow(rows, this.rawPrefix)
     }
     return rows
   }
 
   private append(s: string): void {
     this.field += s
-    this.rowLength += s.length
+    this.grow(s.length)
+  }
+
+  /** Counts characters of the row (delimiters too: a line of only commas is still bounded). */
+  private grow(n: number): void {
+    this.rowLength += n
     if (this.rowLength > this.maxRowLength) {
       const where = this.state === QUOTED ? this.quoteLine : this.rowLine
       throw new CsvError(`row longer than ${this.maxRowLength} characters (unbalanced quote?)`, where)
     }
   }
 
-  /** Handles a delimiter or line break that ends the current field. */
-  private separator(c: number, rows: CsvRow[]): void {
+  /** Handles the delimiter or line break at chunk[at] that ends the current field. */
+  private separator(chunk: string, at: number, rows: CsvRow[]): void {
+    const c = chunk.charCodeAt(at)
     this.fields.push(this.field)
     this.field = ''
     this.state = FIELD_START
-    if (c === this.delim) return
-    this.finishRow(rows)
+    if (c === this.delim) return this.grow(1)
+    this.finishRow(rows, this.rawPrefix + chunk.slice(this.rawStart, at))
+    this.rawStart = at + 1
     this.line++
     this.rowLine = this.line
     this.skipLf = c === CR
   }
 
-  private finishRow(rows: CsvRow[]): void {
+  private finishRow(rows: CsvRow[], raw: string): void {
     const fields = this.fields
     this.fields = []
     this.field = ''
     this.rowLength = 0
+    this.rawPrefix = ''
     const blank = fields.length === 1 && fields[0] === '' && !this.rowQuoted
     this.rowQuoted = false
     if (blank) return
-    rows.push({ line: this.rowLine, fields })
+    rows.push({ line: this.rowLine, fields, raw })
   }
 }
 

@@ -2,17 +2,32 @@
  * Streaming readers for import files (.jsonl / .ndjson / .csv). Memory stays bounded whatever the
  * file size: data is read in stream chunks and only the current line / row is buffered (capped).
  *
- * Problems with one record (bad JSON, bad column count) are yielded as { line, error } items so
- * the importer can report them and go on. Problems with the file itself (unsupported extension,
- * unreadable file, a CSV quote that never closes, duplicate CSV headers) throw, because nothing
- * after them can be trusted.
+ * Problems with one record (bad JSON, a row whose field count differs from the header's) are
+ * yielded as { line, raw, error } items so the importer can report them and go on. Problems with
+ * the file itself (unsupported extension, unreadable file, a CSV quote that never closes,
+ * duplicate CSV headers) throw, because nothing after them can be trusted.
+ *
+ * Every item carries `raw`, the record as the file has it (the JSONL line, the CSV row with its
+ * quoting), so a reject can be reported and fixed at its source.
  */
 import { createReadStream } from 'node:fs'
 import { open, stat } from 'node:fs/promises'
 import { extname } from 'node:path'
 import { CsvError, CsvParser, type CsvRow } from './csv.ts'
 
-export type ReadItem = { line: number; record: Record<string, unknown> } | { line: number; error: string }
+/** Why one record could not be read; the shape of a validation FieldError. */
+export interface RecordError {
+  /** The column at fault, or "" for the record as a whole. */
+  path: string
+  /** invalid_json, not_an_object, line_too_long, wrong_field_count. */
+  code: string
+  message: string
+}
+
+export type ReadItem =
+  | { line: number; raw: string; record: Record<string, unknown> }
+  /** raw is null only for a line too long to keep. */
+  | { line: number; raw: string | null; error: RecordError }
 
 export interface ReadOptions {
   /** CSV delimiter; default ','. */
@@ -50,7 +65,7 @@ async function* readJsonl(path: string, opts: ReadOptions): AsyncGenerator<ReadI
   for await (const text of splitLines(createReadStream(path), max)) {
     line++
     if (text === null) {
-      yield { line, error: `line longer than ${max} bytes` }
+      yield { line, raw: null, error: { path: '', code: 'line_too_long', message: `line longer than ${max} bytes` } }
       continue
     }
     let s = text.endsWith('\r') ? text.slice(0, -1) : text
@@ -60,14 +75,15 @@ async function* readJsonl(path: string, opts: ReadOptions): AsyncGenerator<ReadI
     try {
       value = JSON.parse(s)
     } catch (err) {
-      yield { line, error: `invalid JSON: ${(err as Error).message}` }
+      yield { line, raw: s, error: { path: '', code: 'invalid_json', message: `invalid JSON: ${(err as Error).message}` } }
       continue
     }
     if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-      yield { line, error: `expected a JSON object, got ${Array.isArray(value) ? 'an array' : JSON.stringify(value)}` }
+      const got = Array.isArray(value) ? 'an array' : JSON.stringify(value)
+      yield { line, raw: s, error: { path: '', code: 'not_an_object', message: `expected a JSON object, got ${got}` } }
       continue
     }
-    yield { line, record: value as Record<string, unknown> }
+    yield { line, raw: s, record: value as Record<string, unknown> }
   }
 }
 
@@ -148,9 +164,11 @@ function csvHeader(row: CsvRow, path: string): (string | null)[] {
 }
 
 function csvRecord(row: CsvRow, header: readonly (string | null)[], jsonColumns: ReadonlySet<string>): ReadItem {
-  // Extra trailing empty fields (a stray delimiter at the end) are harmless; real extra data is not.
-  if (row.fields.slice(header.length).some((f) => f !== '')) {
-    return { line: row.line, error: `${row.fields.length} fields, but the header has ${header.length} columns` }
+  // Strict both ways: a short row or a stray delimiter usually means a value slid into the
+  // wrong column (an unquoted comma in a name), which would import wrong data without a sound.
+  if (row.fields.length !== header.length) {
+    const message = `row has ${row.fields.length} field${row.fields.length === 1 ? '' : 's'}, header has ${header.length}`
+    return { line: row.line, raw: row.raw, error: { path: '', code: 'wrong_field_count', message } }
   }
   const entries: [string, unknown][] = []
   for (const [i, value] of row.fields.entries()) {
@@ -160,14 +178,47 @@ function csvRecord(row: CsvRow, header: readonly (string | null)[], jsonColumns:
       try {
         entries.push([name, JSON.parse(value)])
       } catch (err) {
-        return { line: row.line, error: `column "${name}": invalid JSON: ${(err as Error).message}` }
+        return { line: row.line, raw: row.raw, error: { path: name, code: 'invalid_json', message: `column "${name}": invalid JSON: ${(err as Error).message}` } }
       }
     } else {
       entries.push([name, value])
     }
   }
   // fromEntries defines own properties, so a column named "__proto__" cannot touch the prototype.
-  return { line: row.line, record: Object.fromEntries(entries) }
+  return { line: row.line, raw: row.raw, record: Object.fromEntries(entries) }
+}
+
+/**
+ * The file's column names: a CSV's header (empty names left out), or the keys of the first
+ * `sample` JSONL records in first-seen order (JSONL records need not all have the same keys).
+ */
+export async function readColumns(path: string, opts: ReadOptions & { sample?: number } = {}): Promise<string[]> {
+  if (importFormat(path) === 'csv') {
+    const parser = new CsvParser({ delimiter: opts.delimiter, maxRowLength: opts.maxLineLength ?? DEFAULT_MAX_LINE })
+    const stream = createReadStream(path, { encoding: 'utf8' })
+    try {
+      let first: CsvRow | undefined
+      for await (const chunk of stream) {
+        first = parser.push(chunk as string)[0]
+        if (first) break
+      }
+      first ??= parser.end()[0]
+      return first ? (csvHeader(first, path).filter((n) => n !== null) as string[]) : []
+    } catch (err) {
+      if (err instanceof CsvError) throw new Error(`${path}: ${err.message}`, { cause: err })
+      throw err
+    } finally {
+      stream.destroy()
+    }
+  }
+  const keys = new Set<string>()
+  let n = 0
+  for await (const item of readRecords(path, opts)) {
+    if (!('record' in item)) continue
+    for (const k of Object.keys(item.record)) keys.add(k)
+    if (++n >= (opts.sample ?? 1000)) break
+  }
+  return [...keys]
 }
 
 /** Exact number of lines (LF count, plus an unterminated last line): one fast pass over the bytes. */
@@ -198,4 +249,79 @@ export async function estimateLineCount(path: string, sampleBytes = 1024 * 1024)
   } finally {
     await fh.close()
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Column mapping (`cdp import --columns ours=theirs,...`): a shop's export names its columns its
+// own way; the mapping renames them to our fields before validation. Pure, so it is tested as is.
+
+/** Our field name → the file's column (CSV header name or JSONL key). */
+export type ColumnMap = ReadonlyMap<string, string>
+
+/** A mapping that cannot work with this file or these fields; the CLI reports it as a usage error. */
+export class ColumnMapError extends Error {
+  override name = 'ColumnMapError'
+}
+
+/**
+ * Parses `ours=theirs` entries (each spec may hold several, comma-separated). `accepted` are our
+ * field names. One of our fields may be mapped once; one column may feed several fields.
+ */
+export function parseColumnMap(specs: readonly string[], accepted: readonly string[], acceptedLabel = 'accepted'): Map<string, string> {
+  const map = new Map<string, string>()
+  for (const spec of specs) {
+    for (const entry of spec.split(',')) {
+      if (entry.trim() === '') continue
+      const eq = entry.indexOf('=')
+      const ours = eq === -1 ? '' : entry.slice(0, eq).trim()
+      const theirs = eq === -1 ? '' : entry.slice(eq + 1).trim()
+      if (!ours || !theirs) throw new ColumnMapError(`--columns: "${entry.trim()}" is not ours=theirs (e.g. order_id=InvoiceNo)`)
+      if (!accepted.includes(ours)) {
+        throw new ColumnMapError(`--columns: "${ours}" is not one of our fields; ${acceptedLabel}: ${accepted.join(', ')}`)
+      }
+      if (map.has(ours)) throw new ColumnMapError(`--columns: "${ours}" is mapped twice (to "${map.get(ours)}" and "${theirs}")`)
+      map.set(ours, theirs)
+    }
+  }
+  return map
+}
+
+export interface ColumnCheck {
+  /** Mapped columns the file does not have. */
+  missing: string[]
+  /** The file's columns that are neither one of our fields nor mapped: ignored. */
+  unknown: string[]
+  /** The file's columns named like one of our fields that the mapping fills from another column: ignored. */
+  shadowed: string[]
+}
+
+export function checkColumns(map: ColumnMap, fileColumns: readonly string[], accepted: readonly string[]): ColumnCheck {
+  const have = new Set(fileColumns)
+  const mappedFrom = new Set(map.values())
+  const shadowed = fileColumns.filter((c) => map.has(c) && map.get(c) !== c)
+  return {
+    missing: [...mappedFrom].filter((c) => !have.has(c)),
+    unknown: fileColumns.filter((c) => !accepted.includes(c) && !mappedFrom.has(c)),
+    shadowed,
+  }
+}
+
+/** For a column the file lacks: a column whose name differs only in case or spacing, if any. */
+export function similarColumn(name: string, fileColumns: readonly string[]): string | undefined {
+  const norm = (s: string) => s.toLowerCase().replace(/[\s_-]+/g, '')
+  return fileColumns.find((c) => c !== name && norm(c) === norm(name))
+}
+
+/**
+ * The record with the mapping applied: each mapped field takes its column's value (absent when
+ * the column is), a column named like a remapped field is dropped, every other key is kept
+ * (validation ignores keys it does not know).
+ */
+export function mapColumns(record: Record<string, unknown>, map: ColumnMap): Record<string, unknown> {
+  if (map.size === 0) return record
+  const entries: [string, unknown][] = Object.entries(record).filter(([k]) => !map.has(k))
+  for (const [ours, theirs] of map) {
+    if (Object.hasOwn(record, theirs)) entries.push([ours, record[theirs]])
+  }
+  return Object.fromEntries(entries)
 }
