@@ -13,7 +13,7 @@ import { buildTenantModel, type TenantModel } from './model.ts'
 import { factRow, featureRow, featuresEvent, segmentChangedEvent, segmentChangeRow, type CustomerIdentity } from './rows.ts'
 import { loadModels, loadPartitionCustomers, loadPartitionFacts, saveModel, tenantAggregates, writeSegmentSnapshot } from './feature-store.ts'
 import { TenantCurrencies, TenantSettingsStore } from '../../common/store/tenant-settings.ts'
-import type { Reference } from '../../common/reference-date.ts'
+import { resolveReference, type Reference } from '../../common/reference-date.ts'
 import { segmentChangesEmitted } from './metrics.ts'
 
 export const FEATURES_GROUP = 'cdp-features'
@@ -70,6 +70,8 @@ export class FeatureEngine {
   private readonly models = new Map<number, TenantModel>()
   /** Each tenant's reference date (the "today" its customers age against), refreshed by the tick. */
   private readonly refs = new Map<number, Reference>()
+  /** Each tenant's latest order time seen (stored or folded): its `data_end`. */
+  private readonly dataEnds = new Map<number, number>()
   private readonly settings: TenantSettingsStore
   private readonly currencies: TenantCurrencies
   private readonly now: () => number
@@ -202,9 +204,12 @@ export class FeatureEngine {
       touched.add(c)
     }
     // A tenant aged to its data's end moves with its newest order.
+    await this.references(latest.keys(), this.now())
     for (const [t, ms] of latest) {
+      const end = Math.max(this.dataEnds.get(t) ?? -Infinity, ms)
+      this.dataEnds.set(t, end)
       const r = this.refs.get(t)
-      if (r?.setting === 'data_end' && ms > r.ms) this.refs.set(t, { ...r, ms })
+      if (r?.setting === 'data_end' && r.ms !== end) this.refs.set(t, { ...r, ms: end })
     }
     await this.flush([...touched], this.now(), true)
   }
@@ -218,7 +223,13 @@ export class FeatureEngine {
   private async references(tenantIds: Iterable<number>, now: number, reload = false): Promise<void> {
     const missing = [...tenantIds].filter((t) => reload || !this.refs.has(t))
     if (!missing.length) return
-    for (const [t, r] of await this.settings.references(missing, now)) this.refs.set(t, r)
+    const [settings, ends] = await Promise.all([this.settings.getMany(missing), this.settings.dataEnd(missing)])
+    for (const t of missing) {
+      // The data's end as this consumer knows it: the stored orders' (the projection may lag) or a newer one it folded.
+      const end = Math.max(ends.get(t) ?? -Infinity, reload ? -Infinity : (this.dataEnds.get(t) ?? -Infinity))
+      if (Number.isFinite(end)) this.dataEnds.set(t, Math.max(end, this.dataEnds.get(t) ?? -Infinity))
+      this.refs.set(t, resolveReference(settings.get(t)!.reference_date, { wallMs: now, dataEndMs: this.dataEnds.get(t) ?? null }))
+    }
   }
 
   private referenceOf(tenantId: number, now: number): Reference {

@@ -20,16 +20,39 @@ const field = (e: unknown, k: string): unknown => (e !== null && typeof e === 'o
  * The currency each tenant of a batch is held to: its setting, else the first order of the batch
  * that names one (adopted as the tenant's once the batch is accepted).
  */
-async function batchCurrencies(settings: TenantSettingsStore, events: readonly unknown[]): Promise<{ currencies: Map<number, string | null>; adopt: Map<number, string> }> {
+/** Tenants' set currencies, kept a minute (a currency changes only while the tenant has no orders). */
+class KnownCurrencies {
+  private readonly m = new Map<number, { currency: string; at: number }>()
+  constructor(private readonly now: () => number) {}
+  has(t: number): boolean {
+    const e = this.m.get(t)
+    if (e && this.now() - e.at < 60_000) return true
+    this.m.delete(t)
+    return false
+  }
+  get(t: number): string | undefined {
+    return this.m.get(t)?.currency
+  }
+  set(t: number, currency: string): void {
+    if (this.m.size > 10_000) this.m.clear()
+    this.m.set(t, { currency, at: this.now() })
+  }
+}
+
+async function batchCurrencies(settings: TenantSettingsStore, known: KnownCurrencies, events: readonly unknown[]): Promise<{ currencies: Map<number, string | null>; adopt: Map<number, string> }> {
   const tenants = new Set<number>()
   for (const e of events) {
     const t = positiveId(field(e, 'tenant_id'))
     if (t !== null) tenants.add(t)
   }
-  const stored = await settings.getMany([...tenants])
   const currencies = new Map<number, string | null>()
+  const unknown = [...tenants].filter((t) => !known.has(t))
+  for (const t of tenants) if (known.has(t)) currencies.set(t, known.get(t)!)
+  for (const [t, s] of await settings.getMany(unknown)) {
+    currencies.set(t, s.currency)
+    if (s.currency) known.set(t, s.currency)
+  }
   const adopt = new Map<number, string>()
-  for (const [t, s] of stored) currencies.set(t, s.currency)
   for (const e of events) {
     const t = positiveId(field(e, 'tenant_id'))
     const c = field(e, 'currency')
@@ -66,6 +89,7 @@ async function paidTotals(store: Store, events: readonly OrderEvent[]): Promise<
 export function ingestRouter(deps: { log: EventLog; codec: EventCodec; store?: Store; now?: () => number }): Router {
   const router = express.Router()
   const settings = deps.store ? new TenantSettingsStore(deps.store, deps.now) : null
+  const known = new KnownCurrencies(deps.now ?? Date.now)
   for (const kind of ['orders', 'customers'] as const satisfies IngestKind[]) {
     router.post(`/api/v2/cdp/ingest/${kind}`, async (req, res, next) => {
       try {
@@ -76,7 +100,7 @@ export function ingestRouter(deps: { log: EventLog; codec: EventCodec; store?: S
         const now = (deps.now ?? Date.now)()
         const events: (OrderEvent | CustomerUpserted)[] = []
         const errors: IndexedError[] = []
-        const held = kind === 'orders' && settings ? await batchCurrencies(settings, batch.data.events) : null
+        const held = kind === 'orders' && settings ? await batchCurrencies(settings, known, batch.data.events) : null
         batch.data.events.forEach((input, index) => {
           const ctx = { defaultSource: 'http', now, tenantCurrency: held?.currencies.get(positiveId(field(input, 'tenant_id')) ?? 0) ?? null }
           const r = kind === 'orders' ? validateOrderInput(input, held ? ctx : { ...ctx, tenantCurrency: undefined }) : validateCustomerInput(input, ctx)
@@ -88,7 +112,7 @@ export function ingestRouter(deps: { log: EventLog; codec: EventCodec; store?: S
           for (const { index, error } of refundErrors(orders, await paidTotals(deps.store, orders))) errors.push({ index, ...error })
         }
         if (errors.length) return sendError(res, 400, 'Invalid events', { errors: errors.sort((a, b) => a.index - b.index) })
-        if (held && settings) for (const [t, c] of held.adopt) await settings.currencyOrAdopt(t, c)
+        if (held && settings) for (const [t, c] of held.adopt) known.set(t, await settings.currencyOrAdopt(t, c))
         await publishEvents(deps.log, deps.codec, kind, events)
         res.status(202).json({ success: true, data: { accepted: events.length, event_ids: events.map((e) => e.event_id) } })
       } catch (err) {
