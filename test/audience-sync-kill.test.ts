@@ -21,6 +21,7 @@ import { AudienceSyncStore } from '../pipelines/audience-sync/store.ts'
 import { hashValue } from '../services/ads-api/index.ts'
 import { start as startSimulator } from '../services/simulators/ads-platform/index.ts'
 import { kafkaBrokers, registryUrl, silentLogger, testConfig, tmpDir, waitFor } from './helpers.ts'
+import { freePort } from './cdp-process.ts'
 
 const ROOT = path.resolve(import.meta.dirname, '..')
 const TOKEN = 'EAAB-kill-test-token'
@@ -87,19 +88,20 @@ describe('audience sync end to end', () => {
       const t0 = Date.UTC(2025, 6, 1)
       await publish(Array.from({ length: N + 100 }, (_, i) => change(i + 1, i < N ? 'At Risk' : 'Champions', t0)))
 
+      const metricsPort = await freePort()
       const env = {
         CDP_RUNTIME: 'distributed',
         CDP_CONSUMER_GROUP_PREFIX: `audience-kill-${tenant}-`,
         KAFKA_BROKERS: kafkaBrokers().join(','),
         SCHEMA_REGISTRY_URL: registryUrl(),
         CDP_DATA_DIR: dataDir,
-        CDP_METRICS_PORT: '0',
+        CDP_METRICS_PORT: String(metricsPort),
         LOG_LEVEL: 'warn',
         CDP_SECRETS_KEYS: KEYS,
         CDP_ADS_API_BASE_URL: sim.url,
         CDP_ADS_APP_ACCESS_TOKEN: sim.appAccessToken,
         CDP_AUDIENCE_SYNC_WINDOW_MS: '0',
-        CDP_AUDIENCE_SYNC_PACING_MS: '1500',
+        CDP_AUDIENCE_SYNC_PACING_MS: '3000',
         ...(url ? { CLICKHOUSE_URL: url } : {}),
       }
       const applied = () => sim.requestLog.filter((r) => r.applied && r.path.endsWith('/users'))
@@ -110,8 +112,15 @@ describe('audience sync end to end', () => {
       }, { what: 'the first upload', timeoutMs: 120_000, intervalMs: 20 }).catch((e: Error) => {
         throw new Error(`${e.message}\n${first.output()}`)
       })
-      // During the pacing wait after the first batch: its result is recorded, the next is not sent.
-      await new Promise((r) => setTimeout(r, 400))
+      // Killed during the pacing wait after the first batch: its result is recorded (the upload
+      // counter moves only after the batch and its members are stored) and the next is not sent.
+      // A fixed delay instead of this signal re-sent a batch whose result a loaded machine had not
+      // yet recorded: applied by the platform, re-sent after the restart (at least once).
+      const recorded = async () => {
+        const m = await fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((r) => r.text()).catch(() => '')
+        return /cdp_audience_sync_events_total\{event="upload_add"\} [1-9]/.test(m)
+      }
+      await waitFor(recorded, { what: 'the first upload recorded', timeoutMs: 60_000, intervalMs: 10 })
       first.child.kill('SIGKILL')
       await first.exited
       const atKill = applied().length
