@@ -156,7 +156,8 @@ describe('a full sync from the commerce platform', () => {
   let id: number
   let syncId: string
 
-  it('publishes its customers then orders to Kafka, triggers the analysis and posts a signed notification', async () => {
+  // Its waits are bounded one by one; the whole needs more than the default minute on a loaded machine.
+  it('publishes its customers then orders to Kafka, triggers the analysis and posts a signed notification', { timeout: 300_000 }, async () => {
     id = await create(TENANT, { integration_type: 'commerce_platform', account_name: 'demoshop', environment: 'commerce_stable', app_key: commerceSim.DEFAULTS.appKey, app_token: commerceSim.DEFAULTS.appToken, configuration: { initial_sync: false, webhook_url: hookUrl, webhook_secret: WEBHOOK_SECRET, sync_interval: 'manual' } })
     const q = await call('POST', `${BASE}/${id}/sync`, { sync_type: 'full', entities: ['products', 'customers', 'orders'] })
     expect(q.status).toBe(202)
