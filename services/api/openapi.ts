@@ -258,13 +258,21 @@ function withOperationLimits(paths: Record<string, Record<string, OpenApiOperati
   return paths
 }
 
+/** Sets the description of some properties of a generated schema (those it has); returns the schema. */
+function describeProps(schema: JsonSchema, descriptions: Record<string, string>): JsonSchema {
+  for (const [k, d] of Object.entries(descriptions)) {
+    const p = props(schema)[k]
+    if (p) p.description = d
+  }
+  return schema
+}
+
 function processingPaths(): Record<string, Record<string, OpenApiOperation>> {
   const base = '/api/v2/cdp/process'
-  const schedule = jsonSchema(ScheduleBodySchema)
-  const scheduleAt = props(schedule).schedule_at
-  if (scheduleAt) scheduleAt.description = 'ISO 8601 date or date-time (without a zone it is UTC), before the year 2500; default: now'
-  const frequency = props(schedule).frequency
-  if (frequency) frequency.description = 'Required when recurring is true'
+  const schedule = describeProps(jsonSchema(ScheduleBodySchema), {
+    schedule_at: 'ISO 8601 date or date-time (without a zone it is UTC), before the year 2500; default: now',
+    frequency: 'Required when recurring is true',
+  })
   return {
     [`${base}/{tenantId}`]: {
       post: {
@@ -328,11 +336,10 @@ function processingPaths(): Record<string, Record<string, OpenApiOperation>> {
 
 function tenantsPaths(): Record<string, Record<string, OpenApiOperation>> {
   const path = '/api/v2/cdp/tenants/{tenantId}/settings'
-  const body = jsonSchema(TenantSettingsBody)
-  const ref = props(body).reference_date
-  if (ref) ref.description = '`now` (default: the wall clock), `data_end` (the latest order of the tenant) or a fixed YYYY-MM-DD (the end of that UTC day; later orders do not count). What "today" is for recency, churn, CLV and the analytics periods (docs/features.md, "Reference date").'
-  const cur = props(body).currency
-  if (cur) cur.description = "ISO 4217; set by the tenant's first order when unset. Cannot change once the tenant has orders (409 currency_locked)."
+  const body = describeProps(jsonSchema(TenantSettingsBody), {
+    reference_date: '`now` (default: the wall clock), `data_end` (the latest order of the tenant) or a fixed YYYY-MM-DD (the end of that UTC day; later orders do not count). What "today" is for recency, churn, CLV and the analytics periods (docs/tenant-settings.md).',
+    currency: "ISO 4217; set by the tenant's first order when unset. Cannot change once the tenant has orders (409 currency_locked).",
+  })
   const settings = 'Settings in `data`: tenant_id, tenant_name (null: shown as `Tenant {id}`), currency (null until the first order), reference_date, updated_at, effective_reference_date (the date it resolves to now)'
   return {
     [path]: {
