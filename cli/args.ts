@@ -1,4 +1,5 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util'
+import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../common/retry.ts'
 
 export class UsageError extends Error {}
 
@@ -43,4 +44,11 @@ export function configFlags(values: Record<string, unknown>, keys: string[]): Re
     out[k.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase())] = values[k]
   }
   return out
+}
+
+/** `--retry-for SECONDS` (0 or more; 0: no retry) as a retry policy; without it the default (60 s). */
+export function retryPolicyFlag(v: string | undefined): RetryPolicy {
+  const seconds = v === undefined ? DEFAULT_RETRY_POLICY.retryForMs / 1000 : Number(v)
+  if (!Number.isFinite(seconds) || seconds < 0 || v?.trim() === '') throw new UsageError(`--retry-for must be a number of seconds (0 or more), got "${v}"`)
+  return { ...DEFAULT_RETRY_POLICY, retryForMs: seconds * 1000 }
 }

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { execFile, spawn } from 'node:child_process'
 import { promisify } from 'node:util'
 import fs from 'node:fs'
+import net from 'node:net'
 import path from 'node:path'
 import { tmpDir, waitFor } from './helpers.ts'
 
@@ -63,5 +64,23 @@ describe('cdp command line', () => {
     child.kill('SIGTERM')
     expect(await exited).toBe(0)
     expect(out).toContain('"msg":"stopped"')
+  })
+
+  it('generate --publish retries a lost server like import, then stops with exit 1 and says what was published', async () => {
+    const s = net.createServer()
+    await new Promise<void>((r) => s.listen(0, '127.0.0.1', r))
+    const port = (s.address() as net.AddressInfo).port
+    await new Promise<void>((r) => s.close(() => r()))
+    const api = `http://127.0.0.1:${port}`
+    const dir = tmpDir()
+    const res = await cdp(['generate', '--tenant', '5', '--customers', '5', '--publish', '--api', api, '--retry-for', '1'], { CDP_DATA_DIR: path.join(dir, 'data') }).then(
+      () => ({ code: 0, stderr: '' }),
+      (e: { code: number; stderr: string }) => e,
+    )
+    expect(res.code).toBe(1)
+    expect(res.stderr).toContain(`cdp generate: ingest API at ${api}: fetch failed (ECONNREFUSED); retry 1 in 0.5 s`)
+    expect(res.stderr).toMatch(/cdp generate: stopped: the event sink stayed unreachable: gave up after \d+ attempts in 1 s: fetch failed \(ECONNREFUSED\)/)
+    expect(res.stderr).toContain('  published: 0 events (0 customers, 0 orders)')
+    expect(res.stderr).not.toMatch(/\n\s+at /) // no stack trace
   })
 })

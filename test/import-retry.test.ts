@@ -10,20 +10,20 @@ import net from 'node:net'
 import fs from 'node:fs'
 import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
+import { SinkError, openEventSink } from '../pipelines/ingest/sink.ts'
 import {
   DEFAULT_RETRY_POLICY,
   RetriesExhaustedError,
-  SinkError,
-  isRetriableSinkError,
-  openEventSink,
+  isRetriableError as isRetriableSinkError,
   retryDelayMs,
   withRetry,
   type RetryPolicy,
-} from '../pipelines/ingest/sink.ts'
+} from '../common/retry.ts'
 import { readRecords } from '../pipelines/ingest/file-reader.ts'
 import { createProgress } from '../common/progress.ts'
 import { SchemaMismatchError } from '../common/eventlog/codec.ts'
-import { failureReport, importRecords, resumeCommand, shellQuote, type ImportOptions, type ImportResult } from '../cli/commands/import.ts'
+import { importRecords, type ImportOptions, type ImportResult } from '../pipelines/ingest/importer.ts'
+import { failureReport, resumeCommand, shellQuote } from '../cli/commands/import.ts'
 import { silentLogger, testConfig, tmpDir } from './helpers.ts'
 
 const FAST: RetryPolicy = { retryForMs: 5_000, initialDelayMs: 5, maxDelayMs: 40 }

@@ -3,10 +3,11 @@ import { loadConfig } from '../../common/config.ts'
 import { createLogger } from '../../common/logger.ts'
 import { createProgress } from '../../common/progress.ts'
 import type { CustomerUpserted, OrderEvent } from '../../common/events.ts'
+import { RetriesExhaustedError, describeRetry, withRetry } from '../../common/retry.ts'
 import { generateEvents } from '../../pipelines/ingest/synthetic/generate.ts'
 import { openEventSink } from '../../pipelines/ingest/sink.ts'
 import type { IngestKind } from '../../pipelines/ingest/publisher.ts'
-import { RUNTIME_FLAGS, UsageError, configFlags, parse } from '../args.ts'
+import { RUNTIME_FLAGS, UsageError, configFlags, parse, retryPolicyFlag } from '../args.ts'
 
 const FLAGS = {
   ...RUNTIME_FLAGS,
@@ -18,15 +19,21 @@ const FLAGS = {
   out: { type: 'string', short: 'o' },
   publish: { type: 'boolean' },
   api: { type: 'string' },
+  'retry-for': { type: 'string' },
 } as const
 
-const HELP = `usage: cdp generate --tenant N [--customers 1000] [--seed S] [--from YYYY-MM-DD] [--to YYYY-MM-DD] [--out FILE | --publish]
+const HELP = `usage: cdp generate --tenant N [--customers 1000] [--seed S] [--from YYYY-MM-DD] [--to YYYY-MM-DD]
+                    [--out FILE | --publish [--api URL] [--retry-for SECONDS]]
 
 A realistic synthetic Argentine shop: names, emails, phones, DNI/CUIL, provinces and postal codes
 (a share of them messy, as real records are), and purchase histories from a buying process with
 repeat, one-time and churned customers and seasonality. Deterministic: the same options give the
 same bytes. Writes JSONL (importable with \`cdp import\`) to FILE or stdout, or with --publish
-publishes straight into the event log. Defaults: 1000 customers, seed = tenant, the last two years.
+publishes straight into the event log (through the ingest API of a \`cdp start\` holding the
+embedded log, or --api URL). Defaults: 1000 customers, seed = tenant, the last two years.
+
+  --retry-for SECONDS  with --publish: keep retrying a batch while the ingest API or the event log
+                       is unreachable (backoff 0.5 s doubling to 8 s, as cdp import); default 60
 `
 
 export async function run(argv: string[]): Promise<number> {
@@ -42,6 +49,7 @@ export async function run(argv: string[]): Promise<number> {
   const end = values.to ? parseDate(values.to, '--to') : startOfTodayUtc()
   const start = values.from ? parseDate(values.from, '--from') : new Date(end.getTime() - 730 * 86_400_000)
   if (start >= end) throw new UsageError('--from must be before --to')
+  const retry = retryPolicyFlag(values['retry-for'])
   const gen = generateEvents({ tenantId, customers, seed: values.seed ?? String(tenantId), start, end })
 
   if (!values.publish) {
@@ -62,9 +70,14 @@ export async function run(argv: string[]): Promise<number> {
   const sink = await openEventSink(config, createLogger({ level: 'warn' }), { apiUrl: values.api })
   const progress = createProgress({ label: `generate tenant ${tenantId} → ${sink.describe}` })
   const pending: Record<IngestKind, (OrderEvent | CustomerUpserted)[]> = { orders: [], customers: [] }
+  const published: Record<IngestKind, number> = { orders: 0, customers: 0 }
+  const publish = async (kind: IngestKind) => {
+    await withRetry(() => sink.publish(kind, pending[kind]), retry, { onRetry: (info) => progress.note(`cdp generate: ${sink.describe}: ${describeRetry(info)}`) })
+    published[kind] += pending[kind].length
+  }
   const flush = async () => {
-    await sink.publish('customers', pending.customers)
-    await sink.publish('orders', pending.orders)
+    await publish('customers')
+    await publish('orders')
     progress.tick(pending.customers.length + pending.orders.length)
     pending.customers = []
     pending.orders = []
@@ -75,6 +88,19 @@ export async function run(argv: string[]): Promise<number> {
       if (pending.customers.length + pending.orders.length >= 5000) await flush()
     }
     await flush()
+  } catch (err) {
+    if (!(err instanceof RetriesExhaustedError)) throw err
+    progress.done('stopped')
+    const n = (x: number) => x.toLocaleString('en-US')
+    process.stderr.write(
+      [
+        `cdp generate: stopped: the event sink stayed unreachable: ${err.message}`,
+        `  published: ${n(published.customers + published.orders)} events (${n(published.customers)} customers, ${n(published.orders)} orders)`,
+        '  the same options generate the same events with the same ids, so running the same command again is safe (what was published twice collapses in the projections)',
+        '',
+      ].join('\n'),
+    )
+    return 1
   } finally {
     progress.done()
     await sink.close()

@@ -40,7 +40,8 @@ export interface ReadOptions {
 
 export type ImportFormat = 'jsonl' | 'csv'
 
-const DEFAULT_JSON_COLUMNS = ['items', 'source_ids']
+/** CSV columns whose value is JSON, by our field names. */
+export const DEFAULT_JSON_COLUMNS = ['items', 'source_ids'] as const
 const DEFAULT_MAX_LINE = 4 * 1024 * 1024
 
 /** Format from the file extension; throws for anything else. */
@@ -249,79 +250,4 @@ export async function estimateLineCount(path: string, sampleBytes = 1024 * 1024)
   } finally {
     await fh.close()
   }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Column mapping (`cdp import --columns ours=theirs,...`): a shop's export names its columns its
-// own way; the mapping renames them to our fields before validation. Pure, so it is tested as is.
-
-/** Our field name → the file's column (CSV header name or JSONL key). */
-export type ColumnMap = ReadonlyMap<string, string>
-
-/** A mapping that cannot work with this file or these fields; the CLI reports it as a usage error. */
-export class ColumnMapError extends Error {
-  override name = 'ColumnMapError'
-}
-
-/**
- * Parses `ours=theirs` entries (each spec may hold several, comma-separated). `accepted` are our
- * field names. One of our fields may be mapped once; one column may feed several fields.
- */
-export function parseColumnMap(specs: readonly string[], accepted: readonly string[], acceptedLabel = 'accepted'): Map<string, string> {
-  const map = new Map<string, string>()
-  for (const spec of specs) {
-    for (const entry of spec.split(',')) {
-      if (entry.trim() === '') continue
-      const eq = entry.indexOf('=')
-      const ours = eq === -1 ? '' : entry.slice(0, eq).trim()
-      const theirs = eq === -1 ? '' : entry.slice(eq + 1).trim()
-      if (!ours || !theirs) throw new ColumnMapError(`--columns: "${entry.trim()}" is not ours=theirs (e.g. order_id=InvoiceNo)`)
-      if (!accepted.includes(ours)) {
-        throw new ColumnMapError(`--columns: "${ours}" is not one of our fields; ${acceptedLabel}: ${accepted.join(', ')}`)
-      }
-      if (map.has(ours)) throw new ColumnMapError(`--columns: "${ours}" is mapped twice (to "${map.get(ours)}" and "${theirs}")`)
-      map.set(ours, theirs)
-    }
-  }
-  return map
-}
-
-export interface ColumnCheck {
-  /** Mapped columns the file does not have. */
-  missing: string[]
-  /** The file's columns that are neither one of our fields nor mapped: ignored. */
-  unknown: string[]
-  /** The file's columns named like one of our fields that the mapping fills from another column: ignored. */
-  shadowed: string[]
-}
-
-export function checkColumns(map: ColumnMap, fileColumns: readonly string[], accepted: readonly string[]): ColumnCheck {
-  const have = new Set(fileColumns)
-  const mappedFrom = new Set(map.values())
-  const shadowed = fileColumns.filter((c) => map.has(c) && map.get(c) !== c)
-  return {
-    missing: [...mappedFrom].filter((c) => !have.has(c)),
-    unknown: fileColumns.filter((c) => !accepted.includes(c) && !mappedFrom.has(c)),
-    shadowed,
-  }
-}
-
-/** For a column the file lacks: a column whose name differs only in case or spacing, if any. */
-export function similarColumn(name: string, fileColumns: readonly string[]): string | undefined {
-  const norm = (s: string) => s.toLowerCase().replace(/[\s_-]+/g, '')
-  return fileColumns.find((c) => c !== name && norm(c) === norm(name))
-}
-
-/**
- * The record with the mapping applied: each mapped field takes its column's value (absent when
- * the column is), a column named like a remapped field is dropped, every other key is kept
- * (validation ignores keys it does not know).
- */
-export function mapColumns(record: Record<string, unknown>, map: ColumnMap): Record<string, unknown> {
-  if (map.size === 0) return record
-  const entries: [string, unknown][] = Object.entries(record).filter(([k]) => !map.has(k))
-  for (const [ours, theirs] of map) {
-    if (Object.hasOwn(record, theirs)) entries.push([ours, record[theirs]])
-  }
-  return Object.fromEntries(entries)
 }
