@@ -16,10 +16,21 @@ export const DAY_MS = 86_400_000
 
 export type ReferenceSetting = 'now' | 'data_end' | `${number}-${number}-${number}`
 
-/** `now`, `data_end` or a real calendar date (2011-02-30 is refused). */
-export const ReferenceSettingSchema = z.union([z.literal('now'), z.literal('data_end'), z.iso.date()], {
-  error: 'expected "now", "data_end" or a date YYYY-MM-DD',
-}) as z.ZodType<ReferenceSetting>
+/** Earliest reference or as_of date (the earliest event time accepted, validation.ts MIN_TIMESTAMP). */
+export const EARLIEST_DATE = '1990-01-01'
+
+/**
+ * A real calendar date (2011-02-30 is refused) from 1990-01-01 to today (UTC): a later one would
+ * age customers against a day that has not come.
+ */
+export const ReferenceDateSchema = z.iso.date().refine((d) => d >= EARLIEST_DATE && Date.parse(`${d}T00:00:00Z`) <= Date.now(), {
+  message: `must be a date from ${EARLIEST_DATE} to today`,
+})
+
+/** `now`, `data_end` or a date (ReferenceDateSchema). */
+export const ReferenceSettingSchema = z.string().refine((v) => v === 'now' || v === 'data_end' || ReferenceDateSchema.safeParse(v).success, {
+  message: `expected "now", "data_end" or a date YYYY-MM-DD from ${EARLIEST_DATE} to today`,
+}) as unknown as z.ZodType<ReferenceSetting>
 
 export interface Reference {
   /** The setting (or `as_of`) it came from. */

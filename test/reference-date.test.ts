@@ -23,6 +23,7 @@ import { ResponseCache } from '../services/api/analytics/cache.ts'
 import { silentLogger, testConfig, uniqueName, waitFor } from './helpers.ts'
 
 const DAY = 86_400_000
+const today = () => new Date().toISOString().slice(0, 10)
 const DATA_END = Date.UTC(2011, 11, 9, 12)
 const FIRST = Date.UTC(2011, 0, 3, 12)
 
@@ -134,13 +135,17 @@ describe('a shop history on the embedded runtime', () => {
   })
 
   it('a new tenant ages against the wall clock and adopts its first order currency', async () => {
+    const before = today()
     const s = await get(`/api/v2/cdp/tenants/${tenant}/settings`)
     expect(s.status).toBe(200)
-    expect(s.body.data).toMatchObject({ tenant_id: tenant, tenant_name: null, currency: 'GBP', reference_date: 'now', effective_reference_date: new Date().toISOString().slice(0, 10) })
+    expect(s.body.data).toMatchObject({ tenant_id: tenant, tenant_name: null, currency: 'GBP', reference_date: 'now' })
     // Every customer's last order is over 90 days before today.
     const l = await levels()
     expect(l).toMatchObject({ active: 0, at_risk: 0, churning: 0, churned: 8 })
-    expect(l.metadata).toEqual({ reference_date: new Date().toISOString().slice(0, 10), reference_date_setting: 'now', reference_date_source: 'setting' })
+    expect(l.metadata).toMatchObject({ reference_date_setting: 'now', reference_date_source: 'setting' })
+    // Today's date (either side of a midnight the requests may straddle).
+    expect([before, today()]).toContain(s.body.data.effective_reference_date)
+    expect([before, today()]).toContain(l.metadata.reference_date)
   })
 
   it('settings are validated: 400 with field errors, nothing changed', async () => {
@@ -151,6 +156,9 @@ describe('a shop history on the embedded runtime', () => {
     expect(body.details.errors.map((e: { path: string }) => e.path).sort()).toEqual(['', 'currency', 'reference_date'])
     expect((await put(`/api/v2/cdp/tenants/${tenant}/settings`, { reference_date: '2011-02-30' })).status).toBe(400)
     expect((await put(`/api/v2/cdp/tenants/abc/settings`, {})).status).toBe(400)
+    // A fixed date must have come: from 1990-01-01 to today.
+    expect((await put(`/api/v2/cdp/tenants/${tenant}/settings`, { reference_date: '2999-01-01' })).status).toBe(400)
+    expect((await get(`/api/v2/cdp/analytics/churn?tenant_id=${tenant}&as_of=1970-01-01`)).status).toBe(400)
     // The currency of a tenant with orders cannot change: 409.
     const locked = await put(`/api/v2/cdp/tenants/${tenant}/settings`, { currency: 'EUR' })
     expect(locked.status).toBe(409)
@@ -218,6 +226,49 @@ describe('a shop history on the embedded runtime', () => {
     })
     const rs = await rt.store.query({ query: "SELECT currency, event_type FROM order_events WHERE tenant_id = {t:UInt64} AND order_id = 'C1'", query_params: { t: tenant }, format: 'JSONEachRow' })
     expect(await rs.json()).toEqual([{ currency: 'GBP', event_type: 'credit_note' }])
+
+    // The credit note cancelled: it credits nothing, in the stream and in the batch recompute alike.
+    const cancel = await post('/api/v2/cdp/ingest/orders', { events: [{ tenant_id: tenant, customer_id: 1, order_id: 'C1', event_type: 'cancelled', total: 0, occurred_at: DATA_END + 2000, placed_at: DATA_END }] })
+    expect(cancel.status).toBe(202)
+    const monetary = async () => {
+      const r = await rt.store.query({ query: 'SELECT toString(monetary) AS m FROM customer_features FINAL WHERE tenant_id = {t:UInt64} AND customer_id = 1', query_params: { t: tenant }, format: 'JSONEachRow' })
+      return (await r.json<{ m: string }>())[0]?.m
+    }
+    await settled('the cancelled credit note', async () => (await monetary()) === '150')
+    await settled('the cancelled credit note in the projection', async () => {
+      const r = await rt.store.query({ query: "SELECT is_cancelled FROM orders FINAL WHERE tenant_id = {t:UInt64} AND order_id = 'C1'", query_params: { t: tenant }, format: 'JSONEachRow' })
+      return (await r.json<{ is_cancelled: number }>())[0]?.is_cancelled === 1
+    })
+    expect((await post(`/api/v2/cdp/process/${tenant}`, { analyses: ['rfm'], force: true })).status).toBe(200)
+    expect(await monetary()).toBe('150')
+  })
+
+  it('two first batches of a new tenant in two currencies: one is adopted, the other refused, never both accepted', async () => {
+    const fresh = tenant + 100_000
+    const batch = (currency: string, n: number) => ({ events: [{ tenant_id: fresh, customer_id: n, order_id: `R${currency}`, total: 10, currency, occurred_at: DATA_END }] })
+    const [a, b] = await Promise.all([post('/api/v2/cdp/ingest/orders', batch('GBP', 1)), post('/api/v2/cdp/ingest/orders', batch('EUR', 2))])
+    expect([a.status, b.status].sort()).toEqual([202, 400])
+    const refused = (await (a.status === 400 ? a : b).json()) as any
+    expect(refused.details.errors[0].code).toBe('currency_mismatch')
+    const adopted = a.status === 202 ? 'GBP' : 'EUR'
+    expect((await get(`/api/v2/cdp/tenants/${fresh}/settings`)).body.data.currency).toBe(adopted)
+  })
+
+  it('a tenant from before settings existed is held to the currency its stored orders are in', async () => {
+    const old = tenant + 200_000
+    // Orders projected before the upgrade (in ARS, the old default); no settings row.
+    await rt.store.insert({
+      table: 'orders',
+      format: 'JSONEachRow',
+      values: [{ tenant_id: old, customer_id: 1, order_id: 'OLD-1', last_event_id: 'e1', status: 'paid', total: '10.00', refunded_amount: null, currency: 'ARS', items_count: 0, placed_at: '2011-01-03 12:00:00.000', updated_at: '2011-01-03 12:00:00.000', is_cancelled: 0, source: 'test', version: 1 }],
+    })
+    const usd = await post('/api/v2/cdp/ingest/orders', { events: [{ tenant_id: old, customer_id: 1, order_id: 'NEW-1', total: 10, currency: 'USD', occurred_at: DATA_END }] })
+    expect(usd.status).toBe(400)
+    expect(((await usd.json()) as any).details.errors[0]).toMatchObject({ path: 'currency', code: 'currency_mismatch' })
+    // A blank currency takes the stored orders' one; the settings now say so and it cannot change.
+    expect((await post('/api/v2/cdp/ingest/orders', { events: [{ tenant_id: old, customer_id: 1, order_id: 'NEW-2', total: 10, occurred_at: DATA_END }] })).status).toBe(202)
+    expect((await get(`/api/v2/cdp/tenants/${old}/settings`)).body.data.currency).toBe('ARS')
+    expect((await put(`/api/v2/cdp/tenants/${old}/settings`, { currency: 'USD' })).status).toBe(409)
   })
 
   it('back to now: the tenant ages as today', async () => {

@@ -8,7 +8,7 @@ import { runPipeline, type RunningPipeline } from '../../common/runtime/pipeline
 import { projectionPipeline, PROJECTION_GROUP } from '../../pipelines/projection/pipeline.ts'
 import { runFeatures, type RunningFeatures } from '../../pipelines/features/run.ts'
 import { createRecomputeEngine } from '../../pipelines/features/recompute.ts'
-import { onTenantProcessed, processingEvents, startProcessingScheduler } from '../../services/api/processing/index.ts'
+import { invalidateProcessingResults, onTenantProcessed, processingEvents, startProcessingScheduler } from '../../services/api/processing/index.ts'
 import { ResponseCache } from '../../services/api/analytics/cache.ts'
 import { devSecretFile, resolveSecretBox } from '../../common/secrets.ts'
 import { runAudienceSync, type RunningAudienceSync } from '../../pipelines/audience-sync/run.ts'
@@ -213,22 +213,27 @@ export async function startRoles(config: Config, logger: Logger): Promise<Starte
       jobsPerMinute: config.rateLimitJobsPerMinute,
     },
   }
-  // A settings change (reference date, currency, name) drops the tenant's cached answers and has
-  // this process's feature consumer rescore it now; consumers elsewhere follow at their next tick.
+  // A new reference date drops the tenant's cached answers and has this process's feature consumer
+  // rescore now; consumers elsewhere follow at their next tick. Changes that arrive while a
+  // rescoring runs are served by one more tick, not one each.
+  const rescore = coalescedTicks(async (tenants) => {
+    await features!.tick()
+    for (const t of tenants) await summaries?.refresh(t)
+  }, (err) => logger.error({ err }, 'rescoring after a settings change failed'))
   const tenantSettings = tenantSettingsRouter({
     store: runtime.store,
     logger,
-    onChange: (tenantId) => {
+    onChange: (tenantId, next, previous) => {
+      if (next.reference_date === previous.reference_date) return // a name or currency: nothing ages differently
       references.invalidate(tenantId)
       analytics.cache.invalidateTenant(tenantId)
       snapshots.invalidateTenant(tenantId)
       summaries?.invalidate(tenantId)
+      // Results of runs as of the previous reference are not served from the results cache.
+      invalidateProcessingResults(processing, tenantId).catch((err) => logger.error({ err, tenantId }, 'dropping cached processing results failed'))
       if (!features) return
       features.engine.invalidateModel(tenantId)
-      void features
-        .tick()
-        .then(() => summaries?.refresh(tenantId))
-        .catch((err) => logger.error({ err, tenantId }, 'rescoring after a settings change failed'))
+      rescore.request(tenantId)
     },
   })
   const app = roles.has('api')
@@ -345,5 +350,29 @@ async function startDemoAdsPlatform() {
   return {
     sim,
     config: { adsApiBaseUrl: sim.url, adsAppAccessToken: sim.appAccessToken, adsAppSecret: DEMO_ADS.appSecret, adsWebhookVerifyToken: DEMO_ADS.verifyToken },
+  }
+}
+
+/**
+ * Runs `fn` for the tenants requested, at most one run at a time: requests made while it runs
+ * are gathered into the next run.
+ */
+export function coalescedTicks(fn: (tenants: number[]) => Promise<unknown>, onError: (err: unknown) => void): { request(tenantId: number): void } {
+  let running = false
+  let pending = new Set<number>()
+  const loop = async () => {
+    running = true
+    while (pending.size) {
+      const tenants = [...pending]
+      pending = new Set()
+      await fn(tenants).catch(onError)
+    }
+    running = false
+  }
+  return {
+    request(tenantId) {
+      pending.add(tenantId)
+      if (!running) void loop()
+    },
   }
 }

@@ -67,16 +67,28 @@ export class TenantSettingsStore {
     return { ...s, updated_at: iso(at) }
   }
 
+  /** The currency of the tenant's stored orders (its earliest), for tenants from before settings existed; null without orders. */
+  async storedCurrency(tenantId: number): Promise<string | null> {
+    const rs = await this.store.query({
+      query: 'SELECT argMin(currency, placed_at) AS c, count() AS n FROM orders WHERE tenant_id = {t:UInt64}',
+      query_params: { t: tenantId },
+      format: 'JSONEachRow',
+    })
+    const [row] = await rs.json<{ c: string; n: number }>()
+    return row && Number(row.n) > 0 ? row.c : null
+  }
+
   /**
-   * The tenant's currency, set to `candidate` first when it has none (the first order's currency).
-   * Two writers racing on an unset currency both write; the later version wins and orders of the
-   * loser's currency are refused from then on.
+   * The tenant's currency, set first when it has none: to its stored orders' currency (a tenant
+   * from before settings existed), else to `candidate` (its first order's). Returns the currency
+   * read back after the write: a caller whose candidate lost a race learns the winner. Callers in
+   * one process serialise adoptions (the ingest API does); across processes the later write wins.
    */
   async currencyOrAdopt(tenantId: number, candidate: string): Promise<string> {
     const s = await this.get(tenantId)
     if (s.currency) return s.currency
-    await this.put({ ...s, currency: candidate })
-    return candidate
+    await this.put({ ...s, currency: (await this.storedCurrency(tenantId)) ?? candidate })
+    return (await this.get(tenantId)).currency ?? candidate
   }
 
   /** The latest order event time of each tenant (its data's end); absent for a tenant without orders. */
@@ -112,18 +124,50 @@ export class TenantSettingsStore {
  * for the life of the process.
  */
 export class TenantCurrencies {
-  private readonly known = new Map<number, Promise<string>>()
+  private readonly known = new Map<number, { currency: Promise<string>; at: number }>()
+  /** Adoptions of this process, one at a time: the second of two racing first orders sees the first's. */
+  private adopting: Promise<unknown> = Promise.resolve()
 
-  constructor(private readonly settings: TenantSettingsStore) {}
+  constructor(
+    private readonly settings: TenantSettingsStore,
+    private readonly now: () => number = Date.now,
+    /** A currency changes only while its tenant has no orders (the settings API refuses otherwise); kept this long. */
+    private readonly ttlMs = 60_000,
+  ) {}
+
+  /** The tenant's set currency, from the cache or the settings; null while it has none. */
+  async current(tenantId: number): Promise<string | null> {
+    const hit = this.fresh(tenantId)
+    if (hit) return hit
+    const s = await this.settings.get(tenantId)
+    if (s.currency) this.remember(tenantId, Promise.resolve(s.currency))
+    return s.currency
+  }
 
   /** The tenant's currency, adopting `candidate` when it has none. */
   of(tenantId: number, candidate: string): Promise<string> {
-    let p = this.known.get(tenantId)
-    if (!p) {
-      p = this.settings.currencyOrAdopt(tenantId, candidate)
-      this.known.set(tenantId, p)
-      p.catch(() => this.known.delete(tenantId))
-    }
+    const hit = this.fresh(tenantId)
+    if (hit) return hit
+    const p = this.adopting.then(() => this.settings.currencyOrAdopt(tenantId, candidate))
+    this.adopting = p.catch(() => undefined)
+    this.remember(tenantId, p)
+    p.catch(() => this.known.delete(tenantId))
     return p
+  }
+
+  forget(tenantId: number): void {
+    this.known.delete(tenantId)
+  }
+
+  private fresh(tenantId: number): Promise<string> | undefined {
+    const e = this.known.get(tenantId)
+    if (e && this.now() - e.at < this.ttlMs) return e.currency
+    this.known.delete(tenantId)
+    return undefined
+  }
+
+  private remember(tenantId: number, currency: Promise<string>): void {
+    if (this.known.size > 10_000) this.known.clear()
+    this.known.set(tenantId, { currency, at: this.now() })
   }
 }

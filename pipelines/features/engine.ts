@@ -368,7 +368,7 @@ export class FeatureEngine {
         this.models.set(t, m)
       }
       const r = await this.flush([...this.customers.values()], now, false)
-      for (const t of tenants) await writeSegmentSnapshot(this.deps.store, [t], this.referenceOf(t, now).ms)
+      for (const t of tenants) await writeSegmentSnapshot(this.deps.store, [t], this.referenceOf(t, now).ms, now)
       return { tenants: tenants.length, ...r }
     })
   }

@@ -107,16 +107,19 @@ export async function tenantAggregates(store: Store, tenantId: number): Promise<
   }))
 }
 
-/** Today's segment snapshot of the given tenants (idempotent per tenant, day and segment). */
-export async function writeSegmentSnapshot(store: Store, tenantIds: number[], nowMs: number): Promise<void> {
+/**
+ * The segment snapshot of the given tenants for the day of `dayMs` (their reference date),
+ * idempotent per tenant, day and segment; versioned by the wall clock, so the latest write wins.
+ */
+export async function writeSegmentSnapshot(store: Store, tenantIds: number[], dayMs: number, computedAtMs: number = Date.now()): Promise<void> {
   if (!tenantIds.length) return
   await store.command({
     query: `INSERT INTO segment_daily (tenant_id, day, segment, customers, monetary, avg_recency, avg_frequency, avg_monetary, computed_at)
-            SELECT tenant_id, toDate(fromUnixTimestamp64Milli({now:Int64}, 'UTC')), segment, count(), sum(monetary),
+            SELECT tenant_id, toDate(fromUnixTimestamp64Milli({day:Int64}, 'UTC')), segment, count(), sum(monetary),
                    avg(recency_days), avg(frequency), avg(monetary), fromUnixTimestamp64Milli({now:Int64}, 'UTC')
             FROM customer_features FINAL
             WHERE tenant_id IN {ids:Array(UInt64)} AND segment IS NOT NULL
             GROUP BY tenant_id, segment`,
-    query_params: { ids: tenantIds, now: nowMs },
+    query_params: { ids: tenantIds, day: dayMs, now: computedAtMs },
   })
 }

@@ -56,12 +56,16 @@ FROM (
 GROUP BY customer_id
 SETTINGS optimize_aggregation_in_order = 1`
 
-/** Each customer's credited cents: credit notes (the only orders with a negative total) up to the cutoff. */
+/**
+ * Each customer's credited cents: credit notes (the only orders ever with a negative total) whose
+ * latest state is still a credit (a cancelled credit note credits nothing), up to the cutoff.
+ */
 const CREDITS_SQL = `
 SELECT customer_id, sum(-f.2)
 FROM (
     SELECT customer_id, order_id, argMax(tuple(toUnixTimestamp64Milli(placed_at), toInt64(total * 100), is_cancelled), tuple(version, last_event_id)) AS f
-    FROM orders WHERE tenant_id = {t:UInt64} AND total < 0
+    FROM orders WHERE tenant_id = {t:UInt64}
+      AND (customer_id, order_id) IN (SELECT customer_id, order_id FROM orders WHERE tenant_id = {t:UInt64} AND total < 0)
     GROUP BY customer_id, order_id
 )
 WHERE f.3 = 0 AND f.2 < 0 AND f.1 <= {cutoff:Int64}
@@ -187,7 +191,7 @@ export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine {
       if (rows.length) await deps.store.insert({ table: target.table, values: rows, format: 'JSONEachRow' })
       run.onProgress?.(Math.min(customers.length, i + run.batchSize), customers.length)
     }
-    if (own) await writeSegmentSnapshot(deps.store, [tenantId], ref.ms)
+    if (own) await writeSegmentSnapshot(deps.store, [tenantId], ref.ms, at)
     const writeMs = performance.now() - t0
 
     const scored = values.filter((v): v is FeatureValues => v !== null && v.frequency > 0)

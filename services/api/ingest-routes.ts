@@ -3,7 +3,7 @@ import type { EventLog } from '../../common/eventlog/port.ts'
 import type { EventCodec } from '../../common/eventlog/codec.ts'
 import type { CustomerUpserted, OrderEvent } from '../../common/events.ts'
 import type { Store } from '../../common/store/clickhouse.ts'
-import { TenantSettingsStore } from '../../common/store/tenant-settings.ts'
+import { TenantCurrencies, TenantSettingsStore } from '../../common/store/tenant-settings.ts'
 import { IngestBatchSchema, validateCustomerInput, validateOrderInput, fieldErrorsFromZod, refundErrors, MAX_BATCH_EVENTS } from '../../pipelines/ingest/validation.ts'
 import { publishEvents, type IngestKind } from '../../pipelines/ingest/publisher.ts'
 import { sendError } from './errors.ts'
@@ -20,47 +20,32 @@ const field = (e: unknown, k: string): unknown => (e !== null && typeof e === 'o
  * The currency each tenant of a batch is held to: its setting, else the first order of the batch
  * that names one (adopted as the tenant's once the batch is accepted).
  */
-/** Tenants' set currencies, kept a minute (a currency changes only while the tenant has no orders). */
-class KnownCurrencies {
-  private readonly m = new Map<number, { currency: string; at: number }>()
-  constructor(private readonly now: () => number) {}
-  has(t: number): boolean {
-    const e = this.m.get(t)
-    if (e && this.now() - e.at < 60_000) return true
-    this.m.delete(t)
-    return false
-  }
-  get(t: number): string | undefined {
-    return this.m.get(t)?.currency
-  }
-  set(t: number, currency: string): void {
-    if (this.m.size > 10_000) this.m.clear()
-    this.m.set(t, { currency, at: this.now() })
-  }
-}
-
-async function batchCurrencies(settings: TenantSettingsStore, known: KnownCurrencies, events: readonly unknown[]): Promise<{ currencies: Map<number, string | null>; adopt: Map<number, string> }> {
+/**
+ * The currency each tenant of a batch is held to: its setting; for a tenant without one, the
+ * currency of its stored orders (from before settings existed), else the first order of the batch
+ * that names one (adopted once the batch is accepted).
+ */
+async function batchCurrencies(currencies: TenantCurrencies, settings: TenantSettingsStore, events: readonly unknown[]): Promise<{ held: Map<number, string | null>; adopt: Map<number, string> }> {
   const tenants = new Set<number>()
   for (const e of events) {
     const t = positiveId(field(e, 'tenant_id'))
     if (t !== null) tenants.add(t)
   }
-  const currencies = new Map<number, string | null>()
-  const unknown = [...tenants].filter((t) => !known.has(t))
-  for (const t of tenants) if (known.has(t)) currencies.set(t, known.get(t)!)
-  for (const [t, s] of await settings.getMany(unknown)) {
-    currencies.set(t, s.currency)
-    if (s.currency) known.set(t, s.currency)
-  }
+  const held = new Map<number, string | null>()
   const adopt = new Map<number, string>()
+  for (const t of tenants) {
+    const c = (await currencies.current(t)) ?? (await settings.storedCurrency(t))
+    held.set(t, c)
+    if (c) adopt.set(t, c)
+  }
   for (const e of events) {
     const t = positiveId(field(e, 'tenant_id'))
     const c = field(e, 'currency')
-    if (t === null || currencies.get(t) || typeof c !== 'string' || !/^[A-Za-z]{3}$/.test(c.trim())) continue
-    currencies.set(t, c.trim().toUpperCase())
+    if (t === null || held.get(t) || typeof c !== 'string' || !/^[A-Za-z]{3}$/.test(c.trim())) continue
+    held.set(t, c.trim().toUpperCase())
     adopt.set(t, c.trim().toUpperCase())
   }
-  return { currencies, adopt }
+  return { held, adopt }
 }
 
 /** What was paid for the orders a batch refunds: their stored `placed` totals in cents, keyed tenant:order. */
@@ -89,7 +74,7 @@ async function paidTotals(store: Store, events: readonly OrderEvent[]): Promise<
 export function ingestRouter(deps: { log: EventLog; codec: EventCodec; store?: Store; now?: () => number }): Router {
   const router = express.Router()
   const settings = deps.store ? new TenantSettingsStore(deps.store, deps.now) : null
-  const known = new KnownCurrencies(deps.now ?? Date.now)
+  const currencies = settings ? new TenantCurrencies(settings, deps.now) : null
   for (const kind of ['orders', 'customers'] as const satisfies IngestKind[]) {
     router.post(`/api/v2/cdp/ingest/${kind}`, async (req, res, next) => {
       try {
@@ -100,9 +85,9 @@ export function ingestRouter(deps: { log: EventLog; codec: EventCodec; store?: S
         const now = (deps.now ?? Date.now)()
         const events: (OrderEvent | CustomerUpserted)[] = []
         const errors: IndexedError[] = []
-        const held = kind === 'orders' && settings ? await batchCurrencies(settings, known, batch.data.events) : null
+        const held = kind === 'orders' && settings && currencies ? await batchCurrencies(currencies, settings, batch.data.events) : null
         batch.data.events.forEach((input, index) => {
-          const ctx = { defaultSource: 'http', now, tenantCurrency: held?.currencies.get(positiveId(field(input, 'tenant_id')) ?? 0) ?? null }
+          const ctx = { defaultSource: 'http', now, tenantCurrency: held?.held.get(positiveId(field(input, 'tenant_id')) ?? 0) ?? null }
           const r = kind === 'orders' ? validateOrderInput(input, held ? ctx : { ...ctx, tenantCurrency: undefined }) : validateCustomerInput(input, ctx)
           if (r.ok) events.push(r.value)
           else for (const e of r.errors) errors.push({ index, ...e })
@@ -111,8 +96,18 @@ export function ingestRouter(deps: { log: EventLog; codec: EventCodec; store?: S
           const orders = events as OrderEvent[]
           for (const { index, error } of refundErrors(orders, await paidTotals(deps.store, orders))) errors.push({ index, ...error })
         }
+        if (!errors.length && held && currencies) {
+          // Adopt (or confirm) each tenant's currency; a batch whose currency lost to another
+          // tenant's first batch meanwhile is refused, never published to be dead-lettered.
+          for (const [t, c] of held.adopt) {
+            const winner = await currencies.of(t, c)
+            if (winner === c) continue
+            ;(events as OrderEvent[]).forEach((e, index) => {
+              if (e.tenant_id === t && e.currency !== winner) errors.push({ index, path: 'currency', code: 'currency_mismatch', message: `${e.currency} is not the tenant's currency ${winner}; amounts in different currencies are never summed` })
+            })
+          }
+        }
         if (errors.length) return sendError(res, 400, 'Invalid events', { errors: errors.sort((a, b) => a.index - b.index) })
-        if (held && settings) for (const [t, c] of held.adopt) known.set(t, await settings.currencyOrAdopt(t, c))
         await publishEvents(deps.log, deps.codec, kind, events)
         res.status(202).json({ success: true, data: { accepted: events.length, event_ids: events.map((e) => e.event_id) } })
       } catch (err) {

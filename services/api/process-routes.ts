@@ -1,5 +1,5 @@
 import express, { type Request, type Response, type Router } from 'express'
-import { z } from 'zod'
+import { EARLIEST_DATE, ReferenceDateSchema } from '../../common/reference-date.ts'
 import { sendError } from './errors.ts'
 import type { ProcessingDeps } from './processing/deps.ts'
 import type { JobRow } from './processing/jobs-table.ts'
@@ -45,8 +45,11 @@ export function processRouter(deps: ProcessingDeps): Router {
     const errors: FieldError[] = []
     // as_of may come in the query as on the analytics endpoints, or in the body.
     const queryAsOf = (req.query as Record<string, unknown>).as_of
-    const asOfQuery = queryAsOf === undefined ? undefined : z.iso.date().safeParse(queryAsOf)
-    if (asOfQuery && !asOfQuery.success) errors.push({ path: 'as_of', code: 'invalid_format', message: 'expected a date YYYY-MM-DD' })
+    const asOfQuery = queryAsOf === undefined ? undefined : ReferenceDateSchema.safeParse(queryAsOf)
+    if (asOfQuery && !asOfQuery.success) errors.push({ path: 'as_of', code: 'invalid_format', message: `expected a date YYYY-MM-DD from ${EARLIEST_DATE} to today` })
+    if (asOfQuery?.success && req.body?.as_of !== undefined && req.body.as_of !== asOfQuery.data) {
+      errors.push({ path: 'as_of', code: 'conflict', message: 'as_of is given in the query and, differently, in the body' })
+    }
     const body = parseBody(ProcessBodySchema, req.body, errors)
     const tenantId = await tenantOf(req, res, errors)
     if (tenantId === undefined || !body) return

@@ -29,7 +29,7 @@ export interface TenantSettingsDeps {
   logger: Logger
   now?: () => number
   /** Called after a change: caches drop the tenant, the feature consumer rescores it as of the new reference. */
-  onChange?: (tenantId: number, settings: TenantSettings) => void
+  onChange?: (tenantId: number, settings: TenantSettings, previous: TenantSettings) => void
 }
 
 /**
@@ -69,9 +69,10 @@ export function tenantSettingsRouter(deps: TenantSettingsDeps): Router {
       const current = await settings.get(t.data)
       const b = body.data
       // One currency per tenant: once its orders are in one, another would be summed with them.
-      if (b.currency && current.currency && b.currency !== current.currency && (await tenantExists(deps.store, t.data))) {
+      const inUse = b.currency ? await settings.storedCurrency(t.data) : null
+      if (b.currency && inUse && b.currency !== (current.currency ?? inUse)) {
         return sendError(res, 409, 'Currency cannot change', {
-          errors: [{ path: 'currency', code: 'currency_locked', message: `the tenant's orders are in ${current.currency}; a tenant has one currency and amounts are never converted` }],
+          errors: [{ path: 'currency', code: 'currency_locked', message: `the tenant's orders are in ${current.currency ?? inUse}; a tenant has one currency and amounts are never converted` }],
         })
       }
       const next = await settings.put({
@@ -81,7 +82,7 @@ export function tenantSettingsRouter(deps: TenantSettingsDeps): Router {
         reference_date: b.reference_date ?? current.reference_date,
       })
       deps.logger.info({ tenant_id: t.data, reference_date: next.reference_date, currency: next.currency }, 'tenant settings changed')
-      deps.onChange?.(t.data, next)
+      deps.onChange?.(t.data, next, current)
       res.json({ success: true, data: await view(next) })
     } catch (err) {
       next(err)

@@ -1,5 +1,6 @@
 import { z } from 'zod'
 import { SEGMENTS } from '../../../pipelines/features/segments.ts'
+import { ReferenceDateSchema } from '../../../common/reference-date.ts'
 
 /**
  * Query options of the analytics endpoints (spec "Analytics", "Additional query options").
@@ -32,7 +33,7 @@ export const CommonQuery = z.object({
   registration_source: z.string().min(1).max(100).optional(),
   format: z.enum(['csv', 'excel', 'json']).optional(),
   /** Answer as of the end of this day instead of the tenant's reference date (docs/features.md, "Reference date"). */
-  as_of: date.optional(),
+  as_of: ReferenceDateSchema.optional(),
 })
 
 export type CommonOptions = z.infer<typeof CommonQuery>

@@ -49,6 +49,8 @@ export const SNAPSHOT_TTL_MS = 10 * 60_000
 
 export class AsOfSnapshots {
   private readonly made = new Map<string, { done: Promise<void>; at: number }>()
+  /** One computation at a time: each is a full recompute of a tenant. */
+  private queue: Promise<unknown> = Promise.resolve()
 
   constructor(
     private readonly engine: Pick<ProcessingEngine, 'runAsOf'>,
@@ -61,10 +63,14 @@ export class AsOfSnapshots {
     const hit = this.made.get(key)
     if (hit && this.now() - hit.at < SNAPSHOT_TTL_MS) return hit.done
     if (!this.engine.runAsOf) return Promise.reject(new Error('this engine cannot compute as of another date'))
-    const started = performance.now()
-    const done = this.engine.runAsOf(tenantId, asOf, [...ANALYSES] as Analysis[]).then(() => {
+    for (const [k, e] of this.made) if (this.now() - e.at >= SNAPSHOT_TTL_MS) this.made.delete(k)
+    const runAsOf = this.engine.runAsOf.bind(this.engine)
+    const done = this.queue.then(async () => {
+      const started = performance.now()
+      await runAsOf(tenantId, asOf, [...ANALYSES] as Analysis[])
       this.logger.info({ tenantId, asOf, ms: Math.round(performance.now() - started) }, 'as-of features computed')
     })
+    this.queue = done.catch(() => undefined)
     this.made.set(key, { done, at: this.now() })
     done.catch(() => this.made.delete(key))
     return done

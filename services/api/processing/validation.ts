@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { ReferenceDateSchema } from '../../../common/reference-date.ts'
 import { ANALYSES, type Analysis } from '../../../pipelines/features/analyses.ts'
 import { FREQUENCIES, type Frequency } from './frequency.ts'
 
@@ -24,7 +25,7 @@ export const ProcessBodySchema = z.strictObject({
   force: z.boolean().default(false),
   batch_size: z.number().int().min(1).max(MAX_BATCH_SIZE).default(DEFAULT_BATCH_SIZE),
   /** Compute as of the end of this day instead of the tenant's reference date; stores nothing of the tenant's (docs/processing.md). Also `?as_of=`. */
-  as_of: z.iso.date().optional(),
+  as_of: ReferenceDateSchema.optional(),
 })
 export type ProcessBody = z.output<typeof ProcessBodySchema>
 
