@@ -192,12 +192,14 @@ describe('MBG/NBD', () => {
     }
   })
 
-  it('fits from the BG/NBD optimum first; `initial` may list several starts', () => {
+  it('fits from the default point (the BG/NBD optimum only when that run does not converge: test/retail-models); `initial` may list several starts', () => {
     const data = simulateBgNbd(1500, { r: 0.5, alpha: 60, a: 0.9, b: 3 }, 700, 11)
-    const seeded = fitMbgNbd(data)
-    expect(seeded.converged).toBe(true)
-    const explicit = mbgNbd.fit(data, { initial: [fitBgNbd(data).params, {}] })
-    expect(explicit.params).toEqual(seeded.params)
+    const fit = fitMbgNbd(data)
+    expect(fit.converged).toBe(true)
+    expect(mbgNbd.fit(data, { initial: {} }).params).toEqual(fit.params)
+    // From the BG/NBD optimum it reaches the same optimum.
+    const seeded = mbgNbd.fit(data, { initial: [fitBgNbd(data).params, {}] })
+    for (const k of ['r', 'alpha', 'a', 'b'] as const) expect(seeded.params[k]).toBeCloseTo(fit.params[k], 3)
     expect(() => mbgNbd.fit(data, { initial: [] })).toThrow(RangeError)
   })
 })

@@ -59,16 +59,20 @@ export const { logLikelihood, totalLogLikelihood } = kernel
 
 /**
  * The maximum-likelihood fit (see TransactionFitOptions). Without a given start it starts from the
- * BG/NBD optimum of the same data, then (if that run does not converge) from the default point.
- * The two models share the purchase process and differ only in a dropout at the first purchase,
- * so the BG/NBD optimum lies close; from the default point, data with rare dropout (the UCI
- * retail invoices: lifetimes' optimum a = 0.00186, b = 11.9) let Nelder–Mead drift along the
- * ridge a → 0, b → ∞ where the likelihood flattens just below the optimum and never converge.
+ * default point and, when that run does not converge, again from the BG/NBD optimum of the same
+ * data, keeping the better of the two. The two models share the purchase process and differ only
+ * in a dropout at the first purchase, so the BG/NBD optimum lies close; from the default point,
+ * data with rare dropout (the UCI retail invoices: lifetimes' optimum a = 0.00186, b = 11.9) let
+ * Nelder–Mead drift along the ridge a → 0, b → ∞ where the likelihood flattens just below the
+ * optimum, and never converge (33,000 evaluations, 5 s on 4,338 customers). The default point
+ * goes first because a BG/NBD fit costs as much as the MBG/NBD one where the default converges
+ * (28 s at a million customers without dropout, against 1.4 s).
  */
 export function fitMbgNbd(data: readonly RfmObservation[], options: TransactionFitOptions = {}): TransactionFit {
-  if (options.initial !== undefined) return kernel.fit(data, options)
-  const seed = fitBgNbd(data, options)
-  return kernel.fit(data, { ...options, initial: [seed.params, {}] })
+  const first = kernel.fit(data, options)
+  if (first.converged || options.initial !== undefined) return first
+  const seeded = kernel.fit(data, { ...options, initial: fitBgNbd(data, options).params })
+  return seeded.ll >= first.ll ? { ...seeded, iterations: first.iterations + seeded.iterations, evaluations: first.evaluations + seeded.evaluations } : first
 }
 
 /** ln of a/(b+x)·((α+T)/(α+t_x))^{r+x}, the odds that the customer has dropped out. */
