@@ -20,12 +20,19 @@ export function uniqueName(prefix: string): string {
   return `${prefix}-${randomUUID().slice(0, 8)}`
 }
 
+/** What test/infra/global-setup.ts provides; only the integration project runs it (README, "Tests"). */
+function infra(key: 'kafkaBrokers' | 'schemaRegistryUrl'): string {
+  const value = inject(key)
+  if (!value) throw new Error(`${key} is not provided: this test needs Kafka and the schema registry, so it belongs in test/integration/`)
+  return value
+}
+
 export function kafkaBrokers(): string[] {
-  return inject('kafkaBrokers').split(',')
+  return infra('kafkaBrokers').split(',')
 }
 
 export function registryUrl(): string {
-  return inject('schemaRegistryUrl')
+  return infra('schemaRegistryUrl')
 }
 
 export function newKafkaLog(): KafkaEventLog {
@@ -54,7 +61,7 @@ export function testConfig(runtime: 'embedded' | 'distributed', overrides: Parti
       dataDir: tmpDir(),
       logLevel: 'silent',
       partitions: 4,
-      ...(runtime === 'distributed' ? { kafkaBrokers: inject('kafkaBrokers'), schemaRegistryUrl: registryUrl() } : {}),
+      ...(runtime === 'distributed' ? { kafkaBrokers: infra('kafkaBrokers'), schemaRegistryUrl: registryUrl() } : {}),
       ...(ch ? { clickhouseUrl: ch } : {}),
       ...overrides,
     },

@@ -2,7 +2,7 @@
  * Normalisation and hashing of customer identifiers for the ads platform's custom audiences
  * (spec "Hashing rules for personal data"). Pure: no I/O. A wrong normalisation does not fail,
  * it silently lowers the match rate, so every rule here is pinned by hand-written vectors in
- * test/ads-hashing.test.ts.
+ * test/unit/ads-hashing.test.ts.
  *
  *   EMAIL   trim, lowercase
  *   PHONE   digits only (a leading '+' goes, the country code digits stay)

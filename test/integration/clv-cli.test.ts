@@ -1,0 +1,49 @@
+/** `cdp eval clv` as a child process (the models and the CDNOW fits: test/unit/clv.test.ts). */
+import { describe, expect, it } from 'vitest'
+import { execFile } from 'node:child_process'
+import { promisify } from 'node:util'
+import fs from 'node:fs'
+import path from 'node:path'
+import type { TransactionParams } from '../../pipelines/features/clv/index.ts'
+
+// The published figures, as in test/unit/clv.test.ts (sources: ../shared/notes/clv_models.md).
+/** Published BG/NBD fit on CDNOW (Fader, Hardie & Lee 2005), weeks. */
+const FHL: TransactionParams = { r: 0.243, alpha: 4.414, a: 0.793, b: 2.426 }
+const GG_PUBLISHED = { p: 6.25, q: 3.74, gamma: 15.44 }
+
+const SUMMARY = path.resolve(import.meta.dirname, '../../../shared/data/clv/cdnow_customers_summary_with_transactions.csv')
+const haveSummary = fs.existsSync(SUMMARY)
+const needsData = haveSummary ? '' : ` [SKIPPED: ${SUMMARY} not found; the ../shared data folder is absent]`
+
+function within(actual: number, expected: number, relative: number) {
+  expect(Math.abs(actual - expected) / Math.abs(expected), `${actual} vs ${expected}`).toBeLessThanOrEqual(relative)
+}
+
+describe('CDNOW summary', () => {
+  it.skipIf(!haveSummary)(`\`cdp eval clv --summary FILE\` prints exactly one JSON line${needsData}`, async () => {
+    const cdp = path.resolve(import.meta.dirname, '../../bin/cdp.mjs')
+    const { stdout } = await promisify(execFile)('node', [cdp, 'eval', 'clv', '--summary', SUMMARY], { timeout: 60_000 })
+    const lines = stdout.split('\n').filter((l) => l !== '')
+    expect(lines).toHaveLength(1)
+    const out = JSON.parse(lines[0]!)
+    expect(Object.keys(out)).toEqual(['bgnbd', 'gammagamma'])
+    expect(Object.keys(out.bgnbd)).toEqual(['r', 'alpha', 'a', 'b', 'll'])
+    expect(Object.keys(out.gammagamma)).toEqual(['p', 'q', 'gamma'])
+    for (const k of ['r', 'alpha', 'a', 'b'] as const) within(out.bgnbd[k], FHL[k], 0.005)
+    within(out.bgnbd.ll, -9582.4, 0.005)
+    for (const k of ['p', 'q', 'gamma'] as const) within(out.gammagamma[k], GG_PUBLISHED[k], 0.005)
+  })
+
+  it('`cdp eval clv` without --summary is a usage error; an unreadable file exits 1', async () => {
+    const cdp = path.resolve(import.meta.dirname, '../../bin/cdp.mjs')
+    const run = (args: string[]) =>
+      promisify(execFile)('node', [cdp, ...args], { timeout: 60_000 }).then(
+        () => ({ code: 0, stderr: '' }),
+        (e: { code: number; stderr: string }) => ({ code: e.code, stderr: e.stderr }),
+      )
+    expect((await run(['eval', 'clv'])).code).toBe(2)
+    const missing = await run(['eval', 'clv', '--summary', '/nonexistent/summary.csv'])
+    expect(missing.code).toBe(1)
+    expect(missing.stderr).toContain('cannot read /nonexistent/summary.csv')
+  })
+})

@@ -1,0 +1,99 @@
+import { describe, expect, it } from 'vitest'
+import { addDecimals, DecimalError, fromCents, normaliseDecimal, toCents } from '../../common/decimal.ts'
+
+function codeOf(fn: () => unknown): string | undefined {
+  try {
+    fn()
+  } catch (err) {
+    return err instanceof DecimalError ? err.code : `not a DecimalError: ${String(err)}`
+  }
+  return undefined
+}
+
+describe('normaliseDecimal', () => {
+  it.each([
+    [12.5, '12.50'],
+    ['12.5', '12.50'],
+    ['12', '12.00'],
+    [0, '0.00'],
+    [-0, '0.00'],
+    ['-0.00', '0.00'],
+    ['  7.10 ', '7.10'],
+    ['+3.1', '3.10'],
+    ['.5', '0.50'],
+    ['5.', '5.00'],
+    ['0012.50', '12.50'],
+    ['12.500', '12.50'],
+    ['12.5000000', '12.50'],
+    [-1.25, '-1.25'],
+    ['-0.05', '-0.05'],
+    ['9999999999999.99', '9999999999999.99'],
+  ] as const)('%j -> %s', (input, expected) => {
+    expect(normaliseDecimal(input)).toBe(expected)
+  })
+
+  it('supports other scales', () => {
+    expect(normaliseDecimal('1.5', 3)).toBe('1.500')
+    expect(normaliseDecimal('42', 0)).toBe('42')
+    expect(normaliseDecimal(1.2345, 4)).toBe('1.2345')
+  })
+
+  it.each([
+    ['12.345', 'too_many_decimals'],
+    [12.345, 'too_many_decimals'],
+    [0.1 + 0.2, 'too_many_decimals'], // 0.30000000000000004: binary float noise is not rounded away
+    [1e-7, 'too_many_decimals'],
+    ['10000000000000', 'too_many_digits'], // 14 integer digits
+    ['-10000000000000.00', 'too_many_digits'],
+    [1e21, 'too_many_digits'],
+    [Number.NaN, 'not_finite'],
+    [Number.POSITIVE_INFINITY, 'not_finite'],
+    ['NaN', 'not_finite'],
+    ['-Infinity', 'not_finite'],
+    ['', 'invalid_decimal'],
+    ['.', 'invalid_decimal'],
+    ['-', 'invalid_decimal'],
+    ['1,234.56', 'invalid_decimal'],
+    ['1.234,56', 'invalid_decimal'],
+    ['1e3', 'invalid_decimal'],
+    ['12 50', 'invalid_decimal'],
+    ['$12', 'invalid_decimal'],
+    ['0x10', 'invalid_decimal'],
+  ] as const)('%j is rejected with %s', (input, code) => {
+    expect(codeOf(() => normaliseDecimal(input))).toBe(code)
+  })
+
+  it('rejects non-string non-number input', () => {
+    expect(codeOf(() => normaliseDecimal(null as unknown as string))).toBe('invalid_decimal')
+  })
+})
+
+describe('cents', () => {
+  it('converts both ways exactly', () => {
+    expect(toCents('12.50')).toBe(1250n)
+    expect(toCents('12.5')).toBe(1250n)
+    expect(toCents('-0.05')).toBe(-5n)
+    expect(toCents('0')).toBe(0n)
+    expect(toCents('99999999999999999.99')).toBe(9999999999999999999n) // beyond float precision
+    expect(fromCents(1250n)).toBe('12.50')
+    expect(fromCents(5n)).toBe('0.05')
+    expect(fromCents(-5n)).toBe('-0.05')
+    expect(fromCents(-1250n)).toBe('-12.50')
+    expect(fromCents(0n)).toBe('0.00')
+    expect(fromCents(9999999999999999999n)).toBe('99999999999999999.99')
+  })
+
+  it('rejects sub-cent amounts', () => {
+    expect(codeOf(() => toCents('0.001'))).toBe('too_many_decimals')
+  })
+
+  it('adds without float drift', () => {
+    expect(addDecimals('0.10', '0.20')).toBe('0.30')
+    expect(codeOf(() => addDecimals('1.005', '0'))).toBe('too_many_decimals')
+    expect(addDecimals('-5.25', '2')).toBe('-3.25')
+    expect(addDecimals('9999999999999.99', '0.01')).toBe('10000000000000.00')
+    let sum = '0'
+    for (let i = 0; i < 1000; i++) sum = addDecimals(sum, '0.10')
+    expect(sum).toBe('100.00')
+  })
+})
