@@ -2,22 +2,8 @@
 import { describe, expect, it } from 'vitest'
 import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
-import fs from 'node:fs'
 import path from 'node:path'
-import type { TransactionParams } from '../../pipelines/features/clv/index.ts'
-
-// The published figures, as in test/unit/clv.test.ts (sources: ../shared/notes/clv_models.md).
-/** Published BG/NBD fit on CDNOW (Fader, Hardie & Lee 2005), weeks. */
-const FHL: TransactionParams = { r: 0.243, alpha: 4.414, a: 0.793, b: 2.426 }
-const GG_PUBLISHED = { p: 6.25, q: 3.74, gamma: 15.44 }
-
-const SUMMARY = path.resolve(import.meta.dirname, '../../../shared/data/clv/cdnow_customers_summary_with_transactions.csv')
-const haveSummary = fs.existsSync(SUMMARY)
-const needsData = haveSummary ? '' : ` [SKIPPED: ${SUMMARY} not found; the ../shared data folder is absent]`
-
-function within(actual: number, expected: number, relative: number) {
-  expect(Math.abs(actual - expected) / Math.abs(expected), `${actual} vs ${expected}`).toBeLessThanOrEqual(relative)
-}
+import { FHL, GG_PUBLISHED, SUMMARY, haveSummary, needsData, within } from '../cdnow.ts'
 
 describe('CDNOW summary', () => {
   it.skipIf(!haveSummary)(`\`cdp eval clv --summary FILE\` prints exactly one JSON line${needsData}`, async () => {

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest'
 import fs from 'node:fs'
-import path from 'node:path'
 import {
   bgnbd,
   bgNbd,
@@ -32,17 +31,16 @@ import {
   type TransactionParams,
 } from '../../pipelines/features/clv/index.ts'
 
-// Golden numbers and their sources: ../shared/notes/clv_models.md sections 4 and 5.
+// Golden numbers and their sources: ../shared/notes/clv_models.md sections 4 and 5 (the published
+// fits and the summary file: test/cdnow.ts).
+import { FHL, GG_PUBLISHED, SUMMARY, haveSummary, needsData, within } from '../cdnow.ts'
 
-/** Published BG/NBD fit on CDNOW (Fader, Hardie & Lee 2005), weeks. */
-const FHL: TransactionParams = { r: 0.243, alpha: 4.414, a: 0.793, b: 2.426 }
 /** The same fit as printed by R BTYD's walkthrough. */
 const BTYD: TransactionParams = { r: 0.2425982, alpha: 4.4136842, a: 0.7929899, b: 2.4261667 }
 /** lifetimes' Quickstart summary of its BG/NBD fit. */
 const LIFETIMES: TransactionParams = { r: 0.242593, alpha: 4.413532, a: 0.792886, b: 2.425752 }
 /** Gamma-Gamma MLE on the 946 CDNOW repeat buyers (published 6.25, 3.74, 15.44). */
 const GG_MLE = { p: 6.248802, q: 3.744588, gamma: 15.447749 }
-const GG_PUBLISHED = { p: 6.25, q: 3.74, gamma: 15.44 }
 
 /** CDNOW customers 1..10 (x, t_x, T in weeks; zbar in dollars). */
 const CDNOW_FIRST_10 = [
@@ -58,13 +56,6 @@ const CDNOW_FIRST_10 = [
   [0, 0, 38.86, 0],
 ].map(([x, tx, T, zbar]) => ({ x: x!, tx: tx!, T: T!, zbar: zbar! }))
 
-const SUMMARY = path.resolve(import.meta.dirname, '../../../shared/data/clv/cdnow_customers_summary_with_transactions.csv')
-const haveSummary = fs.existsSync(SUMMARY)
-const needsData = haveSummary ? '' : ` [SKIPPED: ${SUMMARY} not found; the ../shared data folder is absent]`
-
-function within(actual: number, expected: number, relative: number) {
-  expect(Math.abs(actual - expected) / Math.abs(expected), `${actual} vs ${expected}`).toBeLessThanOrEqual(relative)
-}
 
 describe('special functions', () => {
   it('lgamma matches high-precision values (mpmath) to ~1e-14 relative', () => {
