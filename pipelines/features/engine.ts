@@ -226,8 +226,8 @@ export class FeatureEngine {
     const [settings, ends] = await Promise.all([this.settings.getMany(missing), this.settings.dataEnd(missing)])
     for (const t of missing) {
       // The data's end as this consumer knows it: the stored orders' (the projection may lag) or a newer one it folded.
-      const end = Math.max(ends.get(t) ?? -Infinity, reload ? -Infinity : (this.dataEnds.get(t) ?? -Infinity))
-      if (Number.isFinite(end)) this.dataEnds.set(t, Math.max(end, this.dataEnds.get(t) ?? -Infinity))
+      const end = Math.max(ends.get(t) ?? -Infinity, this.dataEnds.get(t) ?? -Infinity)
+      if (Number.isFinite(end)) this.dataEnds.set(t, end)
       this.refs.set(t, resolveReference(settings.get(t)!.reference_date, { wallMs: now, dataEndMs: this.dataEnds.get(t) ?? null }))
     }
   }

@@ -76,7 +76,7 @@ function unauthorized(res: Response, details: string): void {
 }
 
 /** A tenant id as a request spells it: a positive integer (number or digits), else null. */
-function tenantValue(v: unknown): number | null {
+export function tenantValue(v: unknown): number | null {
   if (typeof v === 'number') return Number.isSafeInteger(v) && v > 0 ? v : null
   if (typeof v === 'string' && /^\s*\+?\d{1,16}\s*$/.test(v)) {
     const n = Number(v.trim())

@@ -7,13 +7,10 @@ import { TenantCurrencies, TenantSettingsStore } from '../../common/store/tenant
 import { IngestBatchSchema, validateCustomerInput, validateOrderInput, fieldErrorsFromZod, refundErrors, MAX_BATCH_EVENTS } from '../../pipelines/ingest/validation.ts'
 import { publishEvents, type IngestKind } from '../../pipelines/ingest/publisher.ts'
 import { sendError } from './errors.ts'
+import { tenantValue } from './auth.ts'
 
 type IndexedError = { index: number; path: string; code: string; message: string }
 
-const positiveId = (v: unknown): number | null => {
-  const n = typeof v === 'string' && /^\d+$/.test(v.trim()) ? Number(v) : v
-  return typeof n === 'number' && Number.isSafeInteger(n) && n > 0 ? n : null
-}
 const field = (e: unknown, k: string): unknown => (e !== null && typeof e === 'object' ? (e as Record<string, unknown>)[k] : undefined)
 
 /**
@@ -28,7 +25,7 @@ const field = (e: unknown, k: string): unknown => (e !== null && typeof e === 'o
 async function batchCurrencies(currencies: TenantCurrencies, settings: TenantSettingsStore, events: readonly unknown[]): Promise<{ held: Map<number, string | null>; adopt: Map<number, string> }> {
   const tenants = new Set<number>()
   for (const e of events) {
-    const t = positiveId(field(e, 'tenant_id'))
+    const t = tenantValue(field(e, 'tenant_id'))
     if (t !== null) tenants.add(t)
   }
   const held = new Map<number, string | null>()
@@ -39,7 +36,7 @@ async function batchCurrencies(currencies: TenantCurrencies, settings: TenantSet
     if (c) adopt.set(t, c)
   }
   for (const e of events) {
-    const t = positiveId(field(e, 'tenant_id'))
+    const t = tenantValue(field(e, 'tenant_id'))
     const c = field(e, 'currency')
     if (t === null || held.get(t) || typeof c !== 'string' || !/^[A-Za-z]{3}$/.test(c.trim())) continue
     held.set(t, c.trim().toUpperCase())
@@ -87,7 +84,7 @@ export function ingestRouter(deps: { log: EventLog; codec: EventCodec; store?: S
         const errors: IndexedError[] = []
         const held = kind === 'orders' && settings && currencies ? await batchCurrencies(currencies, settings, batch.data.events) : null
         batch.data.events.forEach((input, index) => {
-          const ctx = { defaultSource: 'http', now, tenantCurrency: held?.held.get(positiveId(field(input, 'tenant_id')) ?? 0) ?? null }
+          const ctx = { defaultSource: 'http', now, tenantCurrency: held?.held.get(tenantValue(field(input, 'tenant_id')) ?? 0) ?? null }
           const r = kind === 'orders' ? validateOrderInput(input, held ? ctx : { ...ctx, tenantCurrency: undefined }) : validateCustomerInput(input, ctx)
           if (r.ok) events.push(r.value)
           else for (const e of r.errors) errors.push({ index, ...e })

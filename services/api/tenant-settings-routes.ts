@@ -7,6 +7,7 @@ import { TenantSettingsStore, type TenantSettings } from '../../common/store/ten
 import { referenceDate, ReferenceSettingSchema } from '../../common/reference-date.ts'
 import { fieldErrorsFromZod } from '../../pipelines/ingest/validation.ts'
 import { sendError } from './errors.ts'
+import { parseTenantId } from './processing/validation.ts'
 
 export const TENANT_SETTINGS_PATH = '/api/v2/cdp/tenants/:tenantId/settings'
 
@@ -21,8 +22,6 @@ export const TenantSettingsBody = z.strictObject({
     .optional(),
   reference_date: ReferenceSettingSchema.optional(),
 })
-
-const TenantId = z.coerce.number().int().positive().max(Number.MAX_SAFE_INTEGER)
 
 export interface TenantSettingsDeps {
   store: Store
@@ -47,10 +46,10 @@ export function tenantSettingsRouter(deps: TenantSettingsDeps): Router {
 
   router.get(TENANT_SETTINGS_PATH, async (req, res, next) => {
     try {
-      const t = TenantId.safeParse(req.params.tenantId)
-      if (!t.success) return sendError(res, 400, 'Invalid request', { errors: [{ path: 'tenantId', code: 'invalid_id', message: 'must be a positive integer' }] })
-      const s = await settings.get(t.data)
-      if (s.updated_at === null && !(await tenantExists(deps.store, t.data))) return sendError(res, 404, 'Tenant not found', { tenant_id: t.data })
+      const t = parseTenantId(req.params.tenantId as string | undefined)
+      if (!t.ok) return sendError(res, 400, 'Invalid request', { errors: [t.error] })
+      const s = await settings.get(t.value)
+      if (s.updated_at === null && !(await tenantExists(deps.store, t.value))) return sendError(res, 404, 'Tenant not found', { tenant_id: t.value })
       res.json({ success: true, data: await view(s) })
     } catch (err) {
       next(err)
@@ -59,30 +58,30 @@ export function tenantSettingsRouter(deps: TenantSettingsDeps): Router {
 
   router.put(TENANT_SETTINGS_PATH, async (req, res, next) => {
     try {
-      const t = TenantId.safeParse(req.params.tenantId)
+      const t = parseTenantId(req.params.tenantId as string | undefined)
       const body = TenantSettingsBody.safeParse(req.body ?? {})
       const errors = [
-        ...(t.success ? [] : [{ path: 'tenantId', code: 'invalid_id', message: 'must be a positive integer' }]),
+        ...(t.ok ? [] : [t.error]),
         ...(body.success ? [] : fieldErrorsFromZod(body.error.issues)),
       ]
-      if (errors.length || !t.success || !body.success) return sendError(res, 400, 'Invalid settings', { errors })
-      const current = await settings.get(t.data)
+      if (errors.length || !t.ok || !body.success) return sendError(res, 400, 'Invalid settings', { errors })
+      const current = await settings.get(t.value)
       const b = body.data
       // One currency per tenant: once its orders are in one, another would be summed with them.
-      const inUse = b.currency ? await settings.storedCurrency(t.data) : null
+      const inUse = b.currency ? await settings.storedCurrency(t.value) : null
       if (b.currency && inUse && b.currency !== (current.currency ?? inUse)) {
         return sendError(res, 409, 'Currency cannot change', {
           errors: [{ path: 'currency', code: 'currency_locked', message: `the tenant's orders are in ${current.currency ?? inUse}; a tenant has one currency and amounts are never converted` }],
         })
       }
       const next = await settings.put({
-        tenant_id: t.data,
+        tenant_id: t.value,
         tenant_name: b.tenant_name === undefined ? current.tenant_name : b.tenant_name,
         currency: b.currency ?? current.currency,
         reference_date: b.reference_date ?? current.reference_date,
       })
-      deps.logger.info({ tenant_id: t.data, reference_date: next.reference_date, currency: next.currency }, 'tenant settings changed')
-      deps.onChange?.(t.data, next, current)
+      deps.logger.info({ tenant_id: t.value, reference_date: next.reference_date, currency: next.currency }, 'tenant settings changed')
+      deps.onChange?.(t.value, next, current)
       res.json({ success: true, data: await view(next) })
     } catch (err) {
       next(err)
