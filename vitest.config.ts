@@ -1,9 +1,10 @@
 import { configDefaults, defineConfig } from 'vitest/config'
 
 /**
- * Two projects (README, "Tests"): `unit` needs no Kafka, no schema registry and no child process
- * (chdb in process and in-process HTTP servers are fine); `integration` gets the real broker and
- * registry from the global setup. `vitest run` runs both; `--project unit` starts no Kafka.
+ * Tests live in `test/<lane>/` (README, "Tests"). Two projects by file name: `*.test.ts` is `unit`
+ * (no Kafka, no schema registry, no child process; chdb in process and in-process HTTP servers are
+ * fine); `*.int.test.ts` is `integration` and gets the real broker and registry from the global
+ * setup. `vitest run` runs both; `--project unit` starts no Kafka.
  */
 export default defineConfig({
   test: {
@@ -18,7 +19,8 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'unit',
-          include: ['test/unit/**/*.test.ts'],
+          include: ['test/**/*.test.ts'],
+          exclude: [...configDefaults.exclude, 'test/**/*.int.test.ts'],
           // What the global setup provides to integration tests; unit tests get only ClickHouse's
           // URL (helpers' testConfig reads it), never a broker or a registry.
           provide: { clickhouseUrl: process.env.CLICKHOUSE_URL ?? '' },
@@ -28,9 +30,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'integration',
-          // test/integration/, and any test file left outside test/unit/: never silently skipped.
-          include: ['test/**/*.test.ts'],
-          exclude: [...configDefaults.exclude, 'test/unit/**'],
+          include: ['test/**/*.int.test.ts'],
           globalSetup: ['test/infra/global-setup.ts'],
         },
       },

@@ -1,7 +1,7 @@
 /**
  * `cdp bench hashing` (npm run bench:hashing): customer rows per second normalised and hashed for
  * the ads platform, four columns (EMAIL, PHONE, FN, LN) per row, as the audience upload prepares
- * them (`hashRow`, services/ads-api/hashing.ts).
+ * them (`hashRow`, pipelines/audience-sync/ads-platform/hashing.ts).
  *
  * Customers come from the project's synthetic generator (drawProfile: Argentine names with
  * accents and compound surnames, phones as "+54 9 11 4123-4567" or local spellings, e-mails; some
@@ -12,7 +12,7 @@
  * Progress on stderr; a table and one JSON line on stdout.
  */
 import { performance } from 'node:perf_hooks'
-import { hashRow, normalize, type AudienceColumn, type CustomerIdentifiers } from '../services/ads-api/hashing.ts'
+import { hashRow, normalize, type AudienceColumn, type CustomerIdentifiers } from '../pipelines/audience-sync/ads-platform/hashing.ts'
 import { intFlag, loadAverages, machineInfo, progress, sig3, benchFlags, noteLoad } from './common.ts'
 import { overGeneratedProfiles } from './profiles.ts'
 

@@ -23,7 +23,7 @@ export function uniqueName(prefix: string): string {
 /** What test/infra/global-setup.ts provides; only the integration project runs it (README, "Tests"). */
 function infra(key: 'kafkaBrokers' | 'schemaRegistryUrl'): string {
   const value = inject(key)
-  if (!value) throw new Error(`${key} is not provided: this test needs Kafka and the schema registry, so it belongs in test/integration/`)
+  if (!value) throw new Error(`${key} is not provided: this test needs Kafka and the schema registry, so it belongs in an integration file (test/<lane>/<name>.int.test.ts)`)
   return value
 }
 

@@ -1,7 +1,7 @@
 import { loadConfig } from '../../common/config.ts'
 import { createLogger } from '../../common/logger.ts'
 import { withAdminStore } from '../admin-store.ts'
-import { ApiKeyStore } from '../../services/api/api-keys.ts'
+import { ApiKeyStore } from '../../common/store/api-keys.ts'
 import { RUNTIME_FLAGS, UsageError, configFlags, parseAction } from '../args.ts'
 
 const FLAGS = { ...RUNTIME_FLAGS, tenant: { type: 'string' }, name: { type: 'string' }, id: { type: 'string' } } as const

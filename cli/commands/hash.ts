@@ -1,5 +1,5 @@
 import { UsageError, parse } from '../args.ts'
-import { AUDIENCE_COLUMNS, hashValue, isAudienceColumn, normalize } from '../../services/ads-api/hashing.ts'
+import { AUDIENCE_COLUMNS, hashValue, isAudienceColumn, normalize } from '../../pipelines/audience-sync/ads-platform/hashing.ts'
 
 const FLAGS = { column: { type: 'string', short: 'c' }, normalized: { type: 'boolean' } } as const
 

@@ -5,7 +5,7 @@ import { resolveSecretBox } from '../../common/secrets.ts'
 import type { Store } from '../../common/store/clickhouse.ts'
 import type { SecretBox } from '../../common/secrets.ts'
 import { AudienceSyncStore } from '../../pipelines/audience-sync/store.ts'
-import { rotateIntegrationCredentials } from '../../services/api/integrations/store.ts'
+import { rotateIntegrationCredentials } from '../../pipelines/connectors/store.ts'
 import { withAdminStore } from '../admin-store.ts'
 import { RUNTIME_FLAGS, UsageError, configFlags, parseAction } from '../args.ts'
 

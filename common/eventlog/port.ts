@@ -1,6 +1,6 @@
 /**
  * The event log port. Two adapters implement it with the same semantics, checked by one
- * conformance suite (test/integration/eventlog-conformance.test.ts): Kafka (kafkajs) and the embedded,
+ * conformance suite (test/common/eventlog-conformance.int.test.ts): Kafka (kafkajs) and the embedded,
  * on-disk log of the single-process runtime.
  *
  * Semantics both guarantee:

@@ -3,7 +3,7 @@ import type { Store } from '../../common/store/clickhouse.ts'
 import { iso } from '../../common/time.ts'
 import { nextVersion } from '../../common/store/versions.ts'
 import type { EncryptedSecret, SecretBox } from '../../common/secrets.ts'
-import type { LimitStore } from '../../services/ads-api/limits.ts'
+import type { LimitStore } from './ads-platform/limits.ts'
 
 /**
  * ClickHouse state of the audience sync (schemas/clickhouse/006_audience_sync.sql). Every table

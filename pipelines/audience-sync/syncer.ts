@@ -16,7 +16,7 @@ import {
   type RetryOptions,
   type Sleep,
   type UploadBatch,
-} from '../../services/ads-api/index.ts'
+} from './ads-platform/index.ts'
 import type { AudienceSyncStore, ConfigWithToken } from './store.ts'
 import { auditEvents } from './metrics.ts'
 

@@ -6,7 +6,7 @@
  * which names calls, not URLs with credentials.
  */
 import { SecretDecryptError } from '../../common/secrets.ts'
-import { ConnectorError } from '../../services/connectors/http.ts'
+import { ConnectorError } from './sources/http.ts'
 
 export interface SyncFailure {
   /** The code: SYNC_TIMEOUT, RATE_LIMIT_EXCEEDED, INVALID_CREDENTIALS, … */

@@ -6,7 +6,7 @@
  */
 import type { CustomerUpserted } from '../../common/events.ts'
 import { customerSemanticErrors, orderSemanticErrors } from '../ingest/validation.ts'
-import type { MappedOrder } from '../../services/connectors/mapping.ts'
+import type { MappedOrder } from './sources/mapping.ts'
 import type { JobStats } from './queue.ts'
 
 /** Fields of a profile that are dropped, not fatal, when invalid. */

@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto'
 import type { Store } from '../../common/store/clickhouse.ts'
-import type { Entity, IntegrationType } from '../../services/connectors/types.ts'
+import type { Entity, IntegrationType } from './sources/types.ts'
 import type { SyncFailure } from './errors.ts'
 import { iso } from '../../common/time.ts'
 import { nextSeq, RANK_STEP } from '../../common/store/versions.ts'

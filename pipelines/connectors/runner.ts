@@ -10,8 +10,8 @@
  * publishes twice is identical (deterministic event ids), so consumers count it once.
  */
 import type { Logger } from '../../common/logger.ts'
-import type { IntegrationStore } from '../../services/api/integrations/store.ts'
-import { configuredEntities } from '../../services/api/integrations/schemas.ts'
+import type { IntegrationStore } from './store.ts'
+import { configuredEntities } from './schemas.ts'
 import { executeJob, type JobDeps } from './job.ts'
 import type { SyncJob, SyncQueue } from './queue.ts'
 import { dueOccurrence } from './schedule.ts'

@@ -1,5 +1,5 @@
 /**
- * The contract between the processing API (services/api/processing) and the feature engine
+ * The contract between the processing API (pipelines/processing) and the feature engine
  * (pipelines/features/recompute.ts): which analyses a processing run can do and what each
  * reports. Shapes follow the spec's "Endpoint 1 200 response" (cdp-service-interface.md).
  */

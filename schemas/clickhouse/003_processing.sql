@@ -1,4 +1,4 @@
--- Processing jobs, schedules and results-cache invalidations (services/api/processing, docs/processing.md).
+-- Processing jobs, schedules and results-cache invalidations (pipelines/processing, docs/processing.md).
 -- Not projections of the event log: these tables hold coordination state between API replicas
 -- and survive a restart; `cdp replay` leaves them alone.
 

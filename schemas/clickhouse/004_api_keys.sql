@@ -1,4 +1,4 @@
--- Tenant API keys (services/api/api-keys.ts, docs/auth.md). Only the SHA-256 of a key is stored:
+-- Tenant API keys (common/store/api-keys.ts, docs/auth.md). Only the SHA-256 of a key is stored:
 -- a key is 256 random bits, so a fast hash is enough (no dictionary to guess from), and the
 -- plain key is printed once by `cdp apikey create` and never kept.
 -- Every change inserts the whole row again with a higher version; readers use FINAL. Version 1

@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { Request, RequestHandler, Response } from 'express'
 import { sendError } from './errors.ts'
-import { hashKey, type KeyVerifier } from './api-keys.ts'
+import { hashKey, type KeyVerifier } from '../../common/store/api-keys.ts'
 import type { RateLimitOptions } from './rate-limit.ts'
 
 /**

@@ -7,7 +7,7 @@ import { TenantSettingsStore, type TenantSettings } from '../../common/store/ten
 import { referenceDate, ReferenceSettingSchema } from '../../common/reference-date.ts'
 import { fieldErrorsFromZod } from '../../pipelines/ingest/validation.ts'
 import { sendError } from './errors.ts'
-import { parseTenantId } from './processing/validation.ts'
+import { parseTenantId } from '../../pipelines/processing/validation.ts'
 
 export const TENANT_SETTINGS_PATH = '/api/v2/cdp/tenants/:tenantId/settings'
 

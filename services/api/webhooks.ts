@@ -1,7 +1,7 @@
 import express, { type Router } from 'express'
 import type { Logger } from '../../common/logger.ts'
 import type { AudienceSyncStore } from '../../pipelines/audience-sync/store.ts'
-import { deliveryStatusEventSchema, SIGNATURE_HEADER, verifyHubSignature } from '../ads-api/webhook.ts'
+import { deliveryStatusEventSchema, SIGNATURE_HEADER, verifyHubSignature } from '../../pipelines/audience-sync/ads-platform/webhook.ts'
 import { secretEquals } from './auth.ts'
 import { sendError } from './errors.ts'
 import { fieldErrorsFromZod } from '../../pipelines/ingest/validation.ts'

@@ -11,7 +11,7 @@ Decimals are printed as strings (str(Decimal)), timestamps as ISO 8601 UTC with 
 ("2025-01-01T00:00:00.000Z"), bytes as hex. Exits 0 once --expect records were read, 1 when
 the timeout passes first, 2 on a decoding error in one of the tenant's records.
 
-Used by test/integration/third-party-decode.test.ts; needs `pip install "confluent-kafka[avro,schemaregistry]"`.
+Used by test/common/third-party-decode.int.test.ts; needs `pip install "confluent-kafka[avro,schemaregistry]"`.
 """
 import argparse
 import datetime

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reference numbers for test/unit/retail-models.test.ts, from lifetimes (the independent check).
+"""Reference numbers for test/features/retail-models.test.ts, from lifetimes (the independent check).
 
 Reads the UCI Online Retail invoices (../shared/data/retail/online_retail_invoices.csv:
 InvoiceNo,InvoiceDate,CustomerID,TotalPrice), summarises them the BTYD way in days with the

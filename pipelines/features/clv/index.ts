@@ -1,6 +1,6 @@
 /**
  * Customer-base models for CLV and churn: BG/NBD and MBG/NBD (purchases, P(alive)), Gamma-Gamma (spend)
- * and discounted CLV. Pure functions, no I/O. Formulas and published checks: test/unit/clv.test.ts.
+ * and discounted CLV. Pure functions, no I/O. Formulas and published checks: test/features/clv.test.ts.
  */
 export type { RfmObservation } from './patterns.ts'
 export {

@@ -4,8 +4,8 @@
  * that streak. Pure.
  */
 import type { IntegrationStats } from '../../../pipelines/connectors/queue.ts'
-import { INTEGRATION_TYPES } from '../../connectors/types.ts'
-import type { IntegrationRecord } from './store.ts'
+import { INTEGRATION_TYPES } from '../../../pipelines/connectors/sources/types.ts'
+import type { IntegrationRecord } from '../../../pipelines/connectors/store.ts'
 
 export function healthView(list: IntegrationRecord[], stats: Map<number, IntegrationStats>, failingSince: Map<number, number>) {
   const by_type: Record<string, { total: number; active: number; last_24h_syncs: number; success_rate: number | null }> = {}

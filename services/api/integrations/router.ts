@@ -12,10 +12,10 @@ import type { Store } from '../../../common/store/clickhouse.ts'
 import { SyncQueue, type SyncJob } from '../../../pipelines/connectors/queue.ts'
 import { nextScheduledSync } from '../../../pipelines/connectors/schedule.ts'
 import { seconds } from '../../../pipelines/connectors/errors.ts'
-import { testConnection } from '../../connectors/connection-test.ts'
-import { customerIdDigits } from '../../connectors/search-ads/client.ts'
-import { validateCredentials, type ConnectorDeps, type ValidationResult } from '../../connectors/validate.ts'
-import { appKeyMatches, CREDENTIAL_FIELDS, INTEGRATION_TYPES, SYNCABLE_ENTITIES, type Credentials, type Entity, type IntegrationType } from '../../connectors/types.ts'
+import { testConnection } from '../../../pipelines/connectors/sources/connection-test.ts'
+import { customerIdDigits } from '../../../pipelines/connectors/sources/search-ads/client.ts'
+import { validateCredentials, type ConnectorDeps, type ValidationResult } from '../../../pipelines/connectors/sources/validate.ts'
+import { appKeyMatches, CREDENTIAL_FIELDS, INTEGRATION_TYPES, SYNCABLE_ENTITIES, type Credentials, type Entity, type IntegrationType } from '../../../pipelines/connectors/sources/types.ts'
 import { callerTenant, tenantAccessDenied } from '../auth.ts'
 import { sendError } from '../errors.ts'
 import {
@@ -33,8 +33,8 @@ import {
   ValidateCommerceBody,
   type CreateIntegrationInput,
   type FieldError,
-} from './schemas.ts'
-import { IntegrationStore, type IntegrationRecord } from './store.ts'
+} from '../../../pipelines/connectors/schemas.ts'
+import { IntegrationStore, type IntegrationRecord } from '../../../pipelines/connectors/store.ts'
 import { literalDestinationProblem } from '../../../pipelines/connectors/webhook-guard.ts'
 import { detail, diff, listItem, maskCredentials } from './views.ts'
 import { healthView } from './health.ts'

@@ -4,9 +4,9 @@
  */
 import type { IntegrationStats, SyncJob } from '../../../pipelines/connectors/queue.ts'
 import { seconds } from '../../../pipelines/connectors/errors.ts'
-import { CREDENTIAL_FIELDS, SECRET_FIELDS, type Credentials, type IntegrationType } from '../../connectors/types.ts'
-import type { IntegrationConfiguration } from './schemas.ts'
-import type { IntegrationRecord } from './store.ts'
+import { CREDENTIAL_FIELDS, SECRET_FIELDS, type Credentials, type IntegrationType } from '../../../pipelines/connectors/sources/types.ts'
+import type { IntegrationConfiguration } from '../../../pipelines/connectors/schemas.ts'
+import type { IntegrationRecord } from '../../../pipelines/connectors/store.ts'
 import { iso } from '../../../common/time.ts'
 
 

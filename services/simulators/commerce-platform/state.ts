@@ -1,7 +1,7 @@
 /**
  * State of the commerce-platform simulator: accounts, app keys, the shop's data (from the
  * generator), rate-limit windows, faults and the request log. Renders records in the platform's
- * own shapes (camelCase, money in cents, ISO times), which services/connectors maps to ours.
+ * own shapes (camelCase, money in cents, ISO times), which pipelines/connectors/sources maps to ours.
  */
 import { createHash } from 'node:crypto'
 import { PRODUCTS } from '../../../pipelines/ingest/synthetic/catalog.ts'

@@ -6,7 +6,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto'
 import { fromCents } from '../../../common/decimal.ts'
-import { hashValue } from '../../ads-api/hashing.ts'
+import { hashValue } from '../../../pipelines/audience-sync/ads-platform/hashing.ts'
 import { buildDataset, inRange, unitHash, type Dataset, type TimeRange } from '../commerce-platform/dataset.ts'
 import { PlatformState, type PlatformStateOptions } from '../shared/platform-state.ts'
 
