@@ -124,3 +124,12 @@ export interface DeadLetter {
 export function customerKey(tenantId: number, customerId: number): string {
   return `${tenantId}:${customerId}`
 }
+
+/** Rank of a life-cycle step, so two events of one order in the same millisecond still order deterministically. */
+// A credit note is the only event of its own id: it shares the first rank.
+const STEP_RANK: Record<OrderEventType, number> = { placed: 0, status_changed: 1, cancelled: 2, refunded: 3, credit_note: 0 }
+
+/** Version of an order's state: later events win; at equal times, the later life-cycle step wins. */
+export function orderVersion(e: Pick<OrderEvent, 'occurred_at' | 'event_type'>): number {
+  return e.occurred_at * 4 + STEP_RANK[e.event_type]
+}

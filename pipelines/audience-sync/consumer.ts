@@ -1,7 +1,7 @@
 import type { SegmentChanged } from '../../common/events.ts'
 import { TOPICS } from '../../common/topics.ts'
 import { ok, type PipelineDefinition } from '../../common/runtime/pipeline.ts'
-import { decodeRecord } from '../ingest/input-events.ts'
+import { decodeRecord } from '../ingest/index.ts'
 import type { AudienceSyncStore } from './store.ts'
 
 export const AUDIENCE_SYNC_GROUP = 'cdp-audience-sync'

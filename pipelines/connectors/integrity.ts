@@ -5,7 +5,7 @@
  * worth keeping); an order that fails is not published and is reported.
  */
 import type { CustomerUpserted } from '../../common/events.ts'
-import { customerSemanticErrors, orderSemanticErrors } from '../ingest/validation.ts'
+import { customerSemanticErrors, orderSemanticErrors } from '../ingest/index.ts'
 import type { MappedOrder } from './sources/mapping.ts'
 import type { JobStats } from './queue.ts'
 

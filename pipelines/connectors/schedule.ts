@@ -3,7 +3,7 @@
  * integration's creation; the initial sync counts as the occurrence at the anchor. Missed
  * occurrences (the role was down) are skipped: one sync catches up, not one per missed slot.
  */
-import { nextOccurrenceAfter, type Frequency } from '../processing/frequency.ts'
+import { nextOccurrenceAfter, type Frequency } from '../processing/index.ts'
 
 export interface Schedulable {
   created_at: number

@@ -5,7 +5,7 @@ import type { EventLog, LogRecord, OutRecord } from '../../common/eventlog/port.
 import type { EventCodec } from '../../common/eventlog/codec.ts'
 import type { Logger } from '../../common/logger.ts'
 import type { PipelineDefinition } from '../../common/runtime/pipeline.ts'
-import { decodeInputEvent, type InputEvent } from '../ingest/input-events.ts'
+import { decodeInputEvent, type InputEvent } from '../ingest/index.ts'
 import type { TransactionModelName } from './clv/index.ts'
 import { aggregate, EMPTY_AGGREGATES, factOf, mergeFact, orderHistory, utcDay, type CustomerAggregates, type OrderFact } from './order-facts.ts'
 import { clvFeatures, computeFeatures, DEFAULT_FEATURE_OPTIONS, sameFeatures, type ClvPart, type FeatureOptions, type FeatureValues } from './features.ts'

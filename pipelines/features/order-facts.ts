@@ -1,6 +1,6 @@
 import type { OrderEvent } from '../../common/events.ts'
 import { toCents } from '../../common/decimal.ts'
-import { orderVersion } from '../projection/rows.ts'
+import { orderVersion } from '../../common/events.ts'
 
 /**
  * The per-customer state behind RFM, CLV and churn, and the pure functions that fold order

@@ -1,7 +1,7 @@
 import os from 'node:os'
 import type { Logger } from '../../common/logger.ts'
 import type { Store } from '../../common/store/clickhouse.ts'
-import type { ProcessingEngine } from '../features/analyses.ts'
+import type { ProcessingEngine } from '../features/index.ts'
 import { processingEvents, type ProcessingEvents } from './events.ts'
 
 /** What the processing API, its job runner and its scheduler need. Only store, engine and logger are required. */

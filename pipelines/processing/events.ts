@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events'
-import type { Analysis, ProcessingResults } from '../features/analyses.ts'
+import type { Analysis, ProcessingResults } from '../features/index.ts'
 
 export interface TenantProcessed {
   tenantId: number

@@ -1,5 +1,7 @@
-/** The processing API: POST/GET/DELETE /api/v2/cdp/process/*, its scheduler and its cache hooks. See docs/processing.md. */
-export { processRouter } from '../../services/api/process-routes.ts'
+/**
+ * The processing lane's public surface: the service behind POST/GET/DELETE /api/v2/cdp/process/*
+ * (its router is services/api/process-routes.ts), its scheduler and its cache hooks. See docs/processing.md.
+ */
 export type { ProcessingDeps } from './deps.ts'
 export { DEFAULT_LEASE_MS, DEFAULT_HEARTBEAT_MS, DEFAULT_CACHE_TTL_MS, DEFAULT_STALE_AFTER_MS } from './deps.ts'
 export { startProcessingScheduler, DEFAULT_SCHEDULER_POLL_MS, type ProcessingScheduler, type SchedulerOptions } from './scheduler.ts'
@@ -7,5 +9,5 @@ export { ProcessingEvents, processingEvents, onTenantProcessed, type TenantProce
 export { invalidateProcessingResults, invalidateProcessingResults as invalidate } from './results-cache.ts'
 export { ProcessingService } from './service.ts'
 export type { StatusObject, TenantProcessingStatus } from './status.ts'
-export { FREQUENCIES, type Frequency } from './frequency.ts'
+export { FREQUENCIES, nextOccurrenceAfter, type Frequency } from './frequency.ts'
 export { JobCancelledError, ShutdownError } from './job-runner.ts'

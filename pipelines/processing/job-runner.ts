@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import type { Analysis, ProcessingResults } from '../features/analyses.ts'
+import type { Analysis, ProcessingResults } from '../features/index.ts'
 import type { ResolvedDeps } from './deps.ts'
 import { isFinal, isLive, type JobKind, type JobRow, type JobsTable } from './jobs-table.ts'
 import { afterClaim, afterStart, blockerOf, RACE_RECHECK_MS } from './lock.ts'

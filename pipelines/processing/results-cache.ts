@@ -1,5 +1,5 @@
 import type { Store } from '../../common/store/clickhouse.ts'
-import type { Analysis, ProcessingResults } from '../features/analyses.ts'
+import type { Analysis, ProcessingResults } from '../features/index.ts'
 import type { ResolvedDeps, ProcessingDeps } from './deps.ts'
 import { processingEvents } from './events.ts'
 import type { JobRow, JobsTable } from './jobs-table.ts'

@@ -1,5 +1,5 @@
 import type { Store } from '../../common/store/clickhouse.ts'
-import type { Analysis } from '../features/analyses.ts'
+import type { Analysis } from '../features/index.ts'
 import { nextSeq, RANK_STEP } from '../../common/store/versions.ts'
 import type { Frequency } from './frequency.ts'
 import { iso } from '../../common/time.ts'

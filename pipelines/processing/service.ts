@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import type { ProcessingResults } from '../features/analyses.ts'
+import type { ProcessingResults } from '../features/index.ts'
 import { resolveDeps, type ProcessingDeps, type ResolvedDeps } from './deps.ts'
 import { JobsTable } from './jobs-table.ts'
 import { JobRunner, type CancelOutcome, type RunOutcome } from './job-runner.ts'

@@ -1,6 +1,6 @@
 import { z } from 'zod'
 import { ReferenceDateSchema } from '../../common/reference-date.ts'
-import { ANALYSES, type Analysis } from '../features/analyses.ts'
+import { ANALYSES, type Analysis } from '../features/index.ts'
 import { FREQUENCIES, type Frequency } from './frequency.ts'
 
 /** Field error as in the rest of the API (`details.errors[]`). */

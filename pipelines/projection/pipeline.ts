@@ -2,7 +2,7 @@ import type { CustomerUpserted, OrderEvent } from '../../common/events.ts'
 import { TOPICS } from '../../common/topics.ts'
 import type { Store } from '../../common/store/clickhouse.ts'
 import type { PipelineDefinition } from '../../common/runtime/pipeline.ts'
-import { decodeInputEvent, type InputEvent } from '../ingest/input-events.ts'
+import { decodeInputEvent, type InputEvent } from '../ingest/index.ts'
 import { TenantCurrencies, TenantSettingsStore } from '../../common/store/tenant-settings.ts'
 import { customerRow, orderEventRow, orderStateRow } from './rows.ts'
 

@@ -1,17 +1,8 @@
-import type { CustomerUpserted, OrderEvent, OrderEventType } from '../../common/events.ts'
+import { orderVersion, type CustomerUpserted, type OrderEvent } from '../../common/events.ts'
 import { iso } from '../../common/time.ts'
 
 /** Pure mapping from events to the rows of the raw projections (schemas/clickhouse/001_*.sql). */
 
-
-/** Rank of a life-cycle step, so two events of one order in the same millisecond still order deterministically. */
-// A credit note is the only event of its own id: it shares the first rank.
-const STEP_RANK: Record<OrderEventType, number> = { placed: 0, status_changed: 1, cancelled: 2, refunded: 3, credit_note: 0 }
-
-/** Version of an order's state: later events win; at equal times, the later life-cycle step wins. */
-export function orderVersion(e: Pick<OrderEvent, 'occurred_at' | 'event_type'>): number {
-  return e.occurred_at * 4 + STEP_RANK[e.event_type]
-}
 
 export function orderEventRow(e: OrderEvent) {
   return {

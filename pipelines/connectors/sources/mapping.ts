@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto'
 import { fromCents, toCents } from '../../../common/decimal.ts'
 import type { CustomerUpserted, OrderEvent, OrderItem } from '../../../common/events.ts'
-import { deriveEventId } from '../../ingest/validation.ts'
+import { deriveEventId } from '../../ingest/index.ts'
 
 /**
  * Our `customer_id` for a customer of an external system: 53 bits of SHA-256 over

@@ -4,7 +4,7 @@
  * `<app_id>|<app_secret>`, the token to inspect is the tenant's access token, which must be
  * valid, issued to that app, and hold the three permissions the audience sync needs.
  */
-import { AdsApiError, AdsClient, AdsNetworkError, RateLimitError, TransientApiError, type TokenInfo } from '../../audience-sync/ads-platform/index.ts'
+import { AdsApiError, AdsClient, AdsNetworkError, RateLimitError, TransientApiError, type TokenInfo } from '../../audience-sync/index.ts'
 import { ConnectorError, type HttpOptions } from './http.ts'
 import type { SocialAdsCredentials } from './types.ts'
 
