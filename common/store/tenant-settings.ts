@@ -2,6 +2,7 @@ import type { Store } from './clickhouse.ts'
 import { nextSeq } from './versions.ts'
 import { iso } from '../time.ts'
 import { resolveReference, type Reference, type ReferenceSetting } from '../reference-date.ts'
+import { lruCache } from '../lru.ts'
 
 /**
  * Tenant settings (`tenants`, migration 009): name, currency and reference date. A tenant without
@@ -121,23 +122,27 @@ export class TenantSettingsStore {
  * Tenants' currencies for the consumers of the order topic: an order in another currency than its
  * tenant's is dead-lettered (`currency_mismatch`); a tenant without one adopts its first order's.
  * A tenant's currency cannot change once it has orders (the settings API refuses), so it is kept
- * for the life of the process.
+ * for `ttlMs`, in an LRUCache of at most `maxTenants` (the least recently used tenant is dropped
+ * first when it is full).
  */
 export class TenantCurrencies {
-  private readonly known = new Map<number, { currency: Promise<string>; at: number }>()
+  private readonly known
   /** Adoptions of this process, one at a time: the second of two racing first orders sees the first's. */
   private adopting: Promise<unknown> = Promise.resolve()
 
   constructor(
     private readonly settings: TenantSettingsStore,
-    private readonly now: () => number = Date.now,
+    now: () => number = Date.now,
     /** A currency changes only while its tenant has no orders (the settings API refuses otherwise); kept this long. */
     private readonly ttlMs = 60_000,
-  ) {}
+    maxTenants = 10_000,
+  ) {
+    this.known = lruCache<number, Promise<string>>({ max: maxTenants, ttlMs, now })
+  }
 
   /** The tenant's set currency, from the cache or the settings; null while it has none. */
   async current(tenantId: number): Promise<string | null> {
-    const hit = this.fresh(tenantId)
+    const hit = this.known.get(tenantId)
     if (hit) return hit
     const s = await this.settings.get(tenantId)
     if (s.currency) this.remember(tenantId, Promise.resolve(s.currency))
@@ -146,7 +151,7 @@ export class TenantCurrencies {
 
   /** The tenant's currency, adopting `candidate` when it has none. */
   of(tenantId: number, candidate: string): Promise<string> {
-    const hit = this.fresh(tenantId)
+    const hit = this.known.get(tenantId)
     if (hit) return hit
     const p = this.adopting.then(() => this.settings.currencyOrAdopt(tenantId, candidate))
     this.adopting = p.catch(() => undefined)
@@ -159,15 +164,7 @@ export class TenantCurrencies {
     this.known.delete(tenantId)
   }
 
-  private fresh(tenantId: number): Promise<string> | undefined {
-    const e = this.known.get(tenantId)
-    if (e && this.now() - e.at < this.ttlMs) return e.currency
-    this.known.delete(tenantId)
-    return undefined
-  }
-
   private remember(tenantId: number, currency: Promise<string>): void {
-    if (this.known.size > 10_000) this.known.clear()
-    this.known.set(tenantId, { currency, at: this.now() })
+    if (this.ttlMs > 0) this.known.set(tenantId, currency)
   }
 }

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto'
 import type { Logger } from '../../common/logger.ts'
+import { sleep as defaultSleep, type Sleep } from '../../common/retry.ts'
 import {
   AdsApiError,
   AdsClient,
@@ -11,10 +12,8 @@ import {
   PermissionDeniedError,
   RateLimitError,
   prepareUpload,
-  realSleep,
   rejectedItems,
-  type RetryOptions,
-  type Sleep,
+  type AdsRetryOptions,
   type UploadBatch,
 } from './ads-platform/index.ts'
 import type { AudienceSyncStore, ConfigWithToken } from './store.ts'
@@ -40,7 +39,7 @@ export interface SyncerOptions {
   tokenCheckMs?: number
   /** Dead-letters a batch the platform calls malformed (error 100). */
   deadLetter?: (c: ConfigWithToken, batch: { operation: string; batch_id: string; payload: unknown }, err: AdsApiError) => Promise<void>
-  retry?: RetryOptions
+  retry?: AdsRetryOptions
   sleep?: Sleep
   now?: () => number
 }
@@ -78,7 +77,7 @@ export class AudienceSyncer {
 
   constructor(private readonly o: SyncerOptions) {
     this.now = o.now ?? Date.now
-    this.sleep = o.sleep ?? realSleep
+    this.sleep = o.sleep ?? defaultSleep
     this.budget = new HourlyBudget({ store: o.store, now: this.now })
   }
 

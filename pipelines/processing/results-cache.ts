@@ -1,4 +1,6 @@
+import type { LRUCache } from 'lru-cache'
 import type { Store } from '../../common/store/clickhouse.ts'
+import { lruCache } from '../../common/lru.ts'
 import type { Analysis, ProcessingResults } from '../features/index.ts'
 import type { ResolvedDeps, ProcessingDeps } from './deps.ts'
 import { processingEvents } from './events.ts'
@@ -21,21 +23,26 @@ export function pickResults(results: ProcessingResults, analyses: readonly Analy
   return out
 }
 
+/** Tenants whose last results this process keeps parsed; the least recently used is dropped first. */
+const FRONT_TENANTS = 1_000
+
 /**
  * Results of a tenant's last run, served for `cacheTtlMs` (1 h) to POSTs without `force`.
  * The truth is processing_jobs: a hit needs the tenant's latest started run to be a processed one,
  * younger than the TTL, started after the last explicit invalidation and covering the requested
- * analyses, so a run started on any replica invalidates the entry everywhere. The in-memory map in
- * front only saves re-reading and parsing the results of the same job.
+ * analyses, so a run started on any replica invalidates the entry everywhere. The in-memory LRUCache
+ * in front (FRONT_TENANTS tenants, each entry for the TTL) only saves re-reading and parsing the
+ * results of the same job.
  */
 export class ResultsCache {
-  readonly #front = new Map<number, CachedRun>()
+  readonly #front: LRUCache<number, CachedRun>
   readonly #unsubscribe: () => void
 
   constructor(
     private readonly deps: ResolvedDeps,
     private readonly jobs: JobsTable,
   ) {
+    this.#front = lruCache({ max: FRONT_TENANTS, ttlMs: deps.cacheTtlMs, now: deps.now })
     this.#unsubscribe = deps.events.onCacheInvalidated((e) => this.#front.delete(e.tenantId))
   }
 

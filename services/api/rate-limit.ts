@@ -1,56 +1,23 @@
 import type { Request, RequestHandler } from 'express'
 import { sendError } from './errors.ts'
+import { MemoryRateLimiter, fixedWindow, retryAfterSeconds, type RateRule as WindowRule } from '../../common/rate-limit.ts'
 
 /**
- * In-memory fixed-window rate limits (spec "Limits"). Counters live in this process: with N API
- * replicas behind a load balancer a client can make up to N times the limit. A fixed window can
- * let up to twice the limit through across a window boundary; both are accepted trade-offs for
- * a limiter that needs no shared store (docs/auth.md).
+ * In-memory fixed-window rate limits (spec "Limits") on common/rate-limit.ts. Counters live in
+ * this process: with N API replicas behind a load balancer a client can make up to N times the
+ * limit. A fixed window can let up to twice the limit through across a window boundary; both are
+ * accepted trade-offs for a limiter that needs no shared store (docs/auth.md).
  */
-export interface RateRule {
+export interface RateRule extends WindowRule {
   name: string
-  /** Requests allowed per window. */
-  limit: number
-  windowMs: number
   /** Which requests the rule counts. */
   applies(req: Request): boolean
   /** Whose counter a request counts against (an IP, a key id). */
   keyOf(req: Request): string
 }
 
-interface Window {
-  start: number
-  count: number
-}
-
-export class FixedWindowLimiter {
-  private readonly windows = new Map<string, Window>()
-  private lastSweep = 0
-
-  constructor(readonly rule: RateRule, private readonly now: () => number = Date.now, private readonly maxKeys = 100_000) {}
-
-  /** Counts one request; says whether it is allowed, what remains and when the window resets. */
-  hit(key: string): { allowed: boolean; remaining: number; resetMs: number } {
-    const now = this.now()
-    this.sweep(now)
-    let w = this.windows.get(key)
-    if (!w || now - w.start >= this.rule.windowMs) {
-      if (!w && this.windows.size >= this.maxKeys) this.windows.delete(this.windows.keys().next().value!)
-      w = { start: now, count: 0 }
-      this.windows.set(key, w)
-    }
-    w.count++
-    const resetMs = w.start + this.rule.windowMs - now
-    return { allowed: w.count <= this.rule.limit, remaining: Math.max(0, this.rule.limit - w.count), resetMs }
-  }
-
-  /** Drops expired windows now and then, so idle clients do not accumulate. */
-  private sweep(now: number): void {
-    if (now - this.lastSweep < this.rule.windowMs) return
-    this.lastSweep = now
-    for (const [k, w] of this.windows) if (now - w.start >= this.rule.windowMs) this.windows.delete(k)
-  }
-}
+/** Windows one middleware keeps; past it the least recently used client's window is forgotten. */
+const MAX_WINDOWS = 100_000
 
 /**
  * Middleware over a set of rules: every rule that applies counts the request; when any is over
@@ -59,22 +26,24 @@ export class FixedWindowLimiter {
  * middlewares on one request).
  */
 export function rateLimit(rules: RateRule[], now: () => number = Date.now): RequestHandler {
-  const limiters = rules.map((r) => new FixedWindowLimiter(r, now))
+  const limiter = new MemoryRateLimiter({ algorithm: fixedWindow, maxKeys: MAX_WINDOWS, now })
   return (req, res, next) => {
     let blocked: { rule: RateRule; resetMs: number } | null = null
-    for (const l of limiters) {
-      if (!l.rule.applies(req)) continue
-      const r = l.hit(`${l.rule.name}:${l.rule.keyOf(req)}`)
+    for (const rule of rules) {
+      if (!rule.applies(req)) continue
+      const at = now()
+      const r = limiter.take(`${rule.name}:${rule.keyOf(req)}`, rule, at)
+      const resetMs = r.resetAt! - at
       const shown = res.getHeader('RateLimit-Remaining')
       if (shown === undefined || r.remaining < Number(shown)) {
-        res.setHeader('RateLimit-Limit', String(l.rule.limit))
+        res.setHeader('RateLimit-Limit', String(rule.limit))
         res.setHeader('RateLimit-Remaining', String(r.remaining))
-        res.setHeader('RateLimit-Reset', String(Math.ceil(r.resetMs / 1000)))
+        res.setHeader('RateLimit-Reset', String(Math.ceil(resetMs / 1000)))
       }
-      if (!r.allowed && (!blocked || r.resetMs > blocked.resetMs)) blocked = { rule: l.rule, resetMs: r.resetMs }
+      if (!r.allowed && (!blocked || resetMs > blocked.resetMs)) blocked = { rule, resetMs }
     }
     if (!blocked) return next()
-    const retryAfter = Math.max(1, Math.ceil(blocked.resetMs / 1000))
+    const retryAfter = retryAfterSeconds(blocked.resetMs)
     res.setHeader('Retry-After', String(retryAfter))
     sendError(res, 429, 'Too many requests', {
       code: 'RATE_LIMIT_EXCEEDED',

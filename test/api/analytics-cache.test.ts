@@ -49,4 +49,19 @@ describe('analytics response cache', () => {
     expect(cache.get(8, 'b')).toBe(2)
     expect((cache as unknown as { entries: Map<number, unknown> }).entries.has(7)).toBe(false)
   })
+
+  it('a full tenant forgets its least recently used answer: one read recently survives', () => {
+    let now = 0
+    const cache = new ResponseCache(() => now, 2)
+    cache.set(1, 'first', 'a', 60_000)
+    cache.set(1, 'second', 'b', 60_000)
+    now = 10
+    expect(cache.get(1, 'first')).toBe('a') // read: now the most recently used
+    cache.set(1, 'third', 'c', 60_000) // full: 'second' goes, not 'first' (stored first)
+    expect(cache.get(1, 'first')).toBe('a')
+    expect(cache.get(1, 'second')).toBeUndefined()
+    expect(cache.get(1, 'third')).toBe('c')
+    cache.set(2, 'other', 'd', 60_000) // another tenant's entries do not count
+    expect(cache.get(1, 'first')).toBe('a')
+  })
 })

@@ -9,7 +9,7 @@
  *   can fail a whole batch on the real platform).
  */
 import { AUDIENCE_COLUMNS, hashRow, normalize, type AudienceColumn, type CustomerIdentifiers } from './hashing.ts'
-import { realSleep, type Sleep } from './retry.ts'
+import { sleep as defaultSleep, type Sleep } from '../../../common/retry.ts'
 import type { UploadResult, UserPayload } from './types.ts'
 
 export const MAX_ROWS_PER_REQUEST = 10_000
@@ -107,7 +107,7 @@ export interface PacingOptions {
  */
 export async function sendPaced<B, R>(batches: readonly B[], send: (batch: B, index: number) => Promise<R>, opts: PacingOptions = {}): Promise<R[]> {
   const pacingMs = opts.pacingMs ?? DEFAULT_PACING_MS
-  const sleep = opts.sleep ?? realSleep
+  const sleep = opts.sleep ?? defaultSleep
   const results: R[] = []
   for (let i = 0; i < batches.length; i++) {
     if (i > 0 && pacingMs > 0) await sleep(pacingMs)

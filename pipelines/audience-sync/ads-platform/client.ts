@@ -4,13 +4,14 @@
  * platform does; the payload is always in the body, never in the URL).
  *
  * Every request: `{baseUrl}/{version}/…`, `Authorization: Bearer <token>`, JSON bodies. Errors
- * become the typed classes of errors.ts; HTTP 429/5xx are retried per retry.ts; with a budget,
+ * become the typed classes of errors.ts; HTTP 429/5xx are retried by common/retry.ts with the
+ * spec's policy (below); with a budget,
  * the client-side hourly limits (limits.ts) are taken before each attempt of endpoints 4, 5, 6
  * and the removal. Instrumentation goes to `onEvent`, never to a logger, and never carries a token.
  */
 import { z } from 'zod'
-import { AdsNetworkError, AdsProtocolError, RateLimitError, errorFromResponse, type RequestContext } from './errors.ts'
-import { withRetry, type RetryOptions } from './retry.ts'
+import { AdsApiError, AdsNetworkError, AdsProtocolError, RateLimitError, errorFromResponse, type RequestContext } from './errors.ts'
+import { retryDelayMs, withRetry, type RetryInfo, type RetryPolicy, type Sleep } from '../../../common/retry.ts'
 import type { HourlyBudget, LimitedOperation } from './limits.ts'
 import { MAX_ROWS_PER_REQUEST } from './batching.ts'
 import { isAudienceColumn } from './hashing.ts'
@@ -27,6 +28,47 @@ import {
   type UploadResult,
   type UserPayload,
 } from './types.ts'
+
+/**
+ * The spec's recommended retry, in tenacity's terms: `stop_after_attempt(3)` and
+ * `wait_exponential(multiplier=1, min=4, max=10)`, only on HTTP 429 and 5xx, never on other client
+ * errors or network errors. tenacity waits multiplier · 2^(n−1) s after failed attempt n, clamped
+ * to [min, max]: n = 1, 2, 3 → 4 s; n = 4 → 8 s; n ≥ 5 → 10 s. With 3 attempts the two waits are
+ * 4 s and 4 s; the growth only shows with a longer policy. Run by common/retry.ts.
+ */
+export interface AdsRetryPolicy {
+  /** Attempts in total, the first one included. */
+  maxAttempts: number
+  multiplier: number
+  minWaitMs: number
+  maxWaitMs: number
+}
+
+export const ADS_RETRY_POLICY: Readonly<AdsRetryPolicy> = Object.freeze({ maxAttempts: 3, multiplier: 1, minWaitMs: 4_000, maxWaitMs: 10_000 })
+
+/** The tenacity parameters as common/retry.ts's policy. */
+export const retryPolicyOf = (p: AdsRetryPolicy): RetryPolicy => ({ maxAttempts: p.maxAttempts, initialDelayMs: p.multiplier * 1000, maxDelayMs: p.maxWaitMs, minDelayMs: p.minWaitMs })
+
+/** Milliseconds to wait after failed attempt `attempt` (1-based), tenacity's formula. */
+export const backoffMs = (attempt: number, policy: AdsRetryPolicy = ADS_RETRY_POLICY): number => retryDelayMs(attempt, retryPolicyOf(policy))
+
+/**
+ * Whether the policy repeats `err`: an answer with HTTP 429 or >= 500 that is not one of the
+ * spec's mapped codes (errors.ts). Network errors, other 4xx and anything that is not an
+ * AdsApiError are not repeated.
+ */
+export const isRetriable = (err: unknown): boolean => err instanceof AdsApiError && err.retriable
+
+export interface AdsRetryOptions {
+  /** Default ADS_RETRY_POLICY. */
+  policy?: AdsRetryPolicy
+  /** Injectable so tests run instantly. */
+  sleep?: Sleep
+  /** Default isRetriable. */
+  shouldRetry?: (err: unknown) => boolean
+  /** Called before each wait. */
+  onRetry?: (info: RetryInfo) => void
+}
 
 export const DEFAULT_API_VERSION = 'v18.0'
 export const DEFAULT_TIMEOUT_MS = 60_000
@@ -46,7 +88,7 @@ export interface AdsClientOptions {
   /** Application access token: the `access_token` query of `/debug_token`. */
   appAccessToken?: string
   /** Retry policy, injectable sleep (tests), onRetry. */
-  retry?: RetryOptions
+  retry?: AdsRetryOptions
   /** Client-side hourly limits; none when absent. */
   budget?: HourlyBudget
   /** Per attempt; default 60 s. */
@@ -193,11 +235,14 @@ export class AdsClient {
 
   private async call<T>(spec: CallSpec<T>): Promise<T> {
     const context: RequestContext = { method: spec.method, path: `/${spec.segments.join('/')}` }
-    return withRetry((attempt) => this.attempt(spec, context, attempt), {
-      ...this.opts.retry,
+    const retry = this.opts.retry ?? {}
+    return withRetry((attempt) => this.attempt(spec, context, attempt), retryPolicyOf(retry.policy ?? ADS_RETRY_POLICY), {
+      classify: retry.shouldRetry ?? isRetriable,
+      exhausted: 'last',
+      sleep: retry.sleep,
       onRetry: (e) => {
-        this.opts.onEvent?.({ type: 'retry', ...context, attempt: e.attempt, waitMs: e.waitMs, error: e.error })
-        this.opts.retry?.onRetry?.(e)
+        this.opts.onEvent?.({ type: 'retry', ...context, attempt: e.attempt, waitMs: e.delayMs, error: e.error })
+        retry.onRetry?.(e)
       },
     })
   }

@@ -2,7 +2,6 @@
 export * from './types.ts'
 export * from './hashing.ts'
 export * from './errors.ts'
-export * from './retry.ts'
 export * from './limits.ts'
 export * from './batching.ts'
 export * from './client.ts'

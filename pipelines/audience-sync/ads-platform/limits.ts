@@ -1,8 +1,8 @@
 /**
  * Client-side hourly limits per token and operation (spec "Limits"): the client refuses a call
- * that would exceed them instead of earning an 80004. A sliding window over call timestamps; the
- * timestamps live in a pluggable LimitStore so a restart remembers them and cannot burst past the
- * limit. The decision functions are pure; HourlyBudget only adds the store and the clock.
+ * that would exceed them instead of earning an 80004. A sliding window over call timestamps
+ * (common/rate-limit.ts's `slidingWindow` and `RateLimiter`); the timestamps live in a pluggable
+ * LimitStore so a restart remembers them and cannot burst past the limit.
  *
  * A call is counted when it is taken, before the request goes out: a crash after the request
  * cannot forget it.
@@ -10,6 +10,7 @@
 import fs from 'node:fs/promises'
 import path from 'node:path'
 import { sha256Hex } from './hashing.ts'
+import { RateLimiter, callsInWindow, decideSliding, slidingWindow, type RateDecision, type RateLimitStore } from '../../../common/rate-limit.ts'
 
 export const LIMITED_OPERATIONS = ['create_audience', 'upload_users', 'read_audience'] as const
 /** create_audience = endpoint 4; upload_users = endpoint 6 (and the removal DELETE); read_audience = endpoint 5. */
@@ -23,8 +24,8 @@ export const HOURLY_LIMITS: Readonly<Record<LimitedOperation, number>> = Object.
 
 export const LIMIT_WINDOW_MS = 3_600_000
 
-/** Where the call timestamps (epoch ms) of each budget key are kept. */
-export interface LimitStore {
+/** Where the call timestamps (epoch ms) of each budget key are kept (none: an empty list). */
+export interface LimitStore extends RateLimitStore<number[]> {
   load(key: string): Promise<number[]>
   save(key: string, timestamps: number[]): Promise<void>
 }
@@ -41,17 +42,15 @@ export interface BudgetDecision {
 
 /** The timestamps still inside the window ending at `now` (ascending). */
 export function pruneWindow(timestamps: readonly number[], now: number, windowMs: number = LIMIT_WINDOW_MS): number[] {
-  return timestamps.filter((t) => t > now - windowMs).sort((a, b) => a - b)
+  return callsInWindow(timestamps, now, windowMs)
 }
 
 /** Whether one more call fits, given the window's timestamps (ascending, already pruned). */
 export function decide(inWindow: readonly number[], limit: number, windowMs: number = LIMIT_WINDOW_MS): BudgetDecision {
-  const used = inWindow.length
-  if (used < limit) return { allowed: true, used, limit, remaining: limit - used, retryAt: null }
-  // The call fits once all but limit−1 of the counted calls have left the window.
-  const retryAt = limit <= 0 ? Number.POSITIVE_INFINITY : inWindow[used - limit]! + windowMs
-  return { allowed: false, used, limit, remaining: 0, retryAt }
+  return budgetDecision(decideSliding(inWindow, { limit, windowMs }))
 }
+
+const budgetDecision = ({ allowed, used, limit, remaining, retryAt }: RateDecision): BudgetDecision => ({ allowed, used, limit, remaining, retryAt })
 
 export interface HourlyBudgetOptions {
   store: LimitStore
@@ -62,18 +61,14 @@ export interface HourlyBudgetOptions {
 }
 
 export class HourlyBudget {
-  private readonly store: LimitStore
   private readonly limits: Record<LimitedOperation, number>
   private readonly windowMs: number
-  private readonly now: () => number
-  /** Per key, the tail of the in-process queue: load-decide-save runs one at a time per key. */
-  private readonly queues = new Map<string, Promise<unknown>>()
+  private readonly limiter: RateLimiter<number[]>
 
   constructor(opts: HourlyBudgetOptions) {
-    this.store = opts.store
     this.limits = { ...HOURLY_LIMITS, ...opts.limits }
     this.windowMs = opts.windowMs ?? LIMIT_WINDOW_MS
-    this.now = opts.now ?? Date.now
+    this.limiter = new RateLimiter({ algorithm: slidingWindow, store: opts.store, now: opts.now })
   }
 
   /** The store key: operation and a digest of the token, so no token is ever persisted. */
@@ -86,33 +81,17 @@ export class HourlyBudget {
   }
 
   /** Whether a call would be allowed now, without counting one. */
-  peek(token: string, operation: LimitedOperation): Promise<BudgetDecision> {
-    const key = HourlyBudget.keyFor(token, operation)
-    return this.serial(key, async () => decide(pruneWindow(await this.store.load(key), this.now(), this.windowMs), this.limits[operation], this.windowMs))
+  async peek(token: string, operation: LimitedOperation): Promise<BudgetDecision> {
+    return budgetDecision(await this.limiter.peek(HourlyBudget.keyFor(token, operation), this.ruleOf(operation)))
   }
 
   /** Counts one call when it fits (and persists it before returning); refuses otherwise. */
-  take(token: string, operation: LimitedOperation): Promise<BudgetDecision> {
-    const key = HourlyBudget.keyFor(token, operation)
-    return this.serial(key, async () => {
-      const now = this.now()
-      const inWindow = pruneWindow(await this.store.load(key), now, this.windowMs)
-      const decision = decide(inWindow, this.limits[operation], this.windowMs)
-      if (!decision.allowed) return decision
-      inWindow.push(now)
-      await this.store.save(key, inWindow)
-      return { ...decision, used: decision.used + 1, remaining: decision.remaining - 1 }
-    })
+  async take(token: string, operation: LimitedOperation): Promise<BudgetDecision> {
+    return budgetDecision(await this.limiter.take(HourlyBudget.keyFor(token, operation), this.ruleOf(operation)))
   }
 
-  private serial<T>(key: string, fn: () => Promise<T>): Promise<T> {
-    const run = (this.queues.get(key) ?? Promise.resolve()).then(fn, fn)
-    const tail = run.catch(() => undefined)
-    this.queues.set(key, tail)
-    void tail.then(() => {
-      if (this.queues.get(key) === tail) this.queues.delete(key)
-    })
-    return run
+  private ruleOf(operation: LimitedOperation) {
+    return { limit: this.limits[operation], windowMs: this.windowMs }
   }
 }
 

@@ -10,10 +10,15 @@
  * | NOT_FOUND           | 404                                    | no        |
  * | BAD_RESPONSE        | other 4xx, a body that is not JSON     | no        |
  *
- * 5xx and network errors are retried a few times with backoff; a 429 whose Retry-After is short
- * is waited out here, a longer one is thrown so the job can be re-queued for later. Messages name
- * the call (`what`), never a URL query or a header, so they are safe to log and to store.
+ * 5xx and network errors are retried a few times with backoff (0.5 s, 1 s, ...); a 429 whose
+ * Retry-After is short is waited out here, a longer one is thrown so the job can be re-queued for
+ * later. The retry loop is common/retry.ts's, the Retry-After reading common/rate-limit.ts's.
+ * Messages name the call (`what`), never a URL query or a header, so they are safe to log and to
+ * store.
  */
+import { withRetry } from '../../../common/retry.ts'
+import { parseRetryAfter } from '../../../common/rate-limit.ts'
+
 export type ConnectorErrorCode = 'INVALID_CREDENTIALS' | 'FORBIDDEN' | 'RATE_LIMIT_EXCEEDED' | 'UNAVAILABLE' | 'NOT_FOUND' | 'BAD_RESPONSE'
 
 export class ConnectorError extends Error {
@@ -58,24 +63,13 @@ export interface JsonRequest {
   errorMessage?: (body: unknown) => string | null
 }
 
-const realSleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
-
 export const DEFAULT_RETRY_AFTER_SEC = 60
 
-function retryAfterSec(res: Response): number | null {
-  const v = res.headers.get('retry-after')
-  if (!v) return null
-  const n = Number(v)
-  if (Number.isFinite(n) && n >= 0) return Math.ceil(n)
-  const at = Date.parse(v)
-  return Number.isFinite(at) ? Math.max(0, Math.ceil((at - Date.now()) / 1000)) : null
-}
+/** The backoff of 5xx and network errors: 0.5 s, doubling (attempts: HttpOptions.maxAttempts). */
+const BACKOFF = { initialDelayMs: 500, maxDelayMs: Number.POSITIVE_INFINITY }
 
 /** Sends the request; resolves with the parsed JSON body of a 2xx answer, else throws a ConnectorError. */
 export async function requestJson<T = unknown>(req: JsonRequest, opts: HttpOptions = {}): Promise<T> {
-  const doFetch = opts.fetch ?? globalThis.fetch
-  const sleep = opts.sleep ?? realSleep
-  const maxAttempts = opts.maxAttempts ?? 3
   const maxInlineWaitMs = opts.maxInlineWaitMs ?? 5_000
   const headers: Record<string, string> = { accept: 'application/json', ...req.headers }
   let body: string | undefined
@@ -86,49 +80,53 @@ export async function requestJson<T = unknown>(req: JsonRequest, opts: HttpOptio
     headers['content-type'] = 'application/json'
     body = JSON.stringify(req.json)
   }
-  for (let attempt = 1; ; attempt++) {
-    const last = attempt >= maxAttempts
-    let res: Response
-    let text: string
-    try {
-      const timeout = AbortSignal.timeout(opts.timeoutMs ?? 30_000)
-      res = await doFetch(req.url, { method: req.method ?? 'GET', headers, body, signal: opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout })
-      text = await res.text()
-    } catch (err) {
-      if (opts.signal?.aborted) throw err
-      const reason = (err as Error).name === 'TimeoutError' ? 'timed out' : 'no answer'
-      if (last) throw new ConnectorError('UNAVAILABLE', `${req.what}: ${reason}`)
-      await sleep(250 * 2 ** attempt)
-      continue
-    }
-    let json: unknown = null
-    let parsed = true
-    try {
-      json = text ? JSON.parse(text) : null
-    } catch {
-      parsed = false
-    }
-    if (res.ok) {
-      if (!parsed) throw new ConnectorError('BAD_RESPONSE', `${req.what}: HTTP ${res.status} with a body that is not JSON`, res.status)
-      return json as T
-    }
-    const detail = (parsed && req.errorMessage?.(json)) || `HTTP ${res.status}`
-    if (res.status === 429) {
-      const after = retryAfterSec(res) ?? DEFAULT_RETRY_AFTER_SEC
-      if (last || after * 1000 > maxInlineWaitMs) throw new ConnectorError('RATE_LIMIT_EXCEEDED', `${req.what}: rate limited (${detail}); retry after ${after}s`, 429, after)
-      await sleep(after * 1000)
-      continue
-    }
-    if (res.status >= 500) {
-      if (last) throw new ConnectorError('UNAVAILABLE', `${req.what}: ${detail}`, res.status)
-      await sleep(250 * 2 ** attempt)
-      continue
-    }
-    if (res.status === 401) throw new ConnectorError('INVALID_CREDENTIALS', `${req.what}: ${detail}`, 401)
-    if (res.status === 403) throw new ConnectorError('FORBIDDEN', `${req.what}: ${detail}`, 403)
-    if (res.status === 404) throw new ConnectorError('NOT_FOUND', `${req.what}: ${detail}`, 404)
-    throw new ConnectorError('BAD_RESPONSE', `${req.what}: ${detail}`, res.status)
+  return withRetry(() => attempt<T>(req, headers, body, opts), { ...BACKOFF, maxAttempts: opts.maxAttempts ?? 3 }, {
+    sleep: opts.sleep,
+    exhausted: 'last',
+    // An aborted request is not a ConnectorError: thrown as is, never retried.
+    classify: (err) => {
+      if (!(err instanceof ConnectorError)) return false
+      if (err.code === 'UNAVAILABLE') return true
+      const waitMs = (err.retryAfterSec ?? DEFAULT_RETRY_AFTER_SEC) * 1000
+      return err.status === 429 && waitMs <= maxInlineWaitMs ? { afterMs: waitMs } : false
+    },
+  })
+}
+
+/** One request: the parsed JSON of a 2xx answer, else the ConnectorError that describes the failure. */
+async function attempt<T>(req: JsonRequest, headers: Record<string, string>, body: string | undefined, opts: HttpOptions): Promise<T> {
+  const doFetch = opts.fetch ?? globalThis.fetch
+  let res: Response
+  let text: string
+  try {
+    const timeout = AbortSignal.timeout(opts.timeoutMs ?? 30_000)
+    res = await doFetch(req.url, { method: req.method ?? 'GET', headers, body, signal: opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout })
+    text = await res.text()
+  } catch (err) {
+    if (opts.signal?.aborted) throw err
+    throw new ConnectorError('UNAVAILABLE', `${req.what}: ${(err as Error).name === 'TimeoutError' ? 'timed out' : 'no answer'}`)
   }
+  let json: unknown = null
+  let parsed = true
+  try {
+    json = text ? JSON.parse(text) : null
+  } catch {
+    parsed = false
+  }
+  if (res.ok) {
+    if (!parsed) throw new ConnectorError('BAD_RESPONSE', `${req.what}: HTTP ${res.status} with a body that is not JSON`, res.status)
+    return json as T
+  }
+  const detail = (parsed && req.errorMessage?.(json)) || `HTTP ${res.status}`
+  if (res.status === 429) {
+    const after = parseRetryAfter(res.headers.get('retry-after')) ?? DEFAULT_RETRY_AFTER_SEC
+    throw new ConnectorError('RATE_LIMIT_EXCEEDED', `${req.what}: rate limited (${detail}); retry after ${after}s`, 429, after)
+  }
+  if (res.status >= 500) throw new ConnectorError('UNAVAILABLE', `${req.what}: ${detail}`, res.status)
+  if (res.status === 401) throw new ConnectorError('INVALID_CREDENTIALS', `${req.what}: ${detail}`, 401)
+  if (res.status === 403) throw new ConnectorError('FORBIDDEN', `${req.what}: ${detail}`, 403)
+  if (res.status === 404) throw new ConnectorError('NOT_FOUND', `${req.what}: ${detail}`, 404)
+  throw new ConnectorError('BAD_RESPONSE', `${req.what}: ${detail}`, res.status)
 }
 
 /** Milliseconds a call takes, formatted as the spec shows response times ("142ms"). */

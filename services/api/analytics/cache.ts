@@ -1,23 +1,21 @@
+import type { LRUCache } from 'lru-cache'
+import { lruCache, lruTtl } from '../../../common/lru.ts'
+
 /**
  * Server-side response cache of the analytics endpoints, per tenant. Entries live `ttlMs` (spec
  * "Limits": processing results 1 hour, demographic results 15 minutes) and a processing run of
- * the tenant drops all of that tenant's entries.
+ * the tenant drops all of that tenant's entries. Each tenant's entries are an LRUCache
+ * (common/lru.ts) of at most `maxPerTenant`: a full tenant forgets its least recently used answer.
  */
 export class ResponseCache {
-  private readonly entries = new Map<number, Map<string, { at: number; ttl: number; value: unknown }>>()
+  private readonly entries = new Map<number, LRUCache<string, { value: unknown }>>()
   private sets = 0
   /** Bumped by invalidateTenant: an answer computed before it must not be stored after it. */
   private readonly epochs = new Map<number, number>()
   constructor(private readonly now: () => number = Date.now, private readonly maxPerTenant = 500) {}
 
   get<T>(tenantId: number, key: string): T | undefined {
-    const e = this.entries.get(tenantId)?.get(key)
-    if (!e) return undefined
-    if (this.now() - e.at >= e.ttl) {
-      this.entries.get(tenantId)!.delete(key)
-      return undefined
-    }
-    return e.value as T
+    return this.entries.get(tenantId)?.get(key)?.value as T | undefined
   }
 
   /** The tenant's epoch now: pass it to set() with an answer computed from here on. */
@@ -26,20 +24,18 @@ export class ResponseCache {
   }
 
   set(tenantId: number, key: string, value: unknown, ttlMs: number, epoch = this.epoch(tenantId)): void {
-    if (this.maxPerTenant <= 0) return // a cache of size 0 is off
+    if (this.maxPerTenant <= 0 || ttlMs <= 0) return // a cache of size 0 is off; an answer that expires at once is not kept
     if (epoch !== this.epoch(tenantId)) return // invalidated while it was computed: possibly stale
     if (++this.sets % 1000 === 0) this.sweep()
     let m = this.entries.get(tenantId)
-    if (!m) this.entries.set(tenantId, (m = new Map()))
-    if (m.size >= this.maxPerTenant) m.delete(m.keys().next().value!)
-    m.set(key, { at: this.now(), ttl: ttlMs, value })
+    if (!m) this.entries.set(tenantId, (m = lruCache({ max: this.maxPerTenant, now: this.now })))
+    m.set(key, { value }, { ttl: lruTtl(ttlMs) })
   }
 
-  /** Drops expired entries of every tenant (an entry is otherwise dropped only when read). */
+  /** Drops expired entries of every tenant (an entry is otherwise dropped when read or evicted). */
   sweep(): void {
-    const now = this.now()
     for (const [tenantId, m] of this.entries) {
-      for (const [key, e] of m) if (now - e.at >= e.ttl) m.delete(key)
+      m.purgeStale()
       if (m.size === 0) this.entries.delete(tenantId)
     }
   }

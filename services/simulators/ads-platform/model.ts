@@ -7,6 +7,7 @@ import { drawFault } from '../shared/faults.ts'
 import type { LoggedRequest } from '../shared/request-log.ts'
 import { adAccountNotFound, invalidParameter, invalidToken, permissionDenied, rateLimited, unknownObject } from './graph-error.ts'
 import { checkPayload, type Member } from './upload.ts'
+import { MemoryRateLimiter, slidingWindow } from '../../../common/rate-limit.ts'
 
 export const SCOPES = ['ads_management', 'ads_read', 'business_management'] as const
 export type LimitedOperation = 'create_audience' | 'upload_users' | 'read_audience'
@@ -138,7 +139,8 @@ export class AdsPlatformModel {
   private readonly tokens = new Map<string, TokenRecord>()
   private readonly accounts = new Map<string, Required<SeedAdAccount>>()
   private readonly audiences = new Map<string, AudienceRecord>()
-  private readonly calls = new Map<string, number[]>()
+  /** The hourly allowance per token and operation. */
+  private readonly calls = new MemoryRateLimiter({ algorithm: slidingWindow, maxKeys: 10_000 })
   private audienceSeq = 0
   private sessionSeq = 0
 
@@ -239,15 +241,8 @@ export class AdsPlatformModel {
 
   /** Counts one call of `op` for the token; 80004 when the hour's allowance is used up. */
   countCall(t: TokenRecord, op: LimitedOperation): void {
-    const key = `${op}:${t.token}`
-    const now = this.opts.now()
-    const recent = (this.calls.get(key) ?? []).filter((ts) => ts > now - this.opts.windowMs)
-    if (recent.length >= this.opts.limits[op]) {
-      this.calls.set(key, recent)
-      throw rateLimited()
-    }
-    recent.push(now)
-    this.calls.set(key, recent)
+    const d = this.calls.take(`${op}:${t.token}`, { limit: this.opts.limits[op], windowMs: this.opts.windowMs }, this.opts.now())
+    if (!d.allowed) throw rateLimited()
   }
 
   private isExpired(t: TokenRecord): boolean {

@@ -4,6 +4,7 @@
  */
 import { drawFault, NO_FAULTS, type Faults } from './faults.ts'
 import { SlidingWindow } from './rate-limit.ts'
+import { retryAfterSeconds } from '../../../common/rate-limit.ts'
 import type { RequestLogEntry } from './request-log.ts'
 
 export interface PlatformStateOptions {
@@ -41,7 +42,7 @@ export type Refusal = { status: 429; cause: 'rate-limit' | 'fault'; retryAfterSe
  */
 export function admit(state: PlatformState, key: string): Refusal | null {
   const wait = state.window.take(key, state.opts.now())
-  if (wait > 0) return { status: 429, cause: 'rate-limit', retryAfterSec: Math.max(1, Math.ceil(wait / 1000)) }
+  if (wait > 0) return { status: 429, cause: 'rate-limit', retryAfterSec: retryAfterSeconds(wait) }
   const fault = state.nextFault()
   if (fault === 429) return { status: 429, cause: 'fault', retryAfterSec: state.faults.retryAfterSec }
   if (fault === 500) return { status: 500, cause: 'fault' }

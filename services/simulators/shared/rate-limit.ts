@@ -1,20 +1,20 @@
-/** A sliding-window request counter per caller: `take` says how long to wait (0: go ahead). */
+import { MemoryRateLimiter, slidingWindow } from '../../../common/rate-limit.ts'
+
+/**
+ * A sliding-window request counter per caller (common/rate-limit.ts): `take` says how long to
+ * wait (0: go ahead). `limit` and `windowMs` may be changed between calls (the /_sim/ admin
+ * endpoints do, then `reset`).
+ */
 export class SlidingWindow {
-  private readonly calls = new Map<string, number[]>()
+  private readonly limiter = new MemoryRateLimiter({ algorithm: slidingWindow, maxKeys: 10_000 })
   constructor(public limit: number, public windowMs: number) {}
 
   take(key: string, now: number): number {
-    const list = (this.calls.get(key) ?? []).filter((t) => t > now - this.windowMs)
-    if (list.length >= this.limit) {
-      this.calls.set(key, list)
-      return list[0]! + this.windowMs - now
-    }
-    list.push(now)
-    this.calls.set(key, list)
-    return 0
+    const d = this.limiter.take(key, { limit: this.limit, windowMs: this.windowMs }, now)
+    return d.allowed ? 0 : d.retryAt! - now
   }
 
   reset(): void {
-    this.calls.clear()
+    this.limiter.clear()
   }
 }
