@@ -3,6 +3,7 @@ import type { Request, RequestHandler, Response } from 'express'
 import { sendError } from './errors.ts'
 import { hashKey, type KeyVerifier } from '../../common/store/api-keys.ts'
 import type { RateLimitOptions } from './rate-limit.ts'
+import { lruCache } from '../../common/lru.ts'
 
 /**
  * Bearer authentication and tenant isolation (docs/auth.md).
@@ -46,28 +47,6 @@ const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest()
 /** Constant-time equality of two secrets of any length (compares their SHA-256 digests). */
 export function secretEquals(a: string, b: string): boolean {
   return timingSafeEqual(digest(a), digest(b))
-}
-
-/** A bounded cache of key lookups, by the key's hash (the plain key is not kept). */
-class KeyCache {
-  private readonly entries = new Map<string, { value: Principal | null; expires: number }>()
-  constructor(private readonly ttlMs: number, private readonly now: () => number, private readonly max = 10_000) {}
-  get(hash: string): Principal | null | undefined {
-    const e = this.entries.get(hash)
-    if (!e) return undefined
-    if (e.expires <= this.now()) {
-      this.entries.delete(hash)
-      return undefined
-    }
-    return e.value
-  }
-  set(hash: string, value: Principal | null): void {
-    if (this.entries.size >= this.max) this.entries.delete(this.entries.keys().next().value!)
-    this.entries.set(hash, { value, expires: this.now() + this.ttlMs })
-  }
-  clear(): void {
-    this.entries.clear()
-  }
 }
 
 function unauthorized(res: Response, details: string): void {
@@ -184,17 +163,20 @@ export interface AuthMiddleware {
 export function createAuth(deps: AuthDeps): AuthMiddleware {
   if (!deps.adminToken) throw new Error('an admin token is required')
   const now = deps.now ?? Date.now
-  const cache = new KeyCache(deps.cacheTtlMs ?? 60_000, now)
+  // Key lookups by the key's hash (the plain key is not kept), unknown keys too, so a flood of
+  // bad keys does not reach the store; least recently used first out; a revoked key stops
+  // working within the TTL.
+  const cache = lruCache<string, { principal: Principal | null }>({ max: 10_000, ttlMs: deps.cacheTtlMs ?? 60_000, now })
 
   const resolve = async (token: string): Promise<Principal | null> => {
     if (secretEquals(token, deps.adminToken)) return { kind: 'admin' }
     const h = hashKey(token)
     const hit = cache.get(h)
-    if (hit !== undefined) return hit
+    if (hit !== undefined) return hit.principal
     const found = await deps.keys.verify(token)
-    const p: Principal | null = found ? { kind: 'tenant', tenantId: found.tenantId, keyId: found.keyId } : null
-    cache.set(h, p)
-    return p
+    const principal: Principal | null = found ? { kind: 'tenant', tenantId: found.tenantId, keyId: found.keyId } : null
+    cache.set(h, { principal })
+    return principal
   }
 
   const authenticate: RequestHandler = async (req, res, next) => {

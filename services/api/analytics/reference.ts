@@ -4,33 +4,32 @@ import { TenantSettingsStore } from '../../../common/store/tenant-settings.ts'
 import { resolveReference, type Reference, type ReferenceSetting } from '../../../common/reference-date.ts'
 import type { Analysis, ProcessingEngine } from '../../../pipelines/features/analyses.ts'
 import { ANALYSES } from '../../../pipelines/features/analyses.ts'
+import { lruCache } from '../../../common/lru.ts'
 
 /**
  * The reference date of an analytics request (docs/features.md, "Reference date"): the tenant's
  * setting (cached a few seconds; a settings change drops the entry), or one request's `as_of`.
  */
 export class ReferenceSource {
-  private readonly cache = new Map<number, { ref: Reference; at: number }>()
+  private readonly cache
   private readonly settings: TenantSettingsStore
 
   constructor(
     store: Store,
     private readonly now: () => number = Date.now,
-    private readonly ttlMs = 5_000,
+    ttlMs = 5_000,
   ) {
     this.settings = new TenantSettingsStore(store, now)
+    this.cache = lruCache<number, Reference>({ max: 10_000, ttlMs, now })
   }
 
   async reference(tenantId: number, asOf?: string): Promise<Reference> {
     const wallMs = this.now()
     if (asOf) return resolveReference(asOf as ReferenceSetting, { wallMs, dataEndMs: null }, 'as_of')
-    const hit = this.cache.get(tenantId)
-    let ref: Reference
-    if (hit && wallMs - hit.at < this.ttlMs) ref = hit.ref
-    else {
+    let ref = this.cache.get(tenantId)
+    if (!ref) {
       ref = await this.settings.reference(tenantId, wallMs)
-      if (this.cache.size > 10_000) this.cache.clear()
-      this.cache.set(tenantId, { ref, at: wallMs })
+      this.cache.set(tenantId, ref)
     }
     return ref.setting === 'now' ? { ...ref, ms: wallMs } : ref
   }
@@ -48,22 +47,25 @@ export class ReferenceSource {
 export const SNAPSHOT_TTL_MS = 10 * 60_000
 
 export class AsOfSnapshots {
-  private readonly made = new Map<string, { done: Promise<void>; at: number }>()
+  /** By `tenant:date`; at most a few dozen dates are worth keeping (each is a tenant's full rows). */
+  private readonly made
+
   /** One computation at a time: each is a full recompute of a tenant. */
   private queue: Promise<unknown> = Promise.resolve()
 
   constructor(
     private readonly engine: Pick<ProcessingEngine, 'runAsOf'>,
     private readonly logger: Logger,
-    private readonly now: () => number = Date.now,
-  ) {}
+    now: () => number = Date.now,
+  ) {
+    this.made = lruCache<string, Promise<void>>({ max: 64, ttlMs: SNAPSHOT_TTL_MS, now })
+  }
 
   ensure(tenantId: number, asOf: string): Promise<void> {
     const key = `${tenantId}:${asOf}`
     const hit = this.made.get(key)
-    if (hit && this.now() - hit.at < SNAPSHOT_TTL_MS) return hit.done
+    if (hit) return hit
     if (!this.engine.runAsOf) return Promise.reject(new Error('this engine cannot compute as of another date'))
-    for (const [k, e] of this.made) if (this.now() - e.at >= SNAPSHOT_TTL_MS) this.made.delete(k)
     const runAsOf = this.engine.runAsOf.bind(this.engine)
     const done = this.queue.then(async () => {
       const started = performance.now()
@@ -71,13 +73,13 @@ export class AsOfSnapshots {
       this.logger.info({ tenantId, asOf, ms: Math.round(performance.now() - started) }, 'as-of features computed')
     })
     this.queue = done.catch(() => undefined)
-    this.made.set(key, { done, at: this.now() })
+    this.made.set(key, done)
     done.catch(() => this.made.delete(key))
     return done
   }
 
   invalidateTenant(tenantId: number): void {
-    for (const k of this.made.keys()) if (k.startsWith(`${tenantId}:`)) this.made.delete(k)
+    for (const k of [...this.made.keys()]) if (k.startsWith(`${tenantId}:`)) this.made.delete(k)
   }
 }
 

@@ -12,6 +12,7 @@ import { EXPORT_ROW_LIMIT, sendExport } from './exports.ts'
 import { ANALYTICS_ENDPOINTS } from './endpoints.ts'
 import { asOfStore, type AsOfSnapshots, ReferenceSource } from './reference.ts'
 import { referenceMetadata } from '../../../common/reference-date.ts'
+import { lruCache } from '../../../common/lru.ts'
 
 export interface AnalyticsDeps {
   store: Store
@@ -35,13 +36,11 @@ export function analyticsRouter(deps: AnalyticsDeps): Router {
   const ctx = ctxFor(deps)
   const references = deps.references ?? new ReferenceSource(deps.store, deps.now)
   // A tenant, once known, stays known (its rows are never deleted but by a replay): remembered for a minute.
-  const knownUntil = new Map<number, number>()
+  const knownTenants = lruCache<number, true>({ max: 10_000, ttlMs: 60_000 })
   const known = async (tenantId: number) => {
-    const now = Date.now()
-    if ((knownUntil.get(tenantId) ?? 0) > now) return true
+    if (knownTenants.get(tenantId)) return true
     if (!(await tenantExists(ctx.store, tenantId))) return false
-    if (knownUntil.size > 10_000) knownUntil.clear()
-    knownUntil.set(tenantId, now + 60_000)
+    knownTenants.set(tenantId, true)
     return true
   }
   for (const ep of ANALYTICS_ENDPOINTS) {
