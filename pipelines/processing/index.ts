@@ -1,5 +1,4 @@
-/** The processing API: POST/GET/DELETE /api/v2/cdp/process/*, its scheduler and its cache hooks. See docs/processing.md. */
-export { processRouter } from '../../services/api/process-routes.ts'
+/** The processing lane: its service, scheduler and cache hooks (the HTTP routes are services/api/process-routes.ts). See docs/processing.md. */
 export type { ProcessingDeps } from './deps.ts'
 export { DEFAULT_LEASE_MS, DEFAULT_HEARTBEAT_MS, DEFAULT_CACHE_TTL_MS, DEFAULT_STALE_AFTER_MS } from './deps.ts'
 export { startProcessingScheduler, DEFAULT_SCHEDULER_POLL_MS, type ProcessingScheduler, type SchedulerOptions } from './scheduler.ts'
