@@ -1,5 +1,5 @@
 import type { Runtime } from './context.ts'
-import { groupLag } from '../eventlog/port.ts'
+import { consumerLag, waitForConsumer } from './lag.ts'
 import { runPipeline, type PipelineDefinition } from './pipeline.ts'
 import { truncateProjections } from '../store/clickhouse.ts'
 
@@ -24,19 +24,12 @@ export async function replayPipeline<T>(
   const started = Date.now()
   await truncateProjections(rt.store, tables)
   await rt.log.resetGroup(def.name, def.topics)
-  const lagOf = async () => (await Promise.all(def.topics.map((t) => groupLag(rt.log, def.name, t)))).reduce((a, b) => a + b, 0)
-  const total = await lagOf()
+  const total = await consumerLag(rt.log, def.name, def.topics)
   opts.onProgress?.({ total, remaining: total })
   const running = await runPipeline(def, { log: rt.log, codec: rt.codec, logger: rt.logger, maxBatch: rt.config.batchSize, fromBeginning: true })
-  const deadline = Date.now() + (opts.timeoutMs ?? 24 * 3600_000)
   try {
-    for (;;) {
-      const remaining = await lagOf()
-      opts.onProgress?.({ total, remaining })
-      if (remaining === 0) break
-      if (Date.now() > deadline) throw new Error(`replay of ${def.name} did not catch up in time (${remaining} records left)`)
-      await new Promise((r) => setTimeout(r, 250))
-    }
+    const left = await waitForConsumer(rt.log, def.name, def.topics, { timeoutMs: opts.timeoutMs ?? 24 * 3600_000, onProgress: (remaining) => opts.onProgress?.({ total, remaining }) })
+    if (left > 0) throw new Error(`replay of ${def.name} did not catch up in time (${left} records left)`)
   } finally {
     await running.stop()
   }

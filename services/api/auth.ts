@@ -4,6 +4,7 @@ import { sendError } from './errors.ts'
 import { hashKey, type KeyVerifier } from '../../common/store/api-keys.ts'
 import type { RateLimitOptions } from './rate-limit.ts'
 import { lruCache } from '../../common/lru.ts'
+import { ALL_TENANTS, tenantOnly, type TenantScope } from '../../common/tenant-scope.ts'
 
 /**
  * Bearer authentication and tenant isolation (docs/auth.md).
@@ -150,6 +151,12 @@ export function tenantAccessDenied(req: Request, res: Response, tenantId: number
 
 /** The tenant a tenant key is limited to, or null for the admin token (or no auth): for listings across tenants. */
 export const callerTenant = (req: Request): number | null => (req.auth?.kind === 'tenant' ? req.auth.tenantId! : null)
+
+/** The caller's tenant scope for the lanes' services: its tenant for a tenant key, every tenant for the admin token (or no auth). */
+export const callerScope = (req: Request): TenantScope => {
+  const t = callerTenant(req)
+  return t === null ? ALL_TENANTS : tenantOnly(t)
+}
 
 export interface AuthMiddleware {
   /** Who is calling: 401 unless a valid token; sets req.auth. Runs before the body is parsed. */

@@ -1,25 +1,12 @@
 /**
- * Answers of the integration endpoints, in the spec's field names. Pure. Secrets leave only
- * masked ("****" and at most their last four characters); `changes` masks them the same way.
+ * Answers of the integration endpoints, in the spec's field names. Pure. Credentials arrive
+ * masked already (pipelines/connectors/masking.ts).
  */
 import type { IntegrationStats, SyncJob } from '../../../pipelines/connectors/queue.ts'
 import { seconds } from '../../../pipelines/connectors/errors.ts'
-import { CREDENTIAL_FIELDS, SECRET_FIELDS, type Credentials, type IntegrationType } from '../../../pipelines/connectors/sources/types.ts'
 import type { IntegrationConfiguration } from '../../../pipelines/connectors/schemas.ts'
 import type { IntegrationRecord } from '../../../pipelines/connectors/store.ts'
 import { iso } from '../../../common/time.ts'
-
-
-/** `****` plus the last four characters of a long secret (enough to tell two tokens apart), else `****`. */
-export function maskSecret(v: string): string {
-  return v.length >= 16 ? `****${v.slice(-4)}` : '****'
-}
-
-export function maskCredentials(type: IntegrationType, creds: Credentials): Record<string, string> {
-  const out: Record<string, string> = {}
-  for (const f of CREDENTIAL_FIELDS[type]) if (creds[f] !== undefined) out[f] = SECRET_FIELDS.has(f) ? maskSecret(creds[f]!) : creds[f]!
-  return out
-}
 
 /** `success` / `failed` from the last finished run, `never_synced` before the first. */
 export function syncStatus(s: IntegrationStats | undefined): 'success' | 'failed' | 'never_synced' {
@@ -93,34 +80,4 @@ export function detail(
     current_sync: currentSync(extra.live),
     deleted_at: iso(r.deleted_at),
   }
-}
-
-export type Change = { old: unknown; new: unknown }
-
-const same = (a: unknown, b: unknown) => JSON.stringify(a ?? null) === JSON.stringify(b ?? null)
-
-/** Field path → {old, new} for what an update changes; secrets masked. */
-export function diff(
-  before: { is_active: boolean; configuration: IntegrationConfiguration; credentials: Credentials; hasWebhookSecret: boolean },
-  after: { is_active: boolean; configuration: IntegrationConfiguration; credentials: Credentials },
-  webhookSecret: string | null | undefined,
-): Record<string, Change> {
-  const out: Record<string, Change> = {}
-  if (before.is_active !== after.is_active) out.is_active = { old: before.is_active, new: after.is_active }
-  const keys = new Set([...Object.keys(before.configuration), ...Object.keys(after.configuration)])
-  for (const k of keys) {
-    const o = (before.configuration as unknown as Record<string, unknown>)[k]
-    const n = (after.configuration as unknown as Record<string, unknown>)[k]
-    if (!same(o, n)) out[`configuration.${k}`] = { old: o ?? null, new: n ?? null }
-  }
-  if (webhookSecret !== undefined && (webhookSecret !== null || before.hasWebhookSecret)) {
-    out['configuration.webhook_secret'] = { old: before.hasWebhookSecret ? '****' : null, new: webhookSecret === null ? null : '[changed]' }
-  }
-  for (const k of Object.keys(after.credentials)) {
-    const o = before.credentials[k]
-    const n = after.credentials[k]
-    if (o === n) continue
-    out[k] = SECRET_FIELDS.has(k) ? { old: o === undefined ? null : maskSecret(o), new: n === undefined ? null : maskSecret(n) } : { old: o ?? null, new: n ?? null }
-  }
-  return out
 }

@@ -1,0 +1,93 @@
+/**
+ * What `cdp start --demo` adds to the roles: the simulated ads and commerce platforms (in this
+ * process unless real ones are configured), an API key for tenant 1 printed once, tenant 1's
+ * Champions audience sync and tenant 2's commerce-platform integration with a first full sync.
+ * It calls the lanes' services, as the API does; never the API itself.
+ */
+import type { Config } from '../common/config.ts'
+import type { Logger } from '../common/logger.ts'
+import type { Runtime } from '../common/runtime/context.ts'
+import { ApiKeyStore } from '../common/store/api-keys.ts'
+import { ALL_TENANTS } from '../common/tenant-scope.ts'
+import { DEMO_TENANT } from '../pipelines/ingest/demo.ts'
+import { start as startAdsSimulator } from '../services/simulators/ads-platform/index.ts'
+import { start as startCommerceSimulator } from '../services/simulators/commerce-platform/index.ts'
+import type { LaneServices } from './roles/services.ts'
+
+/** The demo's simulated ads platform: one token with the three permissions, one ad account. */
+const DEMO_ADS = { token: 'EAAB-demo-ads-token', account: 'act_1000000001', appSecret: 'demo-app-secret', verifyToken: 'demo-verify-token' } as const
+/** The demo's tenant 2 sells through the simulated commerce platform. */
+const DEMO_SHOP_TENANT = 2
+const DEMO_SHOP_KEY = { appKey: 'appkey-demoshop-DEMO0001', appToken: 'demo-app-token-demoshop-0123456789abcdef' }
+
+export interface DemoSimulators {
+  /** The config pointed at the simulators started. */
+  config: Config
+  ads: Awaited<ReturnType<typeof startAdsSimulator>> | null
+  shop: Awaited<ReturnType<typeof startCommerceSimulator>> | null
+  close(): Promise<void>
+}
+
+/** The simulators the demo's roles need and that are not configured. */
+export async function startDemoSimulators(config: Config): Promise<DemoSimulators> {
+  const ads =
+    config.demo && config.roles.includes('audience-sync') && !config.adsApiBaseUrl
+      ? await startAdsSimulator({ tokens: [DEMO_ADS.token], adAccounts: [DEMO_ADS.account], appSecret: DEMO_ADS.appSecret, webhookVerifyToken: DEMO_ADS.verifyToken })
+      : null
+  if (ads) config = { ...config, adsApiBaseUrl: ads.url, adsAppAccessToken: ads.appAccessToken, adsAppSecret: DEMO_ADS.appSecret, adsWebhookVerifyToken: DEMO_ADS.verifyToken }
+  // ... and the commerce platform, which tenant 2's integration syncs from.
+  const shop = config.demo && config.roles.includes('connectors') && !process.env.CDP_CONNECTORS_COMMERCE_PLATFORM_URL ? await startCommerceSimulator({ customers: 300, appKeys: [DEMO_SHOP_KEY] }) : null
+  if (shop) config = { ...config, connectorsCommercePlatformUrl: shop.url }
+  return {
+    config,
+    ads,
+    shop,
+    close: async () => {
+      await ads?.close()
+      await shop?.close()
+    },
+  }
+}
+
+/** The demo's tenants, once the roles run: printed on stdout as plain text, never into the JSON log. */
+export async function seedDemo(started: { runtime: Runtime; url: string; services: LaneServices | null }, config: Config, logger: Logger, sims: DemoSimulators): Promise<void> {
+  const api = config.roles.includes('api')
+  if (api) {
+    const created = await new ApiKeyStore(started.runtime.store).create(DEMO_TENANT, 'demo')
+    process.stdout.write(
+      [
+        '',
+        `Demo API key for tenant ${DEMO_TENANT} (shown once; key id ${created.key_id}):`,
+        `  ${created.key}`,
+        'Try:',
+        `  curl -H "Authorization: Bearer ${created.key}" "${started.url}/api/v2/cdp/analytics/dashboard?tenant_id=${DEMO_TENANT}"`,
+        '',
+      ].join('\n') + '\n',
+    )
+  }
+  const services = started.services
+  if (sims.ads && api && services) {
+    sims.ads.state.setWebhook(`${started.url}/webhooks/social-ads`, DEMO_ADS.verifyToken)
+    const syncs = services.audienceSyncs
+    if (!(await syncs.list(ALL_TENANTS, DEMO_TENANT)).length) {
+      await syncs.create(ALL_TENANTS, { tenant_id: DEMO_TENANT, name: 'Demo: Champions', segment: 'Champions', ad_account_id: DEMO_ADS.account, access_token: DEMO_ADS.token })
+    }
+    process.stdout.write(`Ads platform simulator at ${sims.ads.url}: tenant ${DEMO_TENANT}'s Champions sync to ${DEMO_ADS.account} (GET /api/v2/cdp/audience-syncs?tenant_id=${DEMO_TENANT})\n`)
+  }
+  if (sims.shop && services) await connectDemoShop(services, sims.shop).catch((err) => logger.error({ err }, 'demo: the commerce integration failed'))
+}
+
+/** Tenant 2's commerce-platform integration (its credentials checked with the simulator, as any) and a first full sync. */
+async function connectDemoShop(services: LaneServices, sim: NonNullable<DemoSimulators['shop']>): Promise<void> {
+  const { integration } = await services.integrations.create(ALL_TENANTS, {
+    tenant_id: DEMO_SHOP_TENANT,
+    integration_type: 'commerce_platform',
+    account_name: sim.accountName,
+    environment: sim.environment,
+    app_key: DEMO_SHOP_KEY.appKey,
+    app_token: DEMO_SHOP_KEY.appToken,
+    configuration: { sync_interval: 'hourly' },
+  })
+  const sync = await services.integrations.queueSync(ALL_TENANTS, integration.id, { sync_type: 'full', entities: ['customers', 'orders'] })
+  process.stdout.write(`Commerce platform simulator at ${sim.url}: tenant ${DEMO_SHOP_TENANT}'s integration ${integration.id} is syncing (sync ${sync.job.sync_id})\n`)
+}

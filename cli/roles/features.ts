@@ -1,0 +1,36 @@
+/**
+ * The `features` role: the raw projection (orders and customers → ClickHouse), the feature
+ * consumer with its ticks, and the demographics enrichment. After a processing run in this
+ * process, the feature consumer drops the tenant's cached model and rescores with the new one
+ * (consumers in other processes pick it up on their next tick).
+ */
+import type { Runtime } from '../../common/runtime/context.ts'
+import { runPipeline, type RunningPipeline } from '../../common/runtime/pipeline.ts'
+import { DEMOGRAPHICS_GROUP, demographicsPipeline } from '../../pipelines/demographics/pipeline.ts'
+import { loadReferenceDirectory } from '../../pipelines/demographics/reference-loader.ts'
+import { runFeatures, type RunningFeatures } from '../../pipelines/features/run.ts'
+import { onTenantProcessed } from '../../pipelines/processing/index.ts'
+import { projectionPipeline, PROJECTION_GROUP } from '../../pipelines/projection/pipeline.ts'
+
+export interface RunningFeaturesRole {
+  features: RunningFeatures
+  /** In stop order: projection, features, demographics. */
+  pipelines: RunningPipeline[]
+  /** Stops listening to processing runs (the pipelines stop on their own). */
+  detach(): void
+}
+
+export async function start(rt: Runtime): Promise<RunningFeaturesRole> {
+  const { config, logger } = rt
+  const deps = { log: rt.log, codec: rt.codec, logger, maxBatch: config.batchSize }
+  const projection = await runPipeline(projectionPipeline(rt.store, { name: config.consumerGroupPrefix + PROJECTION_GROUP }), deps)
+  const features = await runFeatures(rt)
+  const reference = config.demographicsReferenceDir ? loadReferenceDirectory(config.demographicsReferenceDir) : undefined
+  if (reference) logger.info({ dir: config.demographicsReferenceDir, files: reference.source.files }, 'demographic reference data loaded')
+  const demographics = await runPipeline(demographicsPipeline({ store: rt.store, log: rt.log, codec: rt.codec, reference, name: config.consumerGroupPrefix + DEMOGRAPHICS_GROUP }), deps)
+  const detach = onTenantProcessed((e) => {
+    features.engine.invalidateModel(e.tenantId)
+    void features.tick().catch((err) => logger.error({ err }, 'rescoring after a processing run failed'))
+  })
+  return { features, pipelines: [projection, features, demographics], detach }
+}
