@@ -2,7 +2,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { randomUUID } from 'node:crypto'
-import { inject } from 'vitest'
+import { expect, inject } from 'vitest'
 import { createLogger } from '../common/logger.ts'
 import { KafkaEventLog } from '../common/eventlog/kafka.ts'
 import { EmbeddedEventLog } from '../common/eventlog/embedded.ts'
@@ -106,4 +106,14 @@ export function orderHistoryOf(orders: readonly OrderRowLike[], tenant: number, 
     .map((o) => ({ t: Date.parse(o.placed_at.includes('T') ? o.placed_at : `${o.placed_at.replace(' ', 'T')}Z`), c: Math.round(Number(o.total) * 100) }))
     .sort((a, b) => a.t - b.t || a.c - b.c)
   return { order_times: mine.map((o) => o.t), order_cents: mine.map((o) => o.c) }
+}
+
+/** The promise's rejection, which must be an instance of `type` (a domain error, say). */
+export async function refusal<T extends Error>(p: Promise<unknown>, type: new (...args: never[]) => T): Promise<T> {
+  const err = await p.then(
+    () => null,
+    (e: unknown) => e,
+  )
+  expect(err).toBeInstanceOf(type)
+  return err as T
 }

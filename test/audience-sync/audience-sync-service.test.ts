@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { migrate, openStore, type Store } from '../../common/store/clickhouse.ts'
 import { parseKeyring } from '../../common/secrets.ts'
-import { DomainError, ForbiddenError, InvalidCredentialsError, NotFoundError, UpstreamUnavailableError } from '../../common/domain-errors.ts'
+import { ForbiddenError, InvalidCredentialsError, NotFoundError, UpstreamUnavailableError } from '../../common/domain-errors.ts'
 import { ALL_TENANTS, tenantOnly } from '../../common/tenant-scope.ts'
 import { AudienceSyncService, type AudienceSyncServiceDeps } from '../../pipelines/audience-sync/service.ts'
 import { AudienceSyncStore } from '../../pipelines/audience-sync/store.ts'
 import { start as startSimulator, type RunningAdsPlatformSimulator } from '../../services/simulators/ads-platform/index.ts'
-import { silentLogger, tmpDir } from '../helpers.ts'
+import { silentLogger, tmpDir, refusal } from '../helpers.ts'
 
 /**
  * AudienceSyncService without HTTP: configurations created, listed, paused, resumed and deleted,
@@ -26,14 +26,6 @@ let svc: AudienceSyncService
 const service = (over: Partial<AudienceSyncServiceDeps> = {}) =>
   new AudienceSyncService({ store: syncStore, logger: silentLogger, ads: { baseUrl: sim.url, appAccessToken: sim.appAccessToken }, onChange: () => void changes++, ...over })
 
-async function refusal<T extends DomainError>(p: Promise<unknown>, type: new (...args: never[]) => T): Promise<T> {
-  const err = await p.then(
-    () => null,
-    (e: unknown) => e,
-  )
-  expect(err).toBeInstanceOf(type)
-  return err as T
-}
 
 beforeAll(async () => {
   store = await openStore({ database: 'cdp', chdbPath: tmpDir() })

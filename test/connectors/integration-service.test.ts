@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { migrate, openStore, type Store } from '../../common/store/clickhouse.ts'
 import { parseKeyring } from '../../common/secrets.ts'
-import { ConflictError, DomainError, ForbiddenError, InvalidCredentialsError, InvalidInputError, NotFoundError, UnreadableSecretError, UpstreamUnavailableError } from '../../common/domain-errors.ts'
+import { ConflictError, ForbiddenError, InvalidCredentialsError, InvalidInputError, NotFoundError, UnreadableSecretError, UpstreamUnavailableError } from '../../common/domain-errors.ts'
 import { ALL_TENANTS, tenantOnly } from '../../common/tenant-scope.ts'
 import { IntegrationService, type IntegrationServiceDeps } from '../../pipelines/connectors/service.ts'
 import type { CreateIntegrationInput } from '../../pipelines/connectors/schemas.ts'
@@ -9,7 +9,7 @@ import type { SyncJob } from '../../pipelines/connectors/queue.ts'
 import type { ConnectorEndpoints } from '../../pipelines/connectors/sources/types.ts'
 import * as commerceSim from '../../services/simulators/commerce-platform/index.ts'
 import * as searchAdsSim from '../../services/simulators/search-ads/index.ts'
-import { silentLogger, tmpDir } from '../helpers.ts'
+import { silentLogger, tmpDir, refusal } from '../helpers.ts'
 
 /**
  * IntegrationService without HTTP: its main paths and each refusal as a typed domain error,
@@ -29,15 +29,6 @@ const queued: SyncJob[] = []
 const service = (over: Partial<IntegrationServiceDeps> = {}) => new IntegrationService({ store, secrets: box, endpoints, logger: silentLogger, onSyncQueued: (j) => void queued.push(j), ...over })
 const commerce = (tenant: number, over: Record<string, unknown> = {}) => ({ tenant_id: tenant, integration_type: 'commerce_platform', ...CP, ...over }) as CreateIntegrationInput
 
-/** The promise's rejection, which must be a DomainError of `type`. */
-async function refusal<T extends DomainError>(p: Promise<unknown>, type: new (...args: never[]) => T): Promise<T> {
-  const err = await p.then(
-    () => null,
-    (e: unknown) => e,
-  )
-  expect(err).toBeInstanceOf(type)
-  return err as T
-}
 
 beforeAll(async () => {
   store = await openStore({ database: 'cdp', chdbPath: tmpDir() })
