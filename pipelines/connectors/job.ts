@@ -21,6 +21,7 @@ import type { ConnectorEndpoints, Entity } from './sources/types.ts'
 import { describeFailure, failureBody, seconds, SyncInterruptedError, SyncTimeoutError } from './errors.ts'
 import { orderProblem, sample, sanitizeCustomer } from './integrity.ts'
 import { notifyWebhook } from './notify.ts'
+import { Heartbeat } from '../../common/jobs/lease.ts'
 import { emptyStats, type Checkpoint, type JobStats, type Notification, type SyncJob, type SyncQueue } from './queue.ts'
 
 export interface JobDeps {
@@ -71,18 +72,10 @@ export async function executeJob(claimed: SyncJob, deps: JobDeps, signal: AbortS
 
   // The heartbeat keeps the claim alive while a page is slow; it writes the job as it stands,
   // and only while the job is still ours (a runner that stalled must not undo a takeover).
-  let beating: Promise<void> = Promise.resolve()
-  const heartbeat = setInterval(() => {
-    beating = beating
-      .then(async () => {
-        if (await owns(job, deps)) await queue.write({ ...job, heartbeat_at: deps.now() })
-      })
-      .catch(() => undefined)
-  }, deps.heartbeatMs)
-  const stopHeartbeat = async () => {
-    clearInterval(heartbeat)
-    await beating
-  }
+  const heartbeat = new Heartbeat(deps.heartbeatMs, async () => {
+    if (await owns(job, deps)) await queue.write({ ...job, heartbeat_at: deps.now() })
+  })
+  const stopHeartbeat = () => heartbeat.stop()
   const finishRun = (status: 'success' | 'failed' | 'interrupted', stats: JobStats | null, error: SyncJob['error']) =>
     queue.writeRun({ integration_id: job.integration_id, sync_id: job.sync_id, attempt: job.attempt, tenant_id: job.tenant_id, integration_type: integration.integration_type, status, started_at: startedAt, finished_at: deps.now(), duration_ms: Math.round(elapsed()), error, stats })
 

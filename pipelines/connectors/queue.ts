@@ -9,7 +9,8 @@ import type { Store } from '../../common/store/clickhouse.ts'
 import type { Entity, IntegrationType } from './sources/types.ts'
 import type { SyncFailure } from './errors.ts'
 import { iso } from '../../common/time.ts'
-import { nextSeq, RANK_STEP } from '../../common/store/versions.ts'
+import { nextSeq } from '../../common/store/versions.ts'
+import { JobTable, type JobTableSpec } from '../../common/jobs/table.ts'
 
 export type JobKind = 'manual' | 'initial' | 'scheduled'
 export type JobStatus = 'queued' | 'running' | 'success' | 'failed' | 'cancelled'
@@ -128,53 +129,42 @@ export interface IntegrationStats {
 }
 
 /** Final states outrank live ones whatever the clocks of the writers say. */
-const versionOf = (final: boolean) => (final ? 3 : 1) * RANK_STEP + nextSeq()
+const finalRank = (final: boolean) => (final ? 3 : 1)
 
-const msCol = (c: string) => `toUnixTimestamp64Milli(${c}) AS ${c}_ms`
-const num = (v: unknown) => (v === null || v === undefined ? null : Number(v))
-const json = <T>(s: string): T | null => (s ? (JSON.parse(s) as T) : null)
-
-const JOB_COLUMNS = [
-  'integration_id', 'sync_id', 'tenant_id', 'kind', 'sync_type', 'entities', msCol('date_from'), msCol('date_to'), msCol('scheduled_for'), 'status', 'attempt', 'failures',
-  'max_attempts', msCol('not_before'), 'runner_id', msCol('queued_at'), msCol('started_at'), msCol('heartbeat_at'), msCol('finished_at'), 'checkpoint', 'stats',
-  'error_code', 'error', 'notification',
-].join(', ')
-
-type RawJob = Record<string, unknown>
-
-function toJob(r: RawJob): SyncJob {
-  return {
-    integration_id: Number(r.integration_id),
-    sync_id: String(r.sync_id),
-    tenant_id: Number(r.tenant_id),
-    kind: r.kind as JobKind,
-    sync_type: r.sync_type as SyncJob['sync_type'],
-    entities: r.entities as Entity[],
-    date_from: num(r.date_from_ms),
-    date_to: num(r.date_to_ms),
-    scheduled_for: num(r.scheduled_for_ms),
-    status: r.status as JobStatus,
-    attempt: Number(r.attempt),
-    failures: Number(r.failures),
-    max_attempts: Number(r.max_attempts),
-    not_before: Number(r.not_before_ms),
-    runner_id: String(r.runner_id),
-    queued_at: Number(r.queued_at_ms),
-    started_at: num(r.started_at_ms),
-    heartbeat_at: num(r.heartbeat_at_ms),
-    finished_at: num(r.finished_at_ms),
-    checkpoint: json<Checkpoint>(String(r.checkpoint)),
-    stats: json<JobStats>(String(r.stats)),
-    error_code: String(r.error_code),
-    error: json(String(r.error)),
-    notification: json<Notification>(String(r.notification)),
-  }
+const JOBS: JobTableSpec<SyncJob> = {
+  table: 'integration_sync_jobs',
+  columns: [
+    'integration_id', 'sync_id', 'tenant_id', 'kind', 'sync_type', 'entities', 'date_from', 'date_to', 'scheduled_for', 'status', 'attempt', 'failures',
+    'max_attempts', 'not_before', 'runner_id', 'queued_at', 'started_at', 'heartbeat_at', 'finished_at', 'checkpoint', 'stats', 'error_code', 'error', 'notification',
+  ],
+  timeColumns: ['date_from', 'date_to', 'scheduled_for', 'not_before', 'queued_at', 'started_at', 'heartbeat_at', 'finished_at'],
+  jsonColumns: ['checkpoint', 'stats', 'error', 'notification'],
+  numberColumns: ['integration_id', 'tenant_id', 'attempt', 'failures', 'max_attempts'],
+  rank: (job) => finalRank(FINAL_JOB_STATUSES.includes(job.status)),
 }
+
+const RUNS: JobTableSpec<SyncRun> = {
+  table: 'integration_sync_runs',
+  columns: ['integration_id', 'sync_id', 'attempt', 'tenant_id', 'integration_type', 'status', 'started_at', 'finished_at', 'duration_ms', 'error', 'stats'],
+  timeColumns: ['started_at', 'finished_at'],
+  jsonColumns: ['error', 'stats'],
+  numberColumns: ['integration_id', 'attempt', 'tenant_id', 'duration_ms'],
+  rank: (run) => finalRank(run.status !== 'running'),
+  derived: (run) => ({ error_code: run.error?.error ?? '' }),
+}
+
+const json = <T>(s: string): T | null => (s ? (JSON.parse(s) as T) : null)
 
 export type NewJob = Pick<SyncJob, 'integration_id' | 'tenant_id' | 'kind' | 'sync_type' | 'entities' | 'date_from' | 'date_to' | 'scheduled_for' | 'max_attempts'> & { sync_id?: string }
 
 export class SyncQueue {
-  constructor(private readonly store: Store, private readonly now: () => number = Date.now) {}
+  readonly #jobs: JobTable<SyncJob>
+  readonly #runs: JobTable<SyncRun>
+
+  constructor(private readonly store: Store, private readonly now: () => number = Date.now) {
+    this.#jobs = new JobTable(store, JOBS)
+    this.#runs = new JobTable(store, RUNS)
+  }
 
   // ---- jobs ----------------------------------------------------------------------------------
 
@@ -202,50 +192,28 @@ export class SyncQueue {
     return job
   }
 
-  async write(job: SyncJob): Promise<void> {
-    await this.store.insert({
-      table: 'integration_sync_jobs',
-      format: 'JSONEachRow',
-      values: [
-        {
-          ...job,
-          date_from: iso(job.date_from),
-          date_to: iso(job.date_to),
-          scheduled_for: iso(job.scheduled_for),
-          not_before: iso(job.not_before),
-          queued_at: iso(job.queued_at),
-          started_at: iso(job.started_at),
-          heartbeat_at: iso(job.heartbeat_at),
-          finished_at: iso(job.finished_at),
-          checkpoint: job.checkpoint ? JSON.stringify(job.checkpoint) : '',
-          stats: job.stats ? JSON.stringify(job.stats) : '',
-          error: job.error ? JSON.stringify(job.error) : '',
-          notification: job.notification ? JSON.stringify(job.notification) : '',
-          version: versionOf(FINAL_JOB_STATUSES.includes(job.status)),
-        },
-      ],
-    })
-  }
-
-  private async jobs(where: string, params: Record<string, unknown>, tail = ''): Promise<SyncJob[]> {
-    const rs = await this.store.query({ query: `SELECT ${JOB_COLUMNS} FROM integration_sync_jobs FINAL WHERE ${where} ${tail}`, query_params: params, format: 'JSONEachRow' })
-    return (await rs.json<RawJob>()).map(toJob)
+  write(job: SyncJob): Promise<void> {
+    return this.#jobs.write(job)
   }
 
   async get(integrationId: number, syncId: string): Promise<SyncJob | null> {
-    const [j] = await this.jobs('integration_id = {i:UInt64} AND sync_id = {s:String}', { i: integrationId, s: syncId })
+    const [j] = await this.#jobs.select({ key: 'integration_id = {i:UInt64} AND sync_id = {s:String}', params: { i: integrationId, s: syncId } })
     return j ?? null
   }
 
   /** Queued and running jobs, oldest first (one integration, or all). */
-  async live(integrationId?: number): Promise<SyncJob[]> {
-    const where = `status IN ('queued', 'running')${integrationId === undefined ? '' : ' AND integration_id = {i:UInt64}'}`
-    return this.jobs(where, integrationId === undefined ? {} : { i: integrationId }, 'ORDER BY queued_at, sync_id')
+  live(integrationId?: number): Promise<SyncJob[]> {
+    return this.#jobs.select({
+      key: integrationId === undefined ? undefined : 'integration_id = {i:UInt64}',
+      where: `status IN ('queued', 'running')`,
+      tail: 'ORDER BY queued_at, sync_id',
+      params: integrationId === undefined ? {} : { i: integrationId },
+    })
   }
 
   /** The most recent jobs of an integration. */
-  async recent(integrationId: number, limit = 20): Promise<SyncJob[]> {
-    return this.jobs('integration_id = {i:UInt64}', { i: integrationId, n: limit }, 'ORDER BY queued_at DESC, sync_id DESC LIMIT {n:UInt32}')
+  recent(integrationId: number, limit = 20): Promise<SyncJob[]> {
+    return this.#jobs.select({ key: 'integration_id = {i:UInt64}', tail: 'ORDER BY queued_at DESC, sync_id DESC LIMIT {n:UInt32}', params: { i: integrationId, n: limit } })
   }
 
   /** The latest occurrence each integration's recurring syncs were scheduled for (initial sync included). */
@@ -262,44 +230,16 @@ export class SyncQueue {
 
   // ---- runs ----------------------------------------------------------------------------------
 
-  async writeRun(run: SyncRun): Promise<void> {
-    await this.store.insert({
-      table: 'integration_sync_runs',
-      format: 'JSONEachRow',
-      values: [
-        {
-          ...run,
-          started_at: iso(run.started_at),
-          finished_at: iso(run.finished_at),
-          error_code: run.error?.error ?? '',
-          error: run.error ? JSON.stringify(run.error) : '',
-          stats: run.stats ? JSON.stringify(run.stats) : '',
-          version: versionOf(run.status !== 'running'),
-        },
-      ],
-    })
+  writeRun(run: SyncRun): Promise<void> {
+    return this.#runs.write(run)
   }
 
-  async runs(integrationId: number, syncId?: string): Promise<SyncRun[]> {
-    const rs = await this.store.query({
-      query: `SELECT integration_id, sync_id, attempt, tenant_id, integration_type, status, ${msCol('started_at')}, ${msCol('finished_at')}, duration_ms, error, stats
-              FROM integration_sync_runs FINAL WHERE integration_id = {i:UInt64} ${syncId ? 'AND sync_id = {s:String}' : ''} ORDER BY started_at, attempt`,
-      query_params: { i: integrationId, s: syncId ?? '' },
-      format: 'JSONEachRow',
+  runs(integrationId: number, syncId?: string): Promise<SyncRun[]> {
+    return this.#runs.select({
+      key: `integration_id = {i:UInt64} ${syncId ? 'AND sync_id = {s:String}' : ''}`,
+      tail: 'ORDER BY started_at, attempt',
+      params: { i: integrationId, s: syncId ?? '' },
     })
-    return (await rs.json<Record<string, unknown>>()).map((r) => ({
-      integration_id: Number(r.integration_id),
-      sync_id: String(r.sync_id),
-      attempt: Number(r.attempt),
-      tenant_id: Number(r.tenant_id),
-      integration_type: r.integration_type as IntegrationType,
-      status: r.status as RunStatus,
-      started_at: Number(r.started_at_ms),
-      finished_at: num(r.finished_at_ms),
-      duration_ms: Number(r.duration_ms),
-      error: json(String(r.error)),
-      stats: json<JobStats>(String(r.stats)),
-    }))
   }
 
   /** Statistics per integration from its runs; `since` bounds the last-24-hours counts. */

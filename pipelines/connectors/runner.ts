@@ -5,7 +5,7 @@
  * resumes from its checkpoint.
  *
  * Claiming writes the job as `running` under this runner's id and reads it back; the runner goes
- * on only when the row it reads is its own. Two runners racing for one job can, in a narrow
+ * on only when the row it reads is its own (the single-row claim of common/jobs/lock.ts). Two runners racing for one job can, in a narrow
  * window, both start it: each re-checks ownership before every page, and whatever a page
  * publishes twice is identical (deterministic event ids), so consumers count it once.
  */
@@ -15,6 +15,8 @@ import { configuredEntities } from './schemas.ts'
 import { executeJob, type JobDeps } from './job.ts'
 import type { SyncJob, SyncQueue } from './queue.ts'
 import { dueOccurrence } from './schedule.ts'
+import { leaseHeld } from '../../common/jobs/lease.ts'
+import { claimRow } from '../../common/jobs/lock.ts'
 
 export interface RunnerDeps extends JobDeps {
   queue: SyncQueue
@@ -74,7 +76,7 @@ export class SyncRunner {
   /** Per integration: its job that may run now (none while another of its jobs runs under a live lease). */
   private async claimable(): Promise<SyncJob[]> {
     const now = this.deps.now()
-    const stale = (j: SyncJob) => j.status === 'running' && (j.heartbeat_at ?? 0) < now - this.deps.leaseMs
+    const stale = (j: SyncJob) => j.status === 'running' && !leaseHeld(j.heartbeat_at, now, this.deps.leaseMs)
     const byIntegration = new Map<number, SyncJob[]>()
     for (const j of await this.deps.queue.live()) byIntegration.set(j.integration_id, [...(byIntegration.get(j.integration_id) ?? []), j])
     const out: SyncJob[] = []
@@ -91,15 +93,17 @@ export class SyncRunner {
     const current = await queue.get(candidate.integration_id, candidate.sync_id)
     if (!current || (current.status !== 'queued' && current.status !== 'running')) return null
     if (current.status === 'running') {
-      if ((current.heartbeat_at ?? 0) >= now() - this.deps.leaseMs) return null
+      if (leaseHeld(current.heartbeat_at, now(), this.deps.leaseMs)) return null
       // Its runner died mid-attempt: that run ends as interrupted, the job resumes from its checkpoint.
       const [run] = (await queue.runs(current.integration_id, current.sync_id)).filter((r) => r.attempt === current.attempt && r.status === 'running')
       if (run) await queue.writeRun({ ...run, status: 'interrupted', finished_at: now(), duration_ms: Math.max(0, (current.heartbeat_at ?? run.started_at) - run.started_at) })
       this.deps.logger.warn({ integration_id: current.integration_id, sync_id: current.sync_id, runner_id: current.runner_id }, 'taking over a sync whose runner stopped answering')
     }
     const claimed: SyncJob = { ...current, status: 'running', runner_id: runnerId, attempt: current.attempt + 1, started_at: current.started_at ?? now(), heartbeat_at: now() }
-    await queue.write(claimed)
-    const check = await queue.get(claimed.integration_id, claimed.sync_id)
-    return check?.runner_id === runnerId && check.status === 'running' && check.attempt === claimed.attempt ? claimed : null
+    return claimRow(claimed, {
+      write: (j) => queue.write(j),
+      read: () => queue.get(claimed.integration_id, claimed.sync_id),
+      ours: (j) => j.runner_id === runnerId && j.status === 'running' && j.attempt === claimed.attempt,
+    })
   }
 }

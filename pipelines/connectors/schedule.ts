@@ -3,7 +3,7 @@
  * integration's creation; the initial sync counts as the occurrence at the anchor. Missed
  * occurrences (the role was down) are skipped: one sync catches up, not one per missed slot.
  */
-import { nextOccurrenceAfter, type Frequency } from '../processing/index.ts'
+import { latestDueOccurrence, nextOccurrenceAfter, type Frequency } from '../../common/jobs/schedule.ts'
 
 export interface Schedulable {
   created_at: number
@@ -25,9 +25,5 @@ export function nextScheduledSync(i: Schedulable, lastScheduled: number | null):
 /** The occurrence to run now, if one is due: the latest one at or before `now`. */
 export function dueOccurrence(i: Schedulable, lastScheduled: number | null, now: number): number | null {
   const f = recurring(i)
-  const next = nextScheduledSync(i, lastScheduled)
-  if (!f || next === null || next > now) return null
-  let occ = next
-  for (let n = nextOccurrenceAfter(i.created_at, f, occ); n <= now; n = nextOccurrenceAfter(i.created_at, f, occ)) occ = n
-  return occ
+  return f ? latestDueOccurrence(i.created_at, f, Math.max(lastScheduled ?? i.created_at, i.created_at), now) : null
 }

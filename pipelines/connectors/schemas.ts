@@ -5,7 +5,7 @@
  * name is never stored in clear (e.g. inside `configuration`).
  */
 import { z } from 'zod'
-import { FREQUENCIES } from '../processing/index.ts'
+import { FREQUENCIES } from '../../common/jobs/schedule.ts'
 import { INTEGRATION_TYPES, SYNCABLE_ENTITIES, type Entity, type IntegrationType } from './sources/types.ts'
 
 export const SYNC_INTERVALS = [...FREQUENCIES, 'manual'] as const

@@ -2,6 +2,7 @@ import os from 'node:os'
 import type { Logger } from '../../common/logger.ts'
 import type { Store } from '../../common/store/clickhouse.ts'
 import type { ProcessingEngine } from '../features/index.ts'
+import { checkHeartbeat } from '../../common/jobs/lease.ts'
 import { processingEvents, type ProcessingEvents } from './events.ts'
 
 /** What the processing API, its job runner and its scheduler need. Only store, engine and logger are required. */
@@ -53,7 +54,6 @@ export function resolveDeps(deps: ProcessingDeps): ResolvedDeps {
     cancelWaitMs: deps.cancelWaitMs ?? DEFAULT_CANCEL_WAIT_MS,
     events: deps.events ?? processingEvents,
   }
-  // Two missed heartbeats must not lose the lock.
-  if (r.heartbeatMs * 3 > r.leaseMs) throw new Error(`heartbeatMs (${r.heartbeatMs}) must be at most a third of leaseMs (${r.leaseMs})`)
+  checkHeartbeat(r.heartbeatMs, r.leaseMs)
   return r
 }

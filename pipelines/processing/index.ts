@@ -9,5 +9,4 @@ export { ProcessingEvents, processingEvents, onTenantProcessed, type TenantProce
 export { invalidateProcessingResults, invalidateProcessingResults as invalidate } from './results-cache.ts'
 export { ProcessingService } from './service.ts'
 export type { StatusObject, TenantProcessingStatus } from './status.ts'
-export { FREQUENCIES, nextOccurrenceAfter, type Frequency } from './frequency.ts'
 export { JobCancelledError, ShutdownError } from './job-runner.ts'

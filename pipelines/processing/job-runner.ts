@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto'
 import type { Analysis, ProcessingResults } from '../features/index.ts'
 import type { ResolvedDeps } from './deps.ts'
-import { isFinal, isLive, type JobKind, type JobRow, type JobsTable } from './jobs-table.ts'
-import { afterClaim, afterStart, blockerOf, RACE_RECHECK_MS } from './lock.ts'
+import { isFinal, isLive, lockClaim, type JobKind, type JobRow, type JobsTable } from './jobs-table.ts'
+import { afterClaim, afterStart, blockerOf, RACE_RECHECK_MS, raceWaitMs } from '../../common/jobs/lock.ts'
+import { Heartbeat } from '../../common/jobs/lease.ts'
+import { localJobs, sleep } from '../../common/jobs/cancel.ts'
 import { pickResults, type ResultsCache } from './results-cache.ts'
 
 /** Abort reason of DELETE .../cancel. */
@@ -48,15 +50,6 @@ export type CancelOutcome =
   /** The job ended on its own before the cancel reached it. */
   | { kind: 'finished'; job: JobRow }
 
-interface LocalJob {
-  replicaId: string
-  controller: AbortController
-  done: Promise<unknown>
-}
-
-/** Jobs running in this process, by job id, so a cancel that lands on the owning replica aborts at once. */
-const localJobs = new Map<string, LocalJob>()
-
 /** Called under the lock just before the engine starts; a string is the reason to skip the run. */
 export type BeforeRun = (job: JobRow) => Promise<string | undefined>
 
@@ -65,8 +58,6 @@ export type BeforeRun = (job: JobRow) => Promise<string | undefined>
  * marks, final rows, the results cache and the "tenant processed" event.
  */
 export class JobRunner {
-  readonly #own = new Set<string>()
-
   constructor(
     private readonly deps: ResolvedDeps,
     private readonly jobs: JobsTable,
@@ -78,16 +69,16 @@ export class JobRunner {
     const job = this.#newJob(spec, 'processing')
     return this.#tracked(job, async (controller) => {
       await this.jobs.write(job)
-      const deadline = performance.now() + this.#raceWaitMs()
+      const deadline = performance.now() + raceWaitMs(this.deps.leaseMs)
       for (;;) {
         const live = await this.#live(job.tenant_id)
         const verdict = afterClaim(live, job.job_id)
         if (verdict === 'take') break
-        if (verdict === 'blocked' || performance.now() > deadline) return this.#reject(job, blockerOf(live, job.job_id))
+        if (verdict === 'blocked' || performance.now() > deadline) return this.#reject(job, blockerOf(live, job.job_id)?.row)
         await sleep(RACE_RECHECK_MS)
       }
       const r = await this.#promote(job, controller, 'reject')
-      return r === 'lost' ? this.#reject(job, blockerOf(await this.#live(job.tenant_id), job.job_id)) : r
+      return r === 'lost' ? this.#reject(job, blockerOf(await this.#live(job.tenant_id), job.job_id)?.row) : r
     })
   }
 
@@ -105,7 +96,7 @@ export class JobRunner {
         let take = false
         try {
           const live = await this.#live(job.tenant_id)
-          const mine = live.find((j) => j.job_id === job.job_id)
+          const mine = live.find((j) => j.id === job.job_id)?.row
           if (mine?.status === 'cancelling' || (!mine && (await this.#markedCancelled(job)))) {
             controller.abort(new JobCancelledError())
             return this.#endUnstarted(job, controller)
@@ -130,17 +121,13 @@ export class JobRunner {
 
   /** Cancels the tenant's running job, else its oldest queued one. */
   async cancel(tenantId: number): Promise<CancelOutcome> {
-    const live = await this.#live(tenantId)
+    const live = await this.jobs.live(tenantId, this.deps.now(), this.deps.leaseMs)
     const target = live.find((j) => j.status !== 'queued' && j.started_at !== null) ?? live[0]
     if (!target) return { kind: 'nothing' }
     // The mark works for any replica: the owner sees it at its next heartbeat or queue poll.
     const current = (await this.jobs.get(tenantId, target.job_id)) ?? target
     if (isLive(current.status)) await this.jobs.write({ ...current, status: 'cancelling' })
-    const local = localJobs.get(target.job_id)
-    if (local && local.replicaId === this.deps.replicaId) {
-      local.controller.abort(new JobCancelledError())
-      await Promise.race([local.done, sleep(this.deps.cancelWaitMs)])
-    }
+    await localJobs.abort(target.job_id, this.deps.replicaId, new JobCancelledError(), this.deps.cancelWaitMs)
     const after = (await this.jobs.get(tenantId, target.job_id)) ?? current
     if (after.status === 'cancelled') return { kind: 'cancelled', job: after }
     if (isFinal(after.status)) return { kind: 'finished', job: after }
@@ -149,10 +136,8 @@ export class JobRunner {
   }
 
   /** Aborts this runner's jobs (as a shutdown) and waits for them to write their final rows. */
-  async stop(): Promise<void> {
-    const mine = [...this.#own].map((id) => localJobs.get(id)).filter((j): j is LocalJob => j !== undefined)
-    for (const j of mine) j.controller.abort(new ShutdownError())
-    await Promise.allSettled(mine.map((j) => j.done))
+  stop(): Promise<void> {
+    return localJobs.abortAll(this, new ShutdownError())
   }
 
   #newJob(spec: JobSpec, status: 'processing' | 'queued'): JobRow {
@@ -179,28 +164,14 @@ export class JobRunner {
     }
   }
 
-  async #tracked(job: JobRow, body: (controller: AbortController) => Promise<RunOutcome>): Promise<RunOutcome> {
-    const controller = new AbortController()
-    const done = body(controller)
-    localJobs.set(job.job_id, { replicaId: this.deps.replicaId, controller, done })
-    this.#own.add(job.job_id)
-    try {
-      return await done
-    } finally {
-      localJobs.delete(job.job_id)
-      this.#own.delete(job.job_id)
-    }
+  #tracked(job: JobRow, body: (controller: AbortController) => Promise<RunOutcome>): Promise<RunOutcome> {
+    return localJobs.track(job.job_id, this.deps.replicaId, this, body)
   }
 
-  /** A claim deciding takes two store round trips; a claimant that vanished mid-decision is given up on after this. */
-  #raceWaitMs(): number {
-    return Math.min(5_000, this.deps.leaseMs / 2)
+  /** The tenant's live claims in lock order, as the lock sees them. */
+  async #live(tenantId: number) {
+    return (await this.jobs.live(tenantId, this.deps.now(), this.deps.leaseMs)).map(lockClaim)
   }
-
-  #live(tenantId: number): Promise<JobRow[]> {
-    return this.jobs.live(tenantId, this.deps.now(), this.deps.leaseMs)
-  }
-
   async #markedCancelled(job: JobRow): Promise<boolean> {
     const row = await this.jobs.get(job.tenant_id, job.job_id)
     return row?.status === 'cancelling' || row?.status === 'cancelled'
@@ -214,11 +185,11 @@ export class JobRunner {
     const now = this.deps.now()
     Object.assign(job, { status: 'processing', started_at: now, heartbeat_at: now })
     await this.jobs.write(job)
-    const deadline = performance.now() + this.#raceWaitMs()
+    const deadline = performance.now() + raceWaitMs(this.deps.leaseMs)
     let verdict: 'keep' | 'wait' | 'lost'
     for (;;) {
       const live = await this.#live(job.tenant_id)
-      const mine = live.find((j) => j.job_id === job.job_id)
+      const mine = live.find((j) => j.id === job.job_id)?.row
       if (mine?.status === 'cancelling' || controller.signal.aborted) {
         if (!controller.signal.aborted) controller.abort(new JobCancelledError())
         return this.#endUnstarted(job, controller)
@@ -280,7 +251,7 @@ export class JobRunner {
     this.cache.dropLocal(job.tenant_id)
     logger.info({ ...logFields(job), batch_size: job.batch_size, force: job.force }, 'processing job started')
     const t0 = performance.now()
-    const heartbeat = new Heartbeat(this.deps, this.jobs, job, controller)
+    const heartbeat = this.#heartbeat(job, controller)
     let outcome: RunOutcome
     let raw: ProcessingResults | undefined
     let failure: Error | undefined
@@ -332,61 +303,32 @@ export class JobRunner {
     return outcome
   }
 
+  /**
+   * While the engine runs: every heartbeatMs, read the job's row (a cancel mark from any replica
+   * aborts the engine) and write it back with a fresh heartbeat_at.
+   */
+  #heartbeat(job: JobRow, controller: AbortController): Heartbeat {
+    const beat = async () => {
+      const row = await this.jobs.get(job.tenant_id, job.job_id)
+      if (heartbeat.stopped) return
+      if (row?.status === 'cancelling' || row?.status === 'cancelled') {
+        if (!controller.signal.aborted) {
+          this.deps.logger.info(logFields(job), 'processing job cancel mark seen; aborting')
+          controller.abort(new JobCancelledError())
+        }
+        job.status = 'cancelling'
+      }
+      job.heartbeat_at = this.deps.now()
+      await this.jobs.write(job)
+    }
+    const heartbeat = new Heartbeat(this.deps.heartbeatMs, beat, (err) => this.deps.logger.warn({ ...logFields(job), err }, 'processing heartbeat failed'))
+    return heartbeat
+  }
+
   async #finish(job: JobRow, status: JobRow['status'], extra: Partial<JobRow>): Promise<void> {
     const now = this.deps.now()
     Object.assign(job, extra, { status, finished_at: now, heartbeat_at: now })
     await this.jobs.write(job)
-  }
-}
-
-/**
- * While the engine runs: every heartbeatMs, read the job's row (a cancel mark from any replica
- * aborts the engine) and write it back with a fresh heartbeat_at. One tick at a time.
- */
-class Heartbeat {
-  readonly #timer: NodeJS.Timeout
-  #inFlight: Promise<void> = Promise.resolve()
-  #stopped = false
-  #busy = false
-
-  constructor(
-    private readonly deps: ResolvedDeps,
-    private readonly jobs: JobsTable,
-    private readonly job: JobRow,
-    private readonly controller: AbortController,
-  ) {
-    this.#timer = setInterval(() => {
-      if (this.#busy) return // a slow store: skip a beat rather than pile up writes
-      this.#busy = true
-      this.#inFlight = this.#tick().finally(() => {
-        this.#busy = false
-      })
-    }, deps.heartbeatMs)
-  }
-
-  async #tick(): Promise<void> {
-    if (this.#stopped) return
-    try {
-      const row = await this.jobs.get(this.job.tenant_id, this.job.job_id)
-      if (this.#stopped) return
-      if (row?.status === 'cancelling' || row?.status === 'cancelled') {
-        if (!this.controller.signal.aborted) {
-          this.deps.logger.info(logFields(this.job), 'processing job cancel mark seen; aborting')
-          this.controller.abort(new JobCancelledError())
-        }
-        this.job.status = 'cancelling'
-      }
-      this.job.heartbeat_at = this.deps.now()
-      await this.jobs.write(this.job)
-    } catch (err) {
-      this.deps.logger.warn({ ...logFields(this.job), err }, 'processing heartbeat failed')
-    }
-  }
-
-  async stop(): Promise<void> {
-    this.#stopped = true
-    clearInterval(this.#timer)
-    await this.#inFlight
   }
 }
 
@@ -400,16 +342,3 @@ export function recordsOf(results: ProcessingResults): number {
 }
 
 const round3 = (x: number) => Math.round(x * 1000) / 1000
-
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve()
-    const t = setTimeout(done, ms)
-    function done() {
-      clearTimeout(t)
-      signal?.removeEventListener('abort', done)
-      resolve()
-    }
-    signal?.addEventListener('abort', done, { once: true })
-  })
-}

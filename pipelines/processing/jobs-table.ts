@@ -1,7 +1,9 @@
 import type { Store } from '../../common/store/clickhouse.ts'
 import type { Analysis } from '../features/index.ts'
-import { nextSeq, RANK_STEP } from '../../common/store/versions.ts'
-import { iso } from '../../common/time.ts'
+import { RANK_STEP } from '../../common/store/versions.ts'
+import { JobTable, type JobTableSpec } from '../../common/jobs/table.ts'
+import { leaseCutoff } from '../../common/jobs/lease.ts'
+import type { LockClaim } from '../../common/jobs/lock.ts'
 
 export type JobKind = 'manual' | 'scheduled'
 /**
@@ -45,14 +47,10 @@ export function isFinal(status: JobStatus): boolean {
 }
 
 /** See 003_processing.sql: later lifecycle stages win over earlier ones whatever the clocks say. */
-function rank(status: JobStatus): number {
-  if (status === 'cancelling') return 2
-  return isFinal(status) ? 3 : 1
+function rank(row: JobRow): number {
+  if (row.status === 'cancelling') return 2
+  return isFinal(row.status) ? 3 : 1
 }
-
-/** Times leave ClickHouse as epoch ms under a distinct alias (an alias named like its column would shadow it in WHERE). */
-const TIME_COLUMNS = ['occurrence_at', 'claimed_at', 'heartbeat_at', 'started_at', 'finished_at'] as const
-const ms = (col: string) => `toUnixTimestamp64Milli(${col}) AS ${col}_ms`
 
 /**
  * The write counter inside a version: orders runs whose clock times are equal (a coarse or
@@ -61,105 +59,65 @@ const ms = (col: string) => `toUnixTimestamp64Milli(${col}) AS ${col}_ms`
  */
 const WRITE_SEQ = `(version % ${RANK_STEP})`
 
-function columns(withResults: boolean): string {
-  return [
-    'tenant_id', 'job_id', 'kind', 'schedule_id', ms('occurrence_at'), 'status', 'replica_id', 'analyses', 'batch_size', 'force',
-    ms('claimed_at'), ms('heartbeat_at'), ms('started_at'), ms('finished_at'), 'records_processed', 'total_time',
-    withResults ? 'results' : `'' AS results`, 'error',
-  ].join(', ')
+const SPEC: JobTableSpec<JobRow> = {
+  table: 'processing_jobs',
+  columns: ['tenant_id', 'job_id', 'kind', 'schedule_id', 'occurrence_at', 'status', 'replica_id', 'analyses', 'batch_size', 'force', 'claimed_at', 'heartbeat_at', 'started_at', 'finished_at', 'records_processed', 'total_time', 'results', 'error'],
+  timeColumns: ['occurrence_at', 'claimed_at', 'heartbeat_at', 'started_at', 'finished_at'],
+  flagColumns: ['force'],
+  numberColumns: ['tenant_id', 'batch_size', 'records_processed', 'total_time'],
+  rank,
 }
 
-type RawRow = Omit<JobRow, 'force' | (typeof TIME_COLUMNS)[number]> & { force: number | boolean } & Record<`${(typeof TIME_COLUMNS)[number]}_ms`, number | null>
+/** A claim as the tenant lock sees it (common/jobs/lock.ts). */
+export const lockClaim = (j: JobRow): LockClaim & { row: JobRow } => ({ id: j.job_id, racing: j.status === 'processing', started: j.started_at !== null, row: j })
 
-/** The processing_jobs table. Every SQL value is a bound `{name:Type}` parameter. */
 export class JobsTable {
-  constructor(private readonly store: Store) {}
+  readonly #table: JobTable<JobRow>
+
+  constructor(store: Store) {
+    this.#table = new JobTable(store, SPEC)
+  }
 
   /** Writes the whole row as its new state (ReplacingMergeTree: the highest version wins). */
-  async write(row: JobRow): Promise<void> {
-    await this.store.insert({
-      table: 'processing_jobs',
-      format: 'JSONEachRow',
-      values: [
-        {
-          ...row,
-          force: row.force ? 1 : 0,
-          occurrence_at: iso(row.occurrence_at),
-          claimed_at: iso(row.claimed_at),
-          heartbeat_at: iso(row.heartbeat_at),
-          started_at: iso(row.started_at),
-          finished_at: iso(row.finished_at),
-          version: rank(row.status) * RANK_STEP + nextSeq(),
-        },
-      ],
-    })
+  write(row: JobRow): Promise<void> {
+    return this.#table.write(row)
   }
 
   /** Claims of the tenant that hold or wait for its lock: live status and a heartbeat within the lease, in lock order. */
-  async live(tenantId: number, now: number, leaseMs: number): Promise<JobRow[]> {
-    return this.#select(
-      `WHERE status IN ('queued', 'processing', 'cancelling') AND heartbeat_at >= fromUnixTimestamp64Milli({cutoff:Int64}, 'UTC')
-       ORDER BY claimed_at, job_id`,
-      { tenant: tenantId, cutoff: now - leaseMs },
-    )
+  live(tenantId: number, now: number, leaseMs: number): Promise<JobRow[]> {
+    return this.#select(`status IN ('queued', 'processing', 'cancelling') AND heartbeat_at >= fromUnixTimestamp64Milli({cutoff:Int64}, 'UTC')`, 'ORDER BY claimed_at, job_id', {
+      tenant: tenantId,
+      cutoff: leaseCutoff(now, leaseMs),
+    })
   }
 
   async get(tenantId: number, jobId: string): Promise<JobRow | undefined> {
-    const [row] = await this.#select('WHERE job_id = {job:String}', { tenant: tenantId, job: jobId }, true)
+    const [row] = await this.#select('job_id = {job:String}', '', { tenant: tenantId, job: jobId }, true)
     return row
   }
 
   /** The tenant's most recent run that got the lock (whatever its outcome; lost claims excluded). */
   async latestStarted(tenantId: number): Promise<JobRow | undefined> {
-    const [row] = await this.#select(`WHERE started_at IS NOT NULL AND status != 'rejected' ORDER BY started_at DESC, ${WRITE_SEQ} DESC LIMIT 1`, { tenant: tenantId })
+    const [row] = await this.#select(`started_at IS NOT NULL AND status != 'rejected'`, `ORDER BY started_at DESC, ${WRITE_SEQ} DESC LIMIT 1`, { tenant: tenantId })
     return row
   }
 
   /** The tenant's most recent successful run. */
   async lastProcessed(tenantId: number, withResults = false): Promise<JobRow | undefined> {
-    const [row] = await this.#select(`WHERE status = 'processed' ORDER BY finished_at DESC, ${WRITE_SEQ} DESC LIMIT 1`, { tenant: tenantId }, withResults)
+    const [row] = await this.#select(`status = 'processed'`, `ORDER BY finished_at DESC, ${WRITE_SEQ} DESC LIMIT 1`, { tenant: tenantId }, withResults)
     return row
   }
 
   /** Jobs (not lost claims) serving one occurrence of a schedule. */
-  async forOccurrence(tenantId: number, scheduleId: string, occurrenceAt: number): Promise<JobRow[]> {
+  forOccurrence(tenantId: number, scheduleId: string, occurrenceAt: number): Promise<JobRow[]> {
     return this.#select(
-      `WHERE schedule_id = {schedule:String} AND occurrence_at = fromUnixTimestamp64Milli({occurrence:Int64}, 'UTC') AND status != 'rejected'
-       ORDER BY claimed_at, job_id`,
+      `schedule_id = {schedule:String} AND occurrence_at = fromUnixTimestamp64Milli({occurrence:Int64}, 'UTC') AND status != 'rejected'`,
+      'ORDER BY claimed_at, job_id',
       { tenant: tenantId, schedule: scheduleId, occurrence: occurrenceAt },
     )
   }
 
-  /**
-   * FINAL first, filters on non-key columns after it (in the outer query), so a superseded
-   * state of a row can never match.
-   */
-  async #select(tail: string, params: Record<string, unknown>, withResults = false): Promise<JobRow[]> {
-    const rs = await this.store.query({
-      query: `SELECT ${columns(withResults)} FROM (SELECT * FROM processing_jobs FINAL WHERE tenant_id = {tenant:UInt64}) ${tail}`,
-      query_params: params,
-      format: 'JSONEachRow',
-    })
-    const rows = await rs.json<RawRow>()
-    return rows.map((r) => ({
-      tenant_id: Number(r.tenant_id),
-      job_id: r.job_id,
-      kind: r.kind,
-      schedule_id: r.schedule_id,
-      occurrence_at: r.occurrence_at_ms,
-      status: r.status,
-      replica_id: r.replica_id,
-      analyses: r.analyses,
-      batch_size: Number(r.batch_size),
-      force: Boolean(Number(r.force)),
-      claimed_at: Number(r.claimed_at_ms),
-      heartbeat_at: Number(r.heartbeat_at_ms),
-      started_at: r.started_at_ms,
-      finished_at: r.finished_at_ms,
-      records_processed: Number(r.records_processed),
-      total_time: Number(r.total_time),
-      results: r.results,
-      error: r.error,
-    }))
+  #select(where: string, tail: string, params: Record<string, unknown>, withResults = false): Promise<JobRow[]> {
+    return this.#table.select({ key: 'tenant_id = {tenant:UInt64}', where, tail, params, skip: withResults ? [] : ['results'] })
   }
 }

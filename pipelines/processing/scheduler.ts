@@ -1,7 +1,7 @@
 import type { Logger } from '../../common/logger.ts'
 import { DEFAULT_BATCH_SIZE } from './validation.ts'
 import type { ProcessingDeps } from './deps.ts'
-import { nextOccurrenceAfter } from './frequency.ts'
+import { nextOccurrenceAfter } from '../../common/jobs/schedule.ts'
 import { isFinal, isLive } from './jobs-table.ts'
 import type { ScheduleRow } from './schedules-table.ts'
 import { ProcessingService } from './service.ts'

@@ -1,7 +1,7 @@
 import type { Store } from '../../common/store/clickhouse.ts'
 import type { Analysis } from '../features/index.ts'
 import { nextSeq, RANK_STEP } from '../../common/store/versions.ts'
-import type { Frequency } from './frequency.ts'
+import type { Frequency } from '../../common/jobs/schedule.ts'
 import { iso } from '../../common/time.ts'
 
 /** One row of processing_schedules; times are epoch ms. */

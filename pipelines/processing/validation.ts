@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import { ReferenceDateSchema } from '../../common/reference-date.ts'
 import { ANALYSES, type Analysis } from '../features/index.ts'
-import { FREQUENCIES, type Frequency } from './frequency.ts'
+import { FREQUENCIES, type Frequency } from '../../common/jobs/schedule.ts'
 
 /** Field error as in the rest of the API (`details.errors[]`). */
 export interface FieldError {

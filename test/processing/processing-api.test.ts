@@ -16,7 +16,7 @@ import {
   type TenantProcessed,
 } from '../../pipelines/processing/index.ts'
 import { JobsTable } from '../../pipelines/processing/jobs-table.ts'
-import { nextOccurrenceAfter, occurrence } from '../../pipelines/processing/frequency.ts'
+import { nextOccurrenceAfter, occurrence } from '../../common/jobs/schedule.ts'
 import { silentLogger, tmpDir, waitFor } from '../helpers.ts'
 
 const UNKNOWN_TENANT = 404_404
@@ -499,6 +499,8 @@ describe('DELETE /api/v2/cdp/process/:tenantId/cancel', () => {
     const base = await startApp({ engine, now: testClock().now })
     const run = processPost(base, 112)
     await waitForStatus(base, 112, 'processing')
+    // 'processing' shows from the claim on; the engine starts after the lock is confirmed (a loaded machine can cancel in between).
+    await waitFor(async () => engine.runsOf(112).length === 1, { timeoutMs: 10_000, intervalMs: 20, what: 'the engine started' })
     const r = await call('DELETE', `${base}/api/v2/cdp/process/112/cancel`)
     expect(r.status).toBe(200)
     expect(r.body).toEqual({ success: true, message: expect.any(String), data: { tenant_id: 112, job_id: expect.any(String), status: 'cancelled' } })
@@ -520,6 +522,7 @@ describe('DELETE /api/v2/cdp/process/:tenantId/cancel', () => {
     const b = await startApp({ engine, now: clock.now, replicaId: 'cancel-b' })
     const run = processPost(a, 113)
     await waitForStatus(b, 113, 'processing')
+    await waitFor(async () => engine.runsOf(113).length === 1, { timeoutMs: 10_000, intervalMs: 20, what: 'the engine started' })
     const r = await call('DELETE', `${b}/api/v2/cdp/process/113/cancel`)
     expect(r.status).toBe(200)
     expect(r.body.data).toMatchObject({ tenant_id: 113, status: 'cancelling' })

@@ -1,4 +1,4 @@
-/** Recurrence of processing schedules. Pure: no clock, no I/O. */
+/** Recurrence of scheduled jobs (processing schedules, recurring connector syncs). Pure: no clock, no I/O. */
 export const FREQUENCIES = ['hourly', 'every_6_hours', 'every_12_hours', 'daily', 'weekly', 'monthly'] as const
 export type Frequency = (typeof FREQUENCIES)[number]
 
@@ -35,4 +35,16 @@ export function nextOccurrenceAfter(anchor: number, frequency: Frequency, after:
   while (occurrence(anchor, frequency, k) <= after) k++
   while (k > 0 && occurrence(anchor, frequency, k - 1) > after) k--
   return occurrence(anchor, frequency, k)
+}
+
+/**
+ * The occurrence to run now, if one is due: the latest one after `after` and at or before `now`
+ * (null: none yet). Occurrences missed while nothing ran are skipped: one run catches up, not one
+ * per missed slot.
+ */
+export function latestDueOccurrence(anchor: number, frequency: Frequency, after: number, now: number): number | null {
+  let occ = nextOccurrenceAfter(anchor, frequency, after)
+  if (occ > now) return null
+  for (let n = nextOccurrenceAfter(anchor, frequency, occ); n <= now; n = nextOccurrenceAfter(anchor, frequency, occ)) occ = n
+  return occ
 }
