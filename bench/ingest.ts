@@ -388,6 +388,20 @@ interface RuntimeResult {
   detail: Record<string, unknown>
 }
 
+/** One runtime's figures: produce and pipeline rates, end to end, and the pipeline against raw consume+decode. */
+function runtimeResult(opts: Options, a: PhaseStats, b: PhaseStats, rawKafkaEps: number | null, extra: Partial<RuntimeResult>, detail: Record<string, unknown>): RuntimeResult {
+  const e2eSeconds = a.seconds + b.seconds
+  return {
+    produce_eps: a.eps,
+    pipeline_eps: b.eps,
+    end_to_end_eps: sig3(opts.events / e2eSeconds),
+    raw_kafkajs_eps: rawKafkaEps,
+    ratio_to_raw: rawKafkaEps ? r2(b.eps / rawKafkaEps) : null,
+    ...extra,
+    detail: { ...detail, produce: a, pipeline: b, end_to_end_s: r2(e2eSeconds) },
+  }
+}
+
 function benchConfig(runtime: 'embedded' | 'distributed', dataDir: string, opts: Options, infra: Infra | null): Config {
   return loadConfig(process.env, {
     runtime,
@@ -622,24 +636,7 @@ async function benchKafka(opts: Options, infra: Infra, logger: Logger): Promise<
   const raw = await rawKafkajs(rt, infra, tenant, opts, !fresh || before.orders > 0)
   await rt.close()
   closed()
-  const e2eSeconds = a.seconds + b.seconds
-  return {
-    produce_eps: a.eps,
-    pipeline_eps: b.eps,
-    end_to_end_eps: sig3(opts.events / e2eSeconds),
-    raw_kafkajs_eps: raw.eps,
-    ratio_to_raw: r2(b.eps / raw.eps),
-    detail: {
-      tenant,
-      broker: fresh ? 'local (fresh)' : 'external',
-      records_already_in_topics: before,
-      partitions: config.partitions,
-      produce: a,
-      pipeline: b,
-      end_to_end_s: r2(e2eSeconds),
-      raw_kafkajs: raw,
-    },
-  }
+  return runtimeResult(opts, a, b, raw.eps, {}, { tenant, broker: fresh ? 'local (fresh)' : 'external', records_already_in_topics: before, partitions: config.partitions, raw_kafkajs: raw })
 }
 
 async function benchEmbedded(opts: Options, logger: Logger, rawKafkaEps: number | null): Promise<RuntimeResult> {
@@ -651,25 +648,19 @@ async function benchEmbedded(opts: Options, logger: Logger, rawKafkaEps: number 
   const raw = await rawEmbedded(rt, opts)
   await rt.close()
   closed()
-  const e2eSeconds = a.seconds + b.seconds
-  return {
-    produce_eps: a.eps,
-    pipeline_eps: b.eps,
-    end_to_end_eps: sig3(opts.events / e2eSeconds),
-    raw_kafkajs_eps: rawKafkaEps,
-    ratio_to_raw: rawKafkaEps ? r2(b.eps / rawKafkaEps) : null,
-    raw_embedded_eps: raw.eps,
-    ratio_to_embedded_raw: r2(b.eps / raw.eps),
-    detail: {
+  return runtimeResult(
+    opts,
+    a,
+    b,
+    rawKafkaEps,
+    { raw_embedded_eps: raw.eps, ratio_to_embedded_raw: r2(b.eps / raw.eps) },
+    {
       tenant,
       raw_kafkajs_note: rawKafkaEps ? 'raw_kafkajs_eps is the kafka run’s number (same decode work over a Kafka consumer)' : 'no Kafka run: raw_kafkajs_eps unavailable',
       partitions: config.partitions,
-      produce: a,
-      pipeline: b,
-      end_to_end_s: r2(e2eSeconds),
       raw_embedded: raw,
     },
-  }
+  )
 }
 
 // ---------------------------------------------------------------------------------------------
