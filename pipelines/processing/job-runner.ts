@@ -4,6 +4,7 @@ import type { ResolvedDeps } from './deps.ts'
 import { isFinal, isLive, lockClaim, type JobKind, type JobRow, type JobsTable } from './jobs-table.ts'
 import { afterClaim, afterStart, blockerOf, RACE_RECHECK_MS, raceWaitMs } from '../../common/jobs/lock.ts'
 import { Heartbeat } from '../../common/jobs/lease.ts'
+import { tenantDataVersion } from '../../common/store/data-changes.ts'
 import { localJobs, sleep } from '../../common/jobs/cancel.ts'
 import { pickResults, type ResultsCache } from './results-cache.ts'
 
@@ -161,6 +162,7 @@ export class JobRunner {
       total_time: 0,
       results: '',
       error: '',
+      data_version: '',
     }
   }
 
@@ -251,6 +253,8 @@ export class JobRunner {
     this.cache.dropLocal(job.tenant_id)
     logger.info({ ...logFields(job), batch_size: job.batch_size, force: job.force }, 'processing job started')
     const t0 = performance.now()
+    // Read before the engine reads the data: a change that lands during the run makes the results stale.
+    job.data_version = await tenantDataVersion(this.deps.store, job.tenant_id).catch(() => '')
     const heartbeat = this.#heartbeat(job, controller)
     let outcome: RunOutcome
     let raw: ProcessingResults | undefined

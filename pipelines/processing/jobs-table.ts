@@ -36,6 +36,8 @@ export interface JobRow {
   /** JSON of the results object once processed; '' otherwise, and in rows read without results. */
   results: string
   error: string
+  /** The tenant's data version (common/store/data-changes.ts) as the run started; '' before it did. */
+  data_version: string
 }
 
 export function isLive(status: JobStatus): boolean {
@@ -61,7 +63,7 @@ const WRITE_SEQ = `(version % ${RANK_STEP})`
 
 const SPEC: JobTableSpec<JobRow> = {
   table: 'processing_jobs',
-  columns: ['tenant_id', 'job_id', 'kind', 'schedule_id', 'occurrence_at', 'status', 'replica_id', 'analyses', 'batch_size', 'force', 'claimed_at', 'heartbeat_at', 'started_at', 'finished_at', 'records_processed', 'total_time', 'results', 'error'],
+  columns: ['tenant_id', 'job_id', 'kind', 'schedule_id', 'occurrence_at', 'status', 'replica_id', 'analyses', 'batch_size', 'force', 'claimed_at', 'heartbeat_at', 'started_at', 'finished_at', 'records_processed', 'total_time', 'results', 'error', 'data_version'],
   timeColumns: ['occurrence_at', 'claimed_at', 'heartbeat_at', 'started_at', 'finished_at'],
   flagColumns: ['force'],
   numberColumns: ['tenant_id', 'batch_size', 'records_processed', 'total_time'],

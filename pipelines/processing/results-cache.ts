@@ -1,6 +1,7 @@
 import type { LRUCache } from 'lru-cache'
 import type { Store } from '../../common/store/clickhouse.ts'
 import { lruCache } from '../../common/lru.ts'
+import { tenantDataVersion } from '../../common/store/data-changes.ts'
 import type { Analysis, ProcessingResults } from '../features/index.ts'
 import type { ResolvedDeps, ProcessingDeps } from './deps.ts'
 import { processingEvents } from './events.ts'
@@ -29,8 +30,9 @@ const FRONT_TENANTS = 1_000
 /**
  * Results of a tenant's last run, served for `cacheTtlMs` (1 h) to POSTs without `force`.
  * The truth is processing_jobs: a hit needs the tenant's latest started run to be a processed one,
- * younger than the TTL, started after the last explicit invalidation and covering the requested
- * analyses, so a run started on any replica invalidates the entry everywhere. The in-memory LRUCache
+ * younger than the TTL, started after the last explicit invalidation, covering the requested
+ * analyses and computed from the tenant's current data version (no order, customer or settings
+ * change since it started), so a run started on any replica invalidates the entry everywhere. The in-memory LRUCache
  * in front (FRONT_TENANTS tenants, each entry for the TTL) only saves re-reading and parsing the
  * results of the same job.
  */
@@ -51,6 +53,8 @@ export class ResultsCache {
     if (!latest || latest.status !== 'processed' || latest.finished_at === null) return undefined
     if (this.deps.now() - latest.finished_at >= this.deps.cacheTtlMs) return undefined
     if (!analyses.every((a) => latest.analyses.includes(a))) return undefined
+    // The tenant's orders, customers or settings changed since the run read them.
+    if (latest.data_version !== (await tenantDataVersion(this.deps.store, tenantId))) return undefined
     const invalidatedAt = await readInvalidation(this.deps.store, tenantId)
     // A run that started after the invalidation has seen whatever caused it.
     if (invalidatedAt !== undefined && invalidatedAt >= (latest.started_at ?? latest.finished_at)) return undefined

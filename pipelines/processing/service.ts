@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { ProcessingResults } from '../features/index.ts'
+import { tenantDataVersion } from '../../common/store/data-changes.ts'
 import { resolveDeps, type ProcessingDeps, type ResolvedDeps } from './deps.ts'
 import { JobsTable } from './jobs-table.ts'
 import { JobRunner, type CancelOutcome, type RunOutcome } from './job-runner.ts'
@@ -51,14 +52,15 @@ export class ProcessingService {
 
   async status(tenantId: number): Promise<StatusObject> {
     const now = this.deps.now()
-    const [live, latestStarted, lastProcessed, schedules] = await Promise.all([
+    const [live, latestStarted, lastProcessed, schedules, dataVersion] = await Promise.all([
       this.jobs.live(tenantId, now, this.deps.leaseMs),
       this.jobs.latestStarted(tenantId),
       this.jobs.lastProcessed(tenantId),
       this.schedules.active(tenantId),
+      tenantDataVersion(this.deps.store, tenantId),
     ])
     const runs = schedules.map((s) => s.next_run).filter((t): t is number => t !== null)
-    return describeStatus({ live, latestStarted, lastProcessed, nextScheduled: runs.length ? Math.min(...runs) : null, now, staleAfterMs: this.deps.staleAfterMs })
+    return describeStatus({ live, latestStarted, lastProcessed, nextScheduled: runs.length ? Math.min(...runs) : null, now, staleAfterMs: this.deps.staleAfterMs, dataVersion })
   }
 
   /** Creates the tenant's schedule; an active one it had is replaced (deactivated). */

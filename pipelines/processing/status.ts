@@ -24,6 +24,8 @@ export interface StatusInput {
   nextScheduled: number | null
   now: number
   staleAfterMs: number
+  /** The tenant's current data version: results of a run that saw another one are stale. */
+  dataVersion: string
 }
 
 const HOUR_MS = 3_600_000
@@ -62,7 +64,7 @@ export function describeStatus(input: StatusInput): StatusObject {
     status,
     last_processed: last === null ? null : new Date(last).toISOString(),
     hours_since_last_sync: last === null ? null : Math.max(0, Math.floor((now - last) / HOUR_MS)),
-    is_stale: last === null || now - last > input.staleAfterMs,
+    is_stale: last === null || now - last > input.staleAfterMs || lastProcessed?.data_version !== input.dataVersion,
     records_processed: String(lastProcessed?.records_processed ?? 0),
     next_scheduled: input.nextScheduled === null ? null : new Date(input.nextScheduled).toISOString(),
     processing_queue: { position, estimated_time: estimate === undefined ? null : `${Math.ceil(estimate)}s` },

@@ -5,6 +5,7 @@ import type { PipelineDefinition } from '../../common/runtime/pipeline.ts'
 import { decodeInputEvent, type InputEvent } from '../ingest/index.ts'
 import { TenantCurrencies, TenantSettingsStore } from '../../common/store/tenant-settings.ts'
 import { customerRow, orderEventRow, orderStateRow } from './rows.ts'
+import { markTenantsChanged } from '../../common/store/data-changes.ts'
 
 export const PROJECTION_GROUP = 'cdp-projection'
 
@@ -34,6 +35,8 @@ export function projectionPipeline(store: Store, opts: { now?: () => number; nam
       }
       if (customers.length) writes.push(store.insert({ table: 'customers', values: customers.map(customerRow), format: 'JSONEachRow' }))
       await Promise.all(writes)
+      // After the rows: a change visible in tenant_data_changes is visible in the projections.
+      await markTenantsChanged(store, [...orders, ...customers].map((e) => e.tenant_id))
     },
   }
 }

@@ -376,6 +376,22 @@ describe('feature consumer (embedded log, chdb)', () => {
       const status = (await (await fetch(`${base}/api/v2/cdp/process/status/${tenant}`)).json()) as any
       expect(status.data.status).toBe('processed')
       expect(status.data.records_processed).toBe(String(buyers.length))
+      expect(status.data.is_stale).toBe(false)
+
+      // Without new data a second run is the cached one; a new buyer makes the results stale and
+      // the next run without force counts them.
+      const again = async () => (await (await fetch(`${base}/api/v2/cdp/process/${tenant}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ analyses: ['rfm'] }) })).json()) as any
+      expect((await again()).results.rfm.total_processed).toBe(buyers.length)
+      const template = orders.find((o) => (o.event_type ?? 'placed') === 'placed')!
+      const newcomer = { ...template, event_id: `${template.event_id}-newcomer`, order_id: `${template.order_id}-newcomer`, customer_id: 9_000_001 }
+      await publishEvents(rt.log, rt.codec, 'orders', [newcomer])
+      const more = await runPipeline(projectionPipeline(rt.store, { name: group }), { log: rt.log, codec: rt.codec, logger: silentLogger })
+      await drain(group)
+      await more.stop()
+      const staleNow = (await (await fetch(`${base}/api/v2/cdp/process/status/${tenant}`)).json()) as any
+      expect(staleNow.data.is_stale).toBe(true)
+      expect((await again()).results.rfm.total_processed).toBe(buyers.length + 1)
+      expect(((await (await fetch(`${base}/api/v2/cdp/process/status/${tenant}`)).json()) as any).data.is_stale).toBe(false)
 
       const unknown = await fetch(`${base}/api/v2/cdp/process/999999`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })
       expect(unknown.status).toBe(404)

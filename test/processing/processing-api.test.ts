@@ -17,6 +17,8 @@ import {
 } from '../../pipelines/processing/index.ts'
 import { JobsTable } from '../../pipelines/processing/jobs-table.ts'
 import { nextOccurrenceAfter, occurrence } from '../../common/jobs/schedule.ts'
+import { markTenantsChanged } from '../../common/store/data-changes.ts'
+import { TenantSettingsStore } from '../../common/store/tenant-settings.ts'
 import { silentLogger, tmpDir, waitFor } from '../helpers.ts'
 
 const UNKNOWN_TENANT = 404_404
@@ -269,7 +271,7 @@ describe('POST /api/v2/cdp/process/:tenantId', () => {
     await new JobsTable(store).write({
       tenant_id: 106, job_id: 'crashed-job', kind: 'manual', schedule_id: '', occurrence_at: null, status: 'processing', replica_id: 'dead-replica',
       analyses: ['rfm'], batch_size: 1000, force: false, claimed_at: clock.at(), heartbeat_at: clock.at(), started_at: clock.at(), finished_at: null,
-      records_processed: 0, total_time: 0, results: '', error: '',
+      records_processed: 0, total_time: 0, results: '', error: '', data_version: '',
     })
     expect((await status(base, 106)).status).toBe('processing')
     const blocked = await processPost(base, 106)
@@ -344,6 +346,33 @@ describe('processing results cache', () => {
     } finally {
       unsubscribe()
     }
+  })
+})
+
+describe('results that follow the data', () => {
+  it('a change of the tenant\'s orders, customers or settings after a run makes the next run recompute and the status stale', async () => {
+    const engine = new SlowEngine()
+    const clock = testClock()
+    const base = await startApp({ engine, now: clock.now })
+    expect((await processPost(base, 118)).status).toBe(200)
+    expect((await processPost(base, 118)).body.message).toMatch(/from cache/)
+    expect((await status(base, 118)).is_stale).toBe(false)
+    // Another tenant's data moving changes nothing here.
+    await markTenantsChanged(store, [119])
+    expect((await status(base, 118)).is_stale).toBe(false)
+    expect((await processPost(base, 118)).body.message).toMatch(/from cache/)
+    // The projection marks the tenant after writing a batch of its rows.
+    await markTenantsChanged(store, [118])
+    expect((await status(base, 118)).is_stale).toBe(true)
+    expect((await processPost(base, 118)).body.message).not.toMatch(/cache/)
+    expect(engine.runsOf(118)).toHaveLength(2)
+    expect((await status(base, 118)).is_stale).toBe(false)
+    // A settings change (say a new reference date) too.
+    const settings = new TenantSettingsStore(store)
+    await settings.put({ ...(await settings.get(118)), reference_date: '2024-01-31' })
+    expect((await status(base, 118)).is_stale).toBe(true)
+    expect((await processPost(base, 118)).body.message).not.toMatch(/cache/)
+    expect(engine.runsOf(118)).toHaveLength(3)
   })
 })
 
