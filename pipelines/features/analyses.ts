@@ -30,7 +30,14 @@ export interface ChurnRunResult {
 
 export interface ProcessingResults {
   /** The reference date the run aged customers against (the router puts it beside `results`). */
-  metadata?: { reference_date: string; reference_date_setting: string; reference_date_source: 'setting' | 'as_of' }
+  metadata?: {
+    reference_date: string
+    reference_date_setting: string
+    reference_date_source: 'setting' | 'as_of'
+    /** With `clv`: the transaction model and how its parameters were estimated (model.ts, ClvMethod); null without buyers. */
+    clv_model?: string | null
+    clv_method?: string | null
+  }
   rfm?: RfmRunResult
   clv?: ClvRunResult
   churn?: ChurnRunResult

@@ -2,7 +2,7 @@ import type { CustomerAggregates } from './order-facts.ts'
 import { utcDay } from './order-facts.ts'
 import { tenantBoundaries, type TenantBoundaries } from './rfm.ts'
 import { medianIntervalDays } from './churn.ts'
-import { fitGammaGamma, TRANSACTION_MODELS, type GammaGammaParams, type TransactionModelName, type TransactionParams } from './clv/index.ts'
+import { fitGammaGamma, REFERENCE_FITS, REFERENCE_PRIOR_PRECISION, TRANSACTION_MODELS, type GammaGammaParams, type TransactionModelName, type TransactionParams } from './clv/index.ts'
 
 /**
  * A tenant's model: the RFM quintile thresholds and the fitted CLV parameters. Pure: built from
@@ -11,8 +11,18 @@ import { fitGammaGamma, TRANSACTION_MODELS, type GammaGammaParams, type Transact
  * Time unit of the CLV models is the day (T = today − first purchase day, t_x in days).
  * Gamma-Gamma is fitted on currency units (zbar in pesos, not cents) for conditioning.
  */
+/**
+ * How a tenant's CLV parameters were estimated: `maximum_likelihood` on its own customers (20 or
+ * more), or `reference_prior` below that: a MAP estimate that starts from the reference shop's fit
+ * and moves toward the tenant's data as customers arrive (clv/reference-prior.ts), with each
+ * customer's own mean spend per purchase day as the spend (too few repeat buyers for Gamma-Gamma).
+ */
+export type ClvMethod = 'maximum_likelihood' | 'reference_prior'
+
 export interface ClvFit {
   model: TransactionModelName
+  /** Absent in fits stored before small shops got a CLV: maximum_likelihood. */
+  method?: ClvMethod
   params: TransactionParams
   ll: number
   gg: GammaGammaParams | null
@@ -34,7 +44,7 @@ export interface TenantModel {
   medianIntervalDays: number | null
 }
 
-/** Fewer customers than this and the CLV parameters are not identifiable: no CLV (documented). */
+/** Fewer customers than this and the CLV parameters are not identifiable on their own: the reference prior answers (ClvMethod). */
 export const MIN_CUSTOMERS_FOR_CLV = 20
 
 /** RFM inputs of the customers with a counting order; F = purchase days (same-day orders are one purchase, as in the models). */
@@ -63,13 +73,17 @@ export function fitClv(aggs: readonly CustomerAggregates[], nowMs: number, model
     data.push({ x: a.repeatPurchases, tx: a.repeatSpanDays, T: Math.max(today - a.firstDay!, a.repeatSpanDays) })
     if (a.repeatPurchases > 0 && a.repeatAvgCents > 0) spend.push({ x: a.repeatPurchases, zbar: a.repeatAvgCents / 100 })
   }
-  if (data.length < MIN_CUSTOMERS_FOR_CLV) return null
+  if (data.length === 0) return null
+  if (data.length < MIN_CUSTOMERS_FOR_CLV) {
+    const fit = TRANSACTION_MODELS[modelName].fit(data, { prior: { params: REFERENCE_FITS[modelName], precision: REFERENCE_PRIOR_PRECISION } })
+    return { model: modelName, method: 'reference_prior', params: fit.params, ll: fit.ll, gg: null, fittedAt: nowMs, referenceDay: today, customers: data.length, repeaters: spend.length }
+  }
   const fit = TRANSACTION_MODELS[modelName].fit(data)
   // Without usable repeat buyers the spend model is not identifiable: CLV falls back to each
   // customer's own mean spend per purchase day (features.ts).
   const ggFit = spend.length >= 2 ? fitGammaGamma(spend) : null
   const gg = ggFit && ggFit.customers > 0 ? ggFit.params : null
-  return { model: modelName, params: fit.params, ll: fit.ll, gg, fittedAt: nowMs, referenceDay: today, customers: data.length, repeaters: spend.length }
+  return { model: modelName, method: 'maximum_likelihood', params: fit.params, ll: fit.ll, gg, fittedAt: nowMs, referenceDay: today, customers: data.length, repeaters: spend.length }
 }
 
 /**

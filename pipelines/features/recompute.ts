@@ -207,6 +207,7 @@ export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine {
       }
     }
     if (run.analyses.includes('clv')) {
+      results.metadata = { ...results.metadata!, clv_model: model.clv?.model ?? null, clv_method: model.clv ? (model.clv.method ?? 'maximum_likelihood') : null }
       const withClv = scored.filter((v) => v.total_clv !== null)
       results.clv = {
         processed: withClv.length,

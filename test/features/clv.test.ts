@@ -25,11 +25,16 @@ import {
   nelderMead,
   parseCdnowSummary,
   populationMeanSpend,
+  REFERENCE_FITS,
+  REFERENCE_PRIOR_PRECISION,
   SummaryParseError,
   transactionModel,
   type RfmObservation,
   type TransactionParams,
 } from '../../pipelines/features/clv/index.ts'
+import { fitClv } from '../../pipelines/features/model.ts'
+import { computeFeatures } from '../../pipelines/features/features.ts'
+import type { CustomerAggregates } from '../../pipelines/features/order-facts.ts'
 
 // Golden numbers and their sources: ../shared/notes/clv_models.md sections 4 and 5 (the published
 // fits and the summary file: test/cdnow.ts).
@@ -457,3 +462,76 @@ function simulateBgNbd(n: number, p: TransactionParams, maxT: number, seed: numb
   }
   return out
 }
+
+describe('CLV for small shops: the reference prior', () => {
+  const DAY = 86_400_000
+  const TODAY = Date.UTC(2026, 5, 30)
+  /** A customer whose purchase days are `days` days before TODAY (ascending ages), 50.00 a day. */
+  const customer = (...agesDays: number[]): CustomerAggregates => {
+    const days = agesDays.map((a) => Math.floor(TODAY / DAY) - a).sort((x, y) => x - y)
+    return {
+      orderCount: days.length,
+      monetaryCents: 5000 * days.length,
+      firstOrderAt: days[0]! * DAY,
+      lastOrderAt: days.at(-1)! * DAY,
+      purchaseDays: days.length,
+      firstDay: days[0]!,
+      lastDay: days.at(-1)!,
+      repeatPurchases: days.length - 1,
+      repeatSpanDays: days.at(-1)! - days[0]!,
+      repeatAvgCents: days.length > 1 ? 5000 : 0,
+    }
+  }
+  const tenShop = [customer(300, 200, 100, 20), customer(250, 30), customer(180), customer(90, 60), customer(400, 380, 10), customer(45), customer(365, 5), customer(120), customer(15), customer(60, 40, 20)]
+
+  it.each(['mbgnbd', 'bgnbd'] as const)('%s: a shop of 10 customers gets a fit by the reference prior and every buyer a predicted value and a tier', (model) => {
+    const fit = fitClv(tenShop, TODAY, model)!
+    expect(fit.method).toBe('reference_prior')
+    expect(fit.gg).toBeNull()
+    expect(fit.customers).toBe(10)
+    for (const v of Object.values(fit.params)) expect(Number.isFinite(v) && v > 0).toBe(true)
+    for (const c of tenShop) {
+      const f = computeFeatures(c, { version: 1, customers: 10, boundaries: null, clv: fit, medianIntervalDays: 30 }, TODAY)
+      expect(f.predicted_value).toBeGreaterThan(0)
+      expect(f.total_clv).toBeCloseTo(c.monetaryCents / 100 + f.predicted_value!, 2)
+      expect(['high', 'medium', 'low']).toContain(f.clv_tier)
+    }
+    // The recent repeat buyer is worth more than the long-gone one-timer.
+    const value = (c: CustomerAggregates) => computeFeatures(c, { version: 1, customers: 10, boundaries: null, clv: fit, medianIntervalDays: 30 }, TODAY).predicted_value!
+    expect(value(tenShop[9]!)).toBeGreaterThan(value(tenShop[2]!))
+  })
+
+  it('20 customers and more: the tenant\'s own maximum-likelihood fit, as before', () => {
+    const shop = [...tenShop, ...tenShop]
+    const fit = fitClv(shop, TODAY, 'mbgnbd')!
+    expect(fit.method).toBe('maximum_likelihood')
+    expect(fit.params).toEqual(mbgNbd.fit(shop.map((a) => ({ x: a.repeatPurchases, tx: a.repeatSpanDays, T: Math.floor(TODAY / DAY) - a.firstDay! }))).params)
+    expect(fitClv([], TODAY, 'mbgnbd')).toBeNull()
+  })
+
+  it('shrinks toward the tenant\'s own data as it grows: one customer sits on the prior, thousands on their own maximum', () => {
+    const one = fitClv([customer(30)], TODAY, 'mbgnbd')!
+    for (const k of ['r', 'alpha', 'a', 'b'] as const) within(one.params[k], REFERENCE_FITS.mbgnbd[k], 0.1)
+    const many = simulateBgNbd(3000, { r: 1.2, alpha: 40, a: 0.5, b: 3 }, 700, 7)
+    const far = { r: 0.05, alpha: 400, a: 5, b: 0.5 }
+    const map = bgNbd.fit(many, { prior: { params: far, precision: REFERENCE_PRIOR_PRECISION } })
+    const mle = bgNbd.fit(many)
+    // The data decide: the MAP fit loses almost no likelihood and predicts what the maximum does
+    // (the dropout parameters, weakly identified, may move more than the predictions).
+    expect(mle.ll - map.ll).toBeLessThan(3)
+    for (const o of [{ x: 0, tx: 0, T: 300 }, { x: 2, tx: 100, T: 200 }, { x: 8, tx: 500, T: 600 }, { x: 4, tx: 50, T: 400 }]) {
+      within(bgNbd.expectedPurchases(map.params, 365, o.x, o.tx, o.T), bgNbd.expectedPurchases(mle.params, 365, o.x, o.tx, o.T), 0.05)
+    }
+    // And the prior moves a small sample: ten of them sit much closer to it than their own maximum does.
+    const few = many.slice(0, 10)
+    const dist = (p: TransactionParams) => Math.hypot(...(['r', 'alpha', 'a', 'b'] as const).map((k) => Math.log(p[k] / far[k])))
+    expect(dist(bgNbd.fit(few, { prior: { params: far, precision: REFERENCE_PRIOR_PRECISION } }).params)).toBeLessThan(dist(bgNbd.fit(few).params) / 2)
+  })
+
+  it.skipIf(!haveSummary)(`the reference fits are CDNOW's calibration fits in days (lifetimes 0.11.3), within 1 %${needsData}`, () => {
+    const days = parseCdnowSummary(fs.readFileSync(SUMMARY, 'utf8')).map((r) => ({ x: r.x, tx: r.tx * 7, T: r.T * 7 }))
+    for (const [model, fit] of [['bgnbd', bgNbd.fit(days)], ['mbgnbd', mbgNbd.fit(days)]] as const) {
+      for (const k of ['r', 'alpha', 'a', 'b'] as const) within(fit.params[k], REFERENCE_FITS[model][k], 0.01)
+    }
+  })
+})

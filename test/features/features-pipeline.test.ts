@@ -299,7 +299,7 @@ describe('feature consumer (embedded log, chdb)', () => {
   }
 
   it('time alone ages quiet customers: a restarted consumer that receives no event still rescores its partitions on the tick', { timeout: 120_000 }, async () => {
-    const tenant = 602
+    const tenant = 620
     await publishHistory(tenant, 22, 50)
     const group = uniqueName('features')
     let clock = NOW
@@ -325,6 +325,29 @@ describe('feature consumer (embedded log, chdb)', () => {
       expect(row.churn_risk).toBe('churned')
     }
     expect(buyers).toBeGreaterThan(20)
+  })
+
+  it('a shop of ten customers gets a CLV for every buyer, from the reference prior', { timeout: 120_000 }, async () => {
+    const tenant = 602
+    const { orders } = await publishHistory(tenant, 5, 10)
+    const group = uniqueName('projection')
+    const projection = await runPipeline(projectionPipeline(rt.store, { name: group }), { log: rt.log, codec: rt.codec, logger: silentLogger })
+    await drain(group)
+    await projection.stop()
+    const buyers = [...byCustomer(aggregateEvents(orders), tenant).values()].filter((a) => a.orderCount > 0)
+    expect(buyers.length).toBeGreaterThan(0)
+    expect(buyers.length).toBeLessThanOrEqual(10)
+    const engine = createRecomputeEngine({ store: rt.store, logger: silentLogger, partitions: rt.config.partitions, now: () => NOW })
+    const result = await engine.run(tenant, { analyses: ['rfm', 'clv', 'churn'], batchSize: 25, force: true, signal: new AbortController().signal })
+    expect(result.clv!.processed).toBe(buyers.length)
+    expect(result.clv!.avg_clv).toBeGreaterThan(0)
+    expect(result.metadata).toMatchObject({ clv_model: 'mbgnbd', clv_method: 'reference_prior' })
+    const rs = await rt.store.query({
+      query: 'SELECT count() AS n, countIf(predicted_value > 0 AND clv_tier IS NOT NULL) AS valued FROM customer_features FINAL WHERE tenant_id = {t:UInt64} AND frequency > 0',
+      query_params: { t: tenant },
+      format: 'JSONEachRow',
+    })
+    expect((await rs.json<{ n: string; valued: string }>()).map((r) => [Number(r.n), Number(r.valued)])).toEqual([[buyers.length, buyers.length]])
   })
 
   it('POST /api/v2/cdp/process/{tenantId} runs the real recompute: the spec shape, counts that add up, 404 and 400', { timeout: 120_000 }, async () => {
@@ -358,6 +381,7 @@ describe('feature consumer (embedded log, chdb)', () => {
       for (const s of rfm.segments) expect(s.percentage).toBeCloseTo((100 * s.count) / buyers.length, 2)
       expect(Object.keys(clv).sort()).toEqual(['avg_clv', 'processed', 'processing_time'])
       expect(clv.processed).toBe(buyers.length)
+      expect(body.metadata).toMatchObject({ clv_model: 'mbgnbd', clv_method: 'maximum_likelihood' })
       expect(clv.avg_clv).toBeGreaterThan(0)
       expect(Object.keys(churn).sort()).toEqual(['at_risk', 'churn_rate', 'processed', 'processing_time'])
       expect(churn.processed).toBe(buyers.length)

@@ -39,6 +39,7 @@ export {
   type ClvTier,
   type DiscountedClvInput,
 } from './lifetime-value.ts'
+export { REFERENCE_FITS, REFERENCE_PRIOR_PRECISION } from './reference-prior.ts'
 export { parseCdnowSummary, SummaryParseError, type CdnowSummaryRow } from './summary.ts'
 export { hyp2f1Signed, lgamma, logAddExp, logBeta, logHyp2f1, logSumExp } from './special.ts'
 export { minimizeWithWarmStart, nelderMead, newtonPolish, type MinimizeResult, type NelderMeadOptions, type NewtonOptions } from './optimize.ts'

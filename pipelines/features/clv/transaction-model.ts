@@ -29,6 +29,13 @@ export interface TransactionFitOptions {
    * Nelder–Mead far from the optimum from one start and not from another).
    */
   initial?: Partial<TransactionParams> | readonly Partial<TransactionParams>[]
+  /**
+   * A Gaussian prior on the log-parameters, centred on `params` (original time unit) with
+   * precision `precision` per parameter: the fit maximises Σwℓ + ln prior (a MAP estimate). With
+   * few customers the estimate stays near `params`; as customers accumulate their likelihood
+   * outweighs the fixed prior and the estimate moves to their own maximum.
+   */
+  prior?: { params: TransactionParams; precision: number }
   /** Overrides for the Nelder–Mead settings. */
   optimizer?: NelderMeadOptions
   /**
@@ -114,10 +121,14 @@ export function fitTransactionModel(
   const penalizer = options.penalizer ?? 0
 
   const toParams = (u: readonly number[]): TransactionParams => ({ r: Math.exp(u[0]!), alpha: Math.exp(u[1]!), a: Math.exp(u[2]!), b: Math.exp(u[3]!) })
+  const prior = options.prior
+  const priorAt = prior ? PARAM_NAMES.map((k) => Math.log(k === 'alpha' ? prior.params.alpha / scale : prior.params[k])) : null
+  // −ln prior up to a constant; divided by the patterns' weight like the likelihood, so a sample's objective keeps the full prior's share.
+  const priorCost = (u: readonly number[]) => (priorAt ? (prior!.precision / 2) * u.reduce((s, ui, i) => s + (ui - priorAt[i]!) ** 2, 0) : 0)
   const objectiveOn = (p: Patterns) => (u: readonly number[]) => {
     const params = toParams(u)
     const penalty = penalizer * (params.r ** 2 + params.alpha ** 2 + params.a ** 2 + params.b ** 2)
-    return -kernel(params, p) / p.totalWeight + penalty
+    return -(kernel(params, p) - priorCost(u) * (p.totalWeight / patterns.totalWeight)) / p.totalWeight + penalty
   }
 
   // Default start: r = 1 and α matching the observed repeat rate (E[λ] = r/α), a = b = 1.
@@ -139,7 +150,7 @@ export function fitTransactionModel(
   }
   const large = patterns.size > (options.warmStartAbove ?? WARM_START_ABOVE)
   const sample = large ? objectiveOn(samplePatterns(scaled, WARM_START_SAMPLE)) : undefined
-  const starts: readonly Partial<TransactionParams>[] = Array.isArray(options.initial) ? options.initial : [(options.initial as Partial<TransactionParams> | undefined) ?? {}]
+  const starts: readonly Partial<TransactionParams>[] = Array.isArray(options.initial) ? options.initial : [(options.initial as Partial<TransactionParams> | undefined) ?? prior?.params ?? {}]
   if (starts.length === 0) throw new RangeError(`${model}: initial must name at least one starting point`)
   // A converged run wins over one that stopped at the iteration cap, unless the latter is better
   // by more than noise (a flat boundary optimum, say, where neither run means much).
