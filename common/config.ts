@@ -92,6 +92,10 @@ export const ConfigSchema = z
     connectorsWebhookSecret: z.string().min(8).optional(),
     /** Sync notifications may go to private, loopback or link-local addresses (default: yes in development, no in production). */
     connectorsAllowPrivateWebhooks: bool.optional(),
+    /** SMTP server for sync e-mails: smtp://user:password@host:587 or smtps://…:465 (a secret: it carries the credentials). */
+    smtpUrl: z.url({ protocol: /^smtps?$/ }).optional(),
+    /** Sender of the sync e-mails. */
+    smtpFrom: z.string().min(3).default('CDP <cdp@localhost>'),
     /** Entries per tenant of the analytics response cache; 0 turns it off (e.g. to measure computed answers). */
     analyticsCacheEntries: z.coerce.number().int().min(0).max(100_000).default(500),
   })
@@ -149,6 +153,8 @@ export const ENV_NAMES: Record<keyof z.input<typeof ConfigSchema>, string> = {
   connectorsSyncTimeoutMs: 'CDP_CONNECTORS_SYNC_TIMEOUT_MS',
   connectorsWebhookSecret: 'CDP_CONNECTORS_WEBHOOK_SECRET',
   connectorsAllowPrivateWebhooks: 'CDP_CONNECTORS_ALLOW_PRIVATE_WEBHOOKS',
+  smtpUrl: 'CDP_SMTP_URL',
+  smtpFrom: 'CDP_SMTP_FROM',
   demographicsReferenceDir: 'CDP_DEMOGRAPHICS_REFERENCE_DIR',
   adsApiBaseUrl: 'CDP_ADS_API_BASE_URL',
   adsApiVersion: 'CDP_ADS_API_VERSION',
@@ -161,7 +167,7 @@ export const ENV_NAMES: Record<keyof z.input<typeof ConfigSchema>, string> = {
 }
 
 /** Config keys whose values are secrets: never logged, never returned. */
-export const SECRET_KEYS = ['schemaRegistryPassword', 'clickhousePassword', 'adminToken', 'secretsKeys', 'adsAppAccessToken', 'adsAppSecret', 'adsWebhookVerifyToken', 'connectorsWebhookSecret'] as const
+export const SECRET_KEYS = ['schemaRegistryPassword', 'clickhousePassword', 'adminToken', 'secretsKeys', 'adsAppAccessToken', 'adsAppSecret', 'adsWebhookVerifyToken', 'connectorsWebhookSecret', 'smtpUrl'] as const
 
 export class ConfigError extends Error {
   constructor(public readonly issues: { path: string; message: string }[]) {

@@ -46,5 +46,6 @@ export async function start(rt: Runtime, secrets: SecretBox, processing: Process
     timeoutMs: c.connectorsSyncTimeoutMs,
     webhookSecret: c.connectorsWebhookSecret,
     allowPrivateWebhooks: allowPrivateWebhooks(c),
+    mail: c.smtpUrl ? { url: c.smtpUrl, from: c.smtpFrom } : null,
   })
 }

@@ -21,6 +21,7 @@ import type { ConnectorEndpoints, Entity } from './sources/types.ts'
 import { describeFailure, failureBody, seconds, SyncInterruptedError, SyncTimeoutError } from './errors.ts'
 import { orderProblem, sample, sanitizeCustomer } from './integrity.ts'
 import { notifyWebhook } from './notify.ts'
+import { notifyEmail, type MailSettings } from './notify-email.ts'
 import { Heartbeat } from '../../common/jobs/lease.ts'
 import { emptyStats, type Checkpoint, type JobStats, type Notification, type SyncJob, type SyncQueue } from './queue.ts'
 
@@ -34,6 +35,8 @@ export interface JobDeps {
   triggerAnalysis(tenantId: number): Promise<void>
   /** Signs notifications of integrations without a webhook_secret of their own. */
   webhookSecret: string | null
+  /** The deployment's SMTP server for e-mail notifications (null: none configured). */
+  mail?: MailSettings | null
   /** Notifications may go to private, loopback and link-local addresses (development only). */
   allowPrivateWebhooks?: boolean
   /** Transport of the connectors and the webhook (tests inject one). */
@@ -309,6 +312,27 @@ class PageProcessor {
 }
 
 async function notify(job: SyncJob, integration: IntegrationRecord, deps: JobDeps, event: 'sync.completed' | 'sync.failed', ms: number): Promise<SyncJob> {
+  const [webhook, email] = await Promise.all([
+    notifyByWebhook(job, integration, deps, event, ms),
+    notifyEmail(deps.mail ?? null, integration.configuration.notification_emails ?? [], {
+      event,
+      sync_id: job.sync_id,
+      integration_id: job.integration_id,
+      tenant_id: job.tenant_id,
+      integration_type: integration.integration_type,
+      status: job.status,
+      duration: seconds(ms),
+      published: job.stats?.events_published ?? null,
+      error: job.error,
+    }, { sleep: deps.sleep, now: deps.now }),
+  ])
+  if (email.status === 'failed') deps.logger.warn({ integration_id: job.integration_id, sync_id: job.sync_id, error: email.error }, 'sync e-mail not delivered')
+  const out = { ...job, notification: { ...webhook, email } }
+  await deps.queue.write(out)
+  return out
+}
+
+async function notifyByWebhook(job: SyncJob, integration: IntegrationRecord, deps: JobDeps, event: 'sync.completed' | 'sync.failed', ms: number): Promise<Notification> {
   const c = integration.configuration
   let notification: Notification
   if (!c.webhook_url || !c.webhook_notifications) {
@@ -351,7 +375,5 @@ async function notify(job: SyncJob, integration: IntegrationRecord, deps: JobDep
     )
     if (notification.status === 'failed') deps.logger.warn({ integration_id: job.integration_id, sync_id: job.sync_id, http_status: notification.http_status, error: notification.error }, 'sync notification not delivered')
   }
-  const out = { ...job, notification }
-  await deps.queue.write(out)
-  return out
+  return notification
 }

@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto'
 import type { Store } from '../../common/store/clickhouse.ts'
 import type { Entity, IntegrationType } from './sources/types.ts'
 import type { SyncFailure } from './errors.ts'
+import type { EmailNotification } from './notify-email.ts'
 import { iso } from '../../common/time.ts'
 import { nextSeq } from '../../common/store/versions.ts'
 import { JobTable, type JobTableSpec } from '../../common/jobs/table.ts'
@@ -54,6 +55,7 @@ export interface Checkpoint {
   stats: JobStats
 }
 
+/** The webhook delivery of a finished sync, with the e-mail's beside it (notify-email.ts). */
 export interface Notification {
   status: 'delivered' | 'failed' | 'skipped'
   url: string | null
@@ -62,6 +64,7 @@ export interface Notification {
   signed: boolean
   at: string
   error?: string
+  email?: EmailNotification
 }
 
 export interface SyncJob {

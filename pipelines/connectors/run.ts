@@ -12,6 +12,7 @@ import { IntegrationStore } from './store.ts'
 import type { ConnectorEndpoints } from './sources/types.ts'
 import { SyncQueue } from './queue.ts'
 import { SyncRunner } from './runner.ts'
+import type { MailSettings } from './notify-email.ts'
 
 export interface ConnectorsDeps {
   secrets: SecretBox
@@ -38,6 +39,8 @@ export interface ConnectorsDeps {
    * CDP_CONNECTORS_ALLOW_PRIVATE_WEBHOOKS; development turns it on for a local receiver.
    */
   allowPrivateWebhooks?: boolean
+  /** The SMTP server for e-mail notifications (CDP_SMTP_URL, CDP_SMTP_FROM); default none. */
+  mail?: MailSettings | null
   /** Transport to the external systems and webhooks; default global fetch (tests inject one). */
   fetch?: typeof fetch
   sleep?: (ms: number) => Promise<void>
@@ -61,6 +64,7 @@ export async function runConnectors(rt: Runtime, deps: ConnectorsDeps): Promise<
     triggerAnalysis: deps.triggerAnalysis,
     webhookSecret: deps.webhookSecret ?? null,
     allowPrivateWebhooks: deps.allowPrivateWebhooks ?? false,
+    mail: deps.mail ?? null,
     fetch: deps.fetch,
     sleep: deps.sleep,
     now,

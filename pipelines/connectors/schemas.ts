@@ -28,6 +28,8 @@ export const ConfigurationInput = z.strictObject({
   webhook_url: z.url({ protocol: /^https?$/ }).max(2048).nullable(),
   /** Signs the sync notifications (HMAC-SHA256); write-only: answers show it masked. */
   webhook_secret: z.string().min(16).max(256).nullable(),
+  /** Who gets an e-mail when a sync completes or fails (at most 10 addresses; the deployment's SMTP server sends it). */
+  notification_emails: z.array(z.email().max(254)).max(10),
   /** Queue a full sync right after the integration is created (default true). */
   initial_sync: z.boolean(),
   site_id: z.string().regex(/^[A-Z]{3}$/, 'a site id such as MLA').nullable(),
@@ -47,6 +49,8 @@ export interface IntegrationConfiguration {
   retry_attempts: number
   webhook_notifications: boolean
   webhook_url: string | null
+  /** Absent in integrations stored before e-mail notifications: none. */
+  notification_emails?: string[]
   initial_sync: boolean
   site_id?: string | null
   sync_listings?: boolean
@@ -65,6 +69,7 @@ export function defaultConfiguration(type: IntegrationType): IntegrationConfigur
     retry_attempts: 3,
     webhook_notifications: true,
     webhook_url: null,
+    notification_emails: [],
     initial_sync: true,
     ...(type === 'marketplace' ? { site_id: null, sync_listings: false, sync_questions: false } : {}),
   }

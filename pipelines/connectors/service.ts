@@ -283,7 +283,7 @@ export class IntegrationService {
     const stats = (await this.queue.stats([r.id], this.now() - DAY)).get(r.id)
     const perSync = stats?.avg_sync_ms ?? 30_000 * Math.max(1, entities.length)
     this.log.info({ integration_id: r.id, tenant_id: r.tenant_id, sync_id: job.sync_id, entities }, 'sync queued')
-    return { job, queuePosition: ahead.length + 1, estimatedMs: perSync * (1 + ahead.length), webhookUrl: r.configuration.webhook_url }
+    return { job, queuePosition: ahead.length + 1, estimatedMs: perSync * (1 + ahead.length), webhookUrl: r.configuration.webhook_url ?? defaultNotificationUrl(r.id) }
   }
 
   /** The integrations the scope reaches, their statistics of the last day, and since when each failing one fails. */
@@ -323,3 +323,10 @@ export class IntegrationService {
     }
   }
 }
+
+/**
+ * Where a sync's outcome can be read when the integration has no webhook of its own: the
+ * integration's detail (its `current_sync` while one runs, its `statistics` with the last outcome),
+ * a path of this API. The sync response's `webhook_url` is always a string (the spec types it so).
+ */
+export const defaultNotificationUrl = (integrationId: number): string => `/api/v2/tenant-integrations/integration/${integrationId}`

@@ -11,6 +11,7 @@ import { parseKeyring, type SecretBox } from '../../common/secrets.ts'
 import { projectionPipeline } from '../../pipelines/projection/pipeline.ts'
 import { runFeatures } from '../../pipelines/features/run.ts'
 import { runConnectors } from '../../pipelines/connectors/run.ts'
+import { mailBody, startSmtpServer } from '../smtp.ts'
 import { SyncQueue, type SyncJob } from '../../pipelines/connectors/queue.ts'
 import { SecretDecryptError } from '../../common/secrets.ts'
 import type { EventLog } from '../../common/eventlog/port.ts'
@@ -334,16 +335,25 @@ describe('failures are recorded with the spec’s error and solution', () => {
     expect(d).toMatchObject({ sync_status: 'success', statistics: { total_syncs: 2, successful_syncs: 1, failed_syncs: 1 } })
   })
 
-  it('SYNC_TIMEOUT: with its duration; no attempts left, the job fails, alerts and notifies', async () => {
-    await call('PUT', `${BASE}/${id}`, { configuration: { retry_attempts: 0, batch_size: 10 } })
+  it('SYNC_TIMEOUT: with its duration; no attempts left, the job fails, alerts and notifies by webhook and e-mail', async () => {
+    await call('PUT', `${BASE}/${id}`, { configuration: { retry_attempts: 0, batch_size: 10, notification_emails: ['ops@shop.example'] } })
     const syncId = (await call('POST', `${BASE}/${id}/sync`, { entities: ['orders'] })).body.data.sync_id as string
     shop.state.setFaults({ latencyMs: 150 })
-    const r = await runner({ timeoutMs: 1000 })
+    const smtp = await startSmtpServer()
+    const r = await runner({ timeoutMs: 1000, mail: { url: smtp.url, from: 'CDP <cdp@shop.example>' } })
     try {
       await r.runOnce()
     } finally {
       shop.state.setFaults({ latencyMs: 0 })
+      await smtp.close()
     }
+    // The e-mail went through the SMTP server, to the configured recipient, saying what failed.
+    expect(smtp.received).toHaveLength(1)
+    expect(smtp.received[0]!.to).toEqual(['ops@shop.example'])
+    expect(smtp.received[0]!.raw).toMatch(/^Subject: \[CDP\] commerce_platform sync failed: integration \d+, tenant \d+\r?$/m)
+    expect(mailBody(smtp.received[0]!.raw)).toContain(`sync ${syncId} of integration ${id}`)
+    expect(mailBody(smtp.received[0]!.raw)).toContain('Error: SYNC_TIMEOUT')
+    expect((await job(id, syncId)).notification!.email).toMatchObject({ status: 'delivered', recipients: ['ops@shop.example'], attempts: 1 })
     const j = await job(id, syncId)
     expect(j).toMatchObject({ status: 'failed', error: { error: 'SYNC_TIMEOUT', duration: '1s', solution: expect.any(String) } })
     expect(j.checkpoint!.cursor).not.toBeNull()

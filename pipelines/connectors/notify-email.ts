@@ -1,0 +1,100 @@
+/**
+ * The sync-completion e-mail: when an integration lists `notification_emails`, each finished or
+ * failed sync sends one plain-text message to them through the deployment's SMTP server
+ * (`CDP_SMTP_URL`, e.g. `smtp://user:password@mail.example.com:587`; `CDP_SMTP_FROM` the sender),
+ * with nodemailer. Up to three attempts; the outcome is recorded on the job beside the webhook's,
+ * and a failure never fails the sync. The SMTP URL carries credentials: it is never logged or
+ * recorded, only the host.
+ */
+import nodemailer from 'nodemailer'
+
+export interface MailSettings {
+  /** smtp:// or smtps:// URL of the deployment's SMTP server, with credentials if it needs them. */
+  url: string
+  /** The sender, e.g. `CDP <cdp@example.com>`. */
+  from: string
+}
+
+export interface EmailNotification {
+  status: 'delivered' | 'failed' | 'skipped'
+  recipients: string[]
+  attempts: number
+  at: string
+  /** The SMTP server's message id, when delivered. */
+  message_id?: string
+  error?: string
+}
+
+export interface SyncMailContent {
+  event: 'sync.completed' | 'sync.failed'
+  sync_id: string
+  integration_id: number
+  tenant_id: number
+  integration_type: string
+  status: string
+  /** e.g. `12.3s`. */
+  duration: string
+  published: { customers: number; orders: number } | null
+  error: { error: string; message: string; solution?: string } | null
+}
+
+/** Subject and body of the message (pure). */
+export function syncMail(c: SyncMailContent): { subject: string; text: string } {
+  const ok = c.event === 'sync.completed'
+  const subject = `[CDP] ${c.integration_type} sync ${ok ? 'completed' : 'failed'}: integration ${c.integration_id}, tenant ${c.tenant_id}`
+  const lines = [
+    `The ${c.integration_type} sync ${c.sync_id} of integration ${c.integration_id} (tenant ${c.tenant_id}) ${ok ? 'completed' : 'failed'} after ${c.duration}.`,
+    '',
+    `Status: ${c.status}`,
+  ]
+  if (c.published) lines.push(`Published: ${c.published.customers} customer and ${c.published.orders} order events`)
+  if (c.error) lines.push(`Error: ${c.error.error}: ${c.error.message}`, ...(c.error.solution ? [`What to do: ${c.error.solution}`] : []))
+  lines.push('', `Details: GET /api/v2/tenant-integrations/integration/${c.integration_id}`)
+  return { subject, text: lines.join('\n') }
+}
+
+export interface EmailOptions {
+  sleep?: (ms: number) => Promise<void>
+  now?: () => number
+  attempts?: number
+}
+
+export async function notifyEmail(mail: MailSettings | null, recipients: readonly string[], content: SyncMailContent, opts: EmailOptions = {}): Promise<EmailNotification> {
+  const now = opts.now ?? Date.now
+  const at = () => new Date(now()).toISOString()
+  const to = [...recipients]
+  if (!to.length) return { status: 'skipped', recipients: to, attempts: 0, at: at() }
+  if (!mail) return { status: 'skipped', recipients: to, attempts: 0, at: at(), error: 'no SMTP server configured (CDP_SMTP_URL)' }
+  const sleep = opts.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)))
+  const url = new URL(mail.url)
+  const transport = nodemailer.createTransport({
+    host: url.hostname,
+    port: url.port ? Number(url.port) : url.protocol === 'smtps:' ? 465 : 587,
+    secure: url.protocol === 'smtps:',
+    auth: url.username ? { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) } : undefined,
+    connectionTimeout: 10_000,
+    greetingTimeout: 10_000,
+    socketTimeout: 20_000,
+  })
+  const { subject, text } = syncMail(content)
+  const attempts = opts.attempts ?? 3
+  let error = ''
+  try {
+    for (let i = 1; i <= attempts; i++) {
+      try {
+        const info = await transport.sendMail({ from: mail.from, to, subject, text, headers: { 'X-CDP-Event': content.event, 'X-CDP-Sync-Id': content.sync_id } })
+        return { status: 'delivered', recipients: to, attempts: i, at: at(), message_id: info.messageId }
+      } catch (err) {
+        const e = err as { responseCode?: number; code?: string; message?: string }
+        // The server's reply, never the URL (it carries the credentials).
+        error = e.responseCode ? `SMTP ${e.responseCode}` : (e.code ?? 'no answer')
+        // A permanent refusal (5xx: bad recipient, authentication) does not get better by retrying.
+        if (e.responseCode && e.responseCode >= 500) return { status: 'failed', recipients: to, attempts: i, at: at(), error }
+      }
+      if (i < attempts) await sleep(1000 * 2 ** (i - 1))
+    }
+  } finally {
+    transport.close()
+  }
+  return { status: 'failed', recipients: to, attempts, at: at(), error }
+}
