@@ -231,12 +231,31 @@ export class AudienceSyncer {
     const client = this.client(c.token)
     let sent = 0
     for (const [n, { operation, batch }] of work.entries()) {
-      if (signal?.aborted) return sent
+      if (signal?.aborted) break
       if (n > 0 && this.o.pacingMs > 0) await this.sleep(this.o.pacingMs)
       await this.upload(c, client, audienceId, operation, batch)
       sent += batch.items.length
     }
+    // The audience's size right after the upload (the platform counts at once), not at the next
+    // status poll; only while the read budget allows, and a failed read waits for that poll.
+    if (sent > 0 && !signal?.aborted) await this.readStatus({ ...c, audience_id: audienceId }).catch((err) => this.o.logger.warn({ tenant_id: c.tenant_id, config_id: c.config_id, err }, 'audience size read after the upload failed'))
     return sent
+  }
+
+  /** Reads one audience's size and delivery status when the read budget allows; false when it does not. */
+  private async readStatus(c: ConfigWithToken & { audience_id: string }): Promise<boolean> {
+    if (!(await this.budget.peek(c.token, 'read_audience')).allowed) return false
+    const a = await this.client(c.token).getCustomAudience(c.audience_id)
+    await this.o.store.recordStatus({
+      tenant_id: c.tenant_id,
+      config_id: c.config_id,
+      audience_id: c.audience_id,
+      approximate_count: a.approximate_count ?? null,
+      delivery_code: a.delivery_status?.code ?? null,
+      delivery_description: a.delivery_status?.description ?? null,
+      source: 'poll',
+    })
+    return true
   }
 
   private async upload(c: ConfigWithToken, client: AdsClient, audienceId: string, operation: 'add' | 'remove', batch: UploadBatch<Item>): Promise<void> {
@@ -291,19 +310,8 @@ export class AudienceSyncer {
     const paused = new Set<number>()
     for (const c of await this.o.store.activeConfigsWithTokens()) {
       if (!c.audience_id || paused.has(c.tenant_id)) continue
-      if (!(await this.budget.peek(c.token, 'read_audience')).allowed) continue
       try {
-        const a = await this.client(c.token).getCustomAudience(c.audience_id)
-        await this.o.store.recordStatus({
-          tenant_id: c.tenant_id,
-          config_id: c.config_id,
-          audience_id: c.audience_id,
-          approximate_count: a.approximate_count ?? null,
-          delivery_code: a.delivery_status?.code ?? null,
-          delivery_description: a.delivery_status?.description ?? null,
-          source: 'poll',
-        })
-        read++
+        if (await this.readStatus({ ...c, audience_id: c.audience_id })) read++
       } catch (err) {
         if (await this.handle(c, err, 'read')) paused.add(c.tenant_id)
       }

@@ -343,6 +343,28 @@ describe('audience sync', () => {
     expect((await syncStore.alertsOf(t, [b.config_id])).map((x) => x.code)).toEqual(['token_undecryptable'])
   })
 
+  it('reads the audience size right after an upload, without waiting for the status poll; a spent read budget leaves it to the poll', async () => {
+    const t = tenant
+    await customers(t, [1, 2, 3])
+    await segments(t, [[1, 'At Risk'], [2, 'At Risk'], [3, 'At Risk']])
+    const c = await config(t)
+    const s = syncer()
+    expect(await s.cycle()).toBe(3)
+    expect((await syncStore.statusOf(t, [c.config_id]))[0]).toMatchObject({ approximate_count: 3, source: 'poll' })
+    // Another upload with the read budget spent: the count stays as it was until a poll can read.
+    await segments(t, [[3, null]])
+    const token = (await syncStore.activeConfigsWithTokens()).find((x) => x.config_id === c.config_id)!.token
+    const budget = new HourlyBudget({ store: syncStore, now: () => clock })
+    while ((await budget.take(token, 'read_audience')).allowed);
+    expect(await s.cycle()).toBe(1)
+    expect((await syncStore.statusOf(t, [c.config_id]))[0]).toMatchObject({ approximate_count: 3 })
+    expect(sim.state.audience((await syncStore.getConfig(t, c.config_id))!.audience_id!)!.approximate_count).toBe(2)
+    // An hour on, the budget is back (for the other tests too) and the poll reads the new size.
+    clock += 60 * 60_000 + 1
+    expect(await s.pollStatus()).toBeGreaterThanOrEqual(1)
+    expect((await syncStore.statusOf(t, [c.config_id]))[0]).toMatchObject({ approximate_count: 2 })
+  })
+
   it('reads audience size and delivery status into ClickHouse', async () => {
     const t = tenant
     await customers(t, [1, 2])
@@ -425,7 +447,9 @@ describe('webhook and management endpoints', () => {
     expect([hs.status, await hs.text()]).toEqual([200, '12345'])
     expect((await fetch(`${base}/webhooks/social-ads?hub.mode=subscribe&hub.verify_token=wrong-token&hub.challenge=1`)).status).toBe(403)
 
-    const body = JSON.stringify({ entry: [{ id: audienceId, time: 1751328000, changes: [{ field: 'delivery_status', value: { code: 300, description: 'Audience too small' } }] }] })
+    // Events after the upload (whose size read stored a status as of the clock).
+    const eventTime = Math.floor(clock / 1000) + 60
+    const body = JSON.stringify({ entry: [{ id: audienceId, time: eventTime, changes: [{ field: 'delivery_status', value: { code: 300, description: 'Audience too small' } }] }] })
     const post = (b: string, sig: string) => fetch(`${base}/webhooks/social-ads`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-hub-signature-256': sig }, body: b })
     const bad = await post(body, signHubSignature(body, 'another-secret'))
     expect(bad.status).toBe(401)
@@ -435,7 +459,7 @@ describe('webhook and management endpoints', () => {
     expect(await ok.json()).toEqual({ success: true, data: { updated: 1, unknown_audiences: 0, stale: 0 } })
     expect((await syncStore.statusOf(t, [c.config_id]))[0]).toMatchObject({ delivery_code: 300, delivery_description: 'Audience too small', source: 'webhook' })
     // An older event arriving late (or replayed) does not overwrite the newer status.
-    const older = JSON.stringify({ entry: [{ id: audienceId, time: 1751327000, changes: [{ field: 'delivery_status', value: { code: 200, description: 'Ready' } }] }] })
+    const older = JSON.stringify({ entry: [{ id: audienceId, time: eventTime - 1000, changes: [{ field: 'delivery_status', value: { code: 200, description: 'Ready' } }] }] })
     expect(await (await post(older, signHubSignature(older, APP_SECRET))).json()).toEqual({ success: true, data: { updated: 0, unknown_audiences: 0, stale: 1 } })
     expect((await syncStore.statusOf(t, [c.config_id]))[0]).toMatchObject({ delivery_code: 300 })
     const malformed = '{"entry":[{"id":1}]}'
