@@ -9,7 +9,9 @@ import { processRouter } from './process-routes.ts'
 import type { ProcessingDeps } from '../../pipelines/processing/deps.ts'
 import { errorHandler, notFound } from './errors.ts'
 import { analyticsRouter, type AnalyticsDeps } from './analytics/router.ts'
-import { docsRouter } from './docs-page.ts'
+import { docsRouter } from './docs-routes.ts'
+import { openApiDocument } from './openapi.ts'
+import { JSON_BODY_LIMIT_MB } from './routes.ts'
 import { createAuth, type AuthDeps } from './auth.ts'
 import { keyLimiter, defaultRateLimits, demographicsLimiter } from './rate-limit.ts'
 
@@ -62,9 +64,9 @@ export function createApp(deps: ApiDeps): Express {
     app.use(demographicsLimiter(limits))
     app.use(auth.authenticate)
   }
-  app.use(express.json({ limit: '20mb' }))
+  app.use(express.json({ limit: `${JSON_BODY_LIMIT_MB}mb` }))
   app.use(healthRouter(deps.readiness, deps.info))
-  app.use(docsRouter()) // GET /openapi.json and /docs, public like /health
+  app.use(docsRouter(openApiDocument)) // GET /openapi.json, /docs and its assets, public like /health
   if (auth && limits) {
     app.use(auth.authorize)
     app.use(keyLimiter(limits))

@@ -1,43 +1,21 @@
 import express, { type Request, type Response, type Router } from 'express'
-import { z } from 'zod'
-import { SEGMENTS } from '../../pipelines/features/segments.ts'
 import { AudienceSyncService, type AudienceSyncServiceDeps } from '../../pipelines/audience-sync/service.ts'
 import { fieldErrorsFromZod } from '../../pipelines/ingest/validation.ts'
 import { callerScope } from './auth.ts'
 import { sendError } from './errors.ts'
 import { audienceSyncView } from './audience-sync-views.ts'
-
-const BASE = '/api/v2/cdp/audience-syncs'
+import { route } from './routes.ts'
+import { AUDIENCE_SYNC_OPERATIONS as OPS, CreateBody, tenantQuery, UpdateBody } from './audience-sync-operations.ts'
 
 /** What the router's own AudienceSyncService is built from (or pass one, shared with the demo). */
 export type AudienceSyncRoutesDeps = AudienceSyncServiceDeps
-
-export const tenantQuery = z.object({ tenant_id: z.coerce.number().int().positive() })
-const token = z.string().trim().min(8).max(4096)
-export const CreateBody = z
-  .object({
-    tenant_id: z.coerce.number().int().positive(),
-    name: z.string().trim().min(1).max(200).optional(),
-    segment: z.enum(SEGMENTS),
-    ad_account_id: z.string().regex(/^act_\d{1,30}$/, 'must be act_<number>'),
-    access_token: token,
-  })
-  .strict()
-export const UpdateBody = z
-  .object({
-    name: z.string().trim().min(1).max(200).optional(),
-    segment: z.enum(SEGMENTS).optional(),
-    access_token: token.optional(),
-    status: z.enum(['active', 'paused']).optional(),
-  })
-  .strict()
 
 /**
  * Audience-sync configurations (ours; the spec has none): which RFM segment of a tenant is kept
  * in a custom audience of which ad account. Parses and validates each request and calls the
  * audience-sync lane's AudienceSyncService; its refusals become the common error body
- * (errors.ts). The token is write-only (stored encrypted, shown masked).
- * docs/audience-sync.md "Managing syncs".
+ * (errors.ts). The token is write-only (stored encrypted, shown masked). Documented in
+ * audience-sync-operations.ts; docs/audience-sync.md "Managing syncs".
  */
 export function audienceSyncRouter(deps: AudienceSyncRoutesDeps | AudienceSyncService): Router {
   const router = express.Router()
@@ -49,7 +27,7 @@ export function audienceSyncRouter(deps: AudienceSyncRoutesDeps | AudienceSyncSe
     return q.data.tenant_id
   }
 
-  router.get(BASE, async (req, res, next) => {
+  route(router, OPS.list, async (req, res, next) => {
     try {
       const tenantId = tenantOf(req, res)
       if (tenantId === undefined) return
@@ -60,7 +38,7 @@ export function audienceSyncRouter(deps: AudienceSyncRoutesDeps | AudienceSyncSe
     }
   })
 
-  router.post(BASE, async (req, res, next) => {
+  route(router, OPS.create, async (req, res, next) => {
     try {
       const b = CreateBody.safeParse(req.body)
       if (!b.success) return sendError(res, 400, 'Invalid request', { errors: fieldErrorsFromZod(b.error.issues) })
@@ -73,34 +51,34 @@ export function audienceSyncRouter(deps: AudienceSyncRoutesDeps | AudienceSyncSe
     }
   })
 
-  router.get(`${BASE}/:configId`, async (req, res, next) => {
+  route(router, OPS.get, async (req, res, next) => {
     try {
       const tenantId = tenantOf(req, res)
       if (tenantId === undefined) return
-      res.json({ success: true, data: audienceSyncView(await syncs.get(callerScope(req), tenantId, String(req.params.configId))) })
+      res.json({ success: true, data: audienceSyncView(await syncs.get(callerScope(req), tenantId, String(req.params.id))) })
     } catch (err) {
       next(err)
     }
   })
 
-  router.put(`${BASE}/:configId`, async (req, res, next) => {
+  route(router, OPS.update, async (req, res, next) => {
     try {
       const tenantId = tenantOf(req, res)
       if (tenantId === undefined) return
       const b = UpdateBody.safeParse(req.body)
       if (!b.success) return sendError(res, 400, 'Invalid request', { errors: fieldErrorsFromZod(b.error.issues) })
-      const updated = await syncs.update(callerScope(req), tenantId, String(req.params.configId), b.data)
+      const updated = await syncs.update(callerScope(req), tenantId, String(req.params.id), b.data)
       res.json({ success: true, message: 'Audience sync updated', data: audienceSyncView(updated) })
     } catch (err) {
       next(err)
     }
   })
 
-  router.delete(`${BASE}/:configId`, async (req, res, next) => {
+  route(router, OPS.remove, async (req, res, next) => {
     try {
       const tenantId = tenantOf(req, res)
       if (tenantId === undefined) return
-      const out = await syncs.remove(callerScope(req), tenantId, String(req.params.configId))
+      const out = await syncs.remove(callerScope(req), tenantId, String(req.params.id))
       res.json({ success: true, message: 'Audience sync deleted; the custom audience stays on the platform', data: { id: out.id, deleted_at: new Date(out.deleted_at).toISOString() } })
     } catch (err) {
       next(err)

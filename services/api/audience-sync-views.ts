@@ -1,6 +1,9 @@
 /** Answers of the audience-sync endpoints (docs/audience-sync.md "Managing syncs"). Pure; the token is never shown. */
+import { z } from 'zod'
 import type { AudienceSyncState } from '../../pipelines/audience-sync/service.ts'
+import { SEGMENTS } from '../../pipelines/features/segments.ts'
 import { iso } from '../../common/time.ts'
+import { Count, NullableTimestamp, Timestamp } from './response-schemas.ts'
 
 export function audienceSyncView({ config: c, status: s, alerts, batches: b }: AudienceSyncState) {
   return {
@@ -30,3 +33,33 @@ export function audienceSyncView({ config: c, status: s, alerts, batches: b }: A
     updated_at: iso(c.updated_at),
   }
 }
+
+/** The schema of `audienceSyncView`. */
+export const AudienceSyncSchema = z
+  .strictObject({
+    id: z.string(),
+    tenant_id: z.int().min(1),
+    name: z.string(),
+    segment: z.enum(SEGMENTS),
+    ad_account_id: z.string(),
+    access_token: z.literal('********').meta({ description: 'Write-only: always masked' }),
+    status: z.enum(['active', 'paused']),
+    paused_reason: z.string().nullable(),
+    blocked_until: NullableTimestamp.meta({ description: "Calls wait until then (the platform's rate-limit window)" }),
+    audience: z.strictObject({
+      id: z.string().nullable().meta({ description: 'The custom audience, once created' }),
+      approximate_count: Count.nullable(),
+      delivery_status: z.strictObject({ code: z.int(), description: z.string().nullable() }).nullable(),
+      status_source: z.enum(['poll', 'webhook']).nullable(),
+      status_updated_at: NullableTimestamp,
+    }),
+    last_sync: NullableTimestamp,
+    batches_done: Count,
+    batches_dead_lettered: Count,
+    rejected_rows: Count,
+    rejected_batches: z.array(z.string()).meta({ description: 'Batches with rejected rows (at most 20)' }),
+    alerts: z.array(z.strictObject({ code: z.string(), message: z.string(), at: Timestamp })),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  })
+  .meta({ id: 'AudienceSync' })

@@ -1,5 +1,31 @@
 import type { ErrorRequestHandler, RequestHandler, Response } from 'express'
+import { z } from 'zod'
 import { DomainError, type DomainErrorKind } from '../../common/domain-errors.ts'
+import { json, type ResponseSpec } from './routes.ts'
+
+/** One problem of a request, at its field. */
+export const FieldErrorSchema = z
+  .strictObject({
+    index: z.int().min(0).optional().meta({ description: 'Event index (ingest only)' }),
+    path: z.string().meta({ description: 'Dotted path of the field, e.g. items.0.unit_price' }),
+    code: z.string().meta({ description: 'Machine-readable code (invalid_type, too_small, required, …)' }),
+    message: z.string(),
+  })
+  .meta({ id: 'FieldError' })
+
+/** The spec's common error body (every error of every endpoint unless an operation says otherwise). */
+export const ErrorBody = z
+  .strictObject({
+    success: z.literal(false),
+    error: z.string().meta({ description: 'Short error message' }),
+    details: z
+      .union([z.string(), z.object({ errors: z.array(FieldErrorSchema).optional() }).catchall(z.unknown()), z.null()])
+      .meta({ description: 'A string, an object (validation errors as `errors[]` of FieldError, else what the error is about) or null' }),
+  })
+  .meta({ id: 'ErrorBody', description: 'The common error body of every endpoint.' })
+
+/** A response with the common error body. */
+export const failure = (description: string): ResponseSpec => json(description, ErrorBody)
 
 /** The spec's common error body: success false, an error string, details string or object. */
 export function sendError(res: Response, status: number, error: string, details?: unknown): void {

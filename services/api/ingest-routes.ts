@@ -8,15 +8,13 @@ import { IngestBatchSchema, validateCustomerInput, validateOrderInput, fieldErro
 import { publishEvents, type IngestKind } from '../../pipelines/ingest/publisher.ts'
 import { sendError } from './errors.ts'
 import { tenantValue } from './auth.ts'
+import { route } from './routes.ts'
+import { INGEST_OPERATIONS } from './ingest-operations.ts'
 
 type IndexedError = { index: number; path: string; code: string; message: string }
 
 const field = (e: unknown, k: string): unknown => (e !== null && typeof e === 'object' ? (e as Record<string, unknown>)[k] : undefined)
 
-/**
- * The currency each tenant of a batch is held to: its setting, else the first order of the batch
- * that names one (adopted as the tenant's once the batch is accepted).
- */
 /**
  * The currency each tenant of a batch is held to: its setting; for a tenant without one, the
  * currency of its stored orders (from before settings existed), else the first order of the batch
@@ -73,7 +71,7 @@ export function ingestRouter(deps: { log: EventLog; codec: EventCodec; store?: S
   const settings = deps.store ? new TenantSettingsStore(deps.store, deps.now) : null
   const currencies = settings ? new TenantCurrencies(settings, deps.now) : null
   for (const kind of ['orders', 'customers'] as const satisfies IngestKind[]) {
-    router.post(`/api/v2/cdp/ingest/${kind}`, async (req, res, next) => {
+    route(router, INGEST_OPERATIONS[kind], async (req, res, next) => {
       try {
         const batch = IngestBatchSchema.safeParse(req.body)
         if (!batch.success) {

@@ -6,12 +6,14 @@ import type { JobRow } from '../../pipelines/processing/jobs-table.ts'
 import { ProcessingService } from '../../pipelines/processing/service.ts'
 import { parseBody, parseTenantId, ProcessBodySchema, ScheduleBodySchema, type FieldError } from '../../pipelines/processing/validation.ts'
 import { iso } from '../../common/time.ts'
+import { route } from './routes.ts'
+import { PROCESS_OPERATIONS as OPS } from './process-operations.ts'
 
 const BASE = '/api/v2/cdp/process'
 
 /**
- * Processing endpoints (spec "Endpoints › Processing" 1–4, plus DELETE .../schedule). Every
- * failure leaves as the common error body; see docs/processing.md for shapes and status codes.
+ * Processing endpoints (spec "Endpoints › Processing" 1–4, plus DELETE .../schedule; documented in
+ * process-operations.ts). Every failure leaves as the common error body; see docs/processing.md.
  */
 export function processRouter(deps: ProcessingDeps): Router {
   const service = new ProcessingService(deps)
@@ -35,13 +37,13 @@ export function processRouter(deps: ProcessingDeps): Router {
       claimed_at: blocker ? iso(blocker.claimed_at) : null,
     })
 
-  router.get(`${BASE}/status/:tenantId`, async (req, res) => {
+  route(router, OPS.status, async (req, res) => {
     const tenantId = await tenantOf(req, res)
     if (tenantId === undefined) return
     res.json({ success: true, data: await service.status(tenantId) })
   })
 
-  router.post(`${BASE}/:tenantId`, async (req, res) => {
+  route(router, OPS.process, async (req, res) => {
     const errors: FieldError[] = []
     // as_of may come in the query as on the analytics endpoints, or in the body.
     const queryAsOf = (req.query as Record<string, unknown>).as_of
@@ -105,7 +107,7 @@ export function processRouter(deps: ProcessingDeps): Router {
     }
   })
 
-  router.post(`${BASE}/:tenantId/schedule`, async (req, res) => {
+  route(router, OPS.schedule, async (req, res) => {
     const errors: FieldError[] = []
     const body = parseBody(ScheduleBodySchema, req.body, errors)
     const tenantId = await tenantOf(req, res, errors)
@@ -126,7 +128,7 @@ export function processRouter(deps: ProcessingDeps): Router {
     })
   })
 
-  router.delete(`${BASE}/:tenantId/schedule`, async (req, res) => {
+  route(router, OPS.unschedule, async (req, res) => {
     const tenantId = await tenantOf(req, res)
     if (tenantId === undefined) return
     const removed = await service.unschedule(tenantId)
@@ -134,7 +136,7 @@ export function processRouter(deps: ProcessingDeps): Router {
     res.json({ success: true, message: `Processing schedule removed for tenant ${tenantId}`, data: { tenant_id: tenantId, schedule_ids: removed.map((s) => s.schedule_id) } })
   })
 
-  router.delete(`${BASE}/:tenantId/cancel`, async (req, res) => {
+  route(router, OPS.cancel, async (req, res) => {
     const tenantId = await tenantOf(req, res)
     if (tenantId === undefined) return
     const out = await service.cancel(tenantId)

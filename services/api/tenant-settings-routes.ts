@@ -6,8 +6,11 @@ import { tenantExists } from '../../common/store/tenants.ts'
 import { TenantSettingsStore, type TenantSettings } from '../../common/store/tenant-settings.ts'
 import { referenceDate, ReferenceSettingSchema } from '../../common/reference-date.ts'
 import { fieldErrorsFromZod } from '../../pipelines/ingest/validation.ts'
-import { sendError } from './errors.ts'
+import { failure, sendError } from './errors.ts'
 import { parseTenantId } from '../../pipelines/processing/validation.ts'
+import { json, shared, route, type Operation, type RouteGroup } from './routes.ts'
+import { describeProperties, TenantIdParams } from './request-schemas.ts'
+import { DateOnly, NullableTimestamp, success } from './response-schemas.ts'
 
 export const TENANT_SETTINGS_PATH = '/api/v2/cdp/tenants/:tenantId/settings'
 
@@ -22,6 +25,57 @@ export const TenantSettingsBody = z.strictObject({
     .optional(),
   reference_date: ReferenceSettingSchema.optional(),
 })
+
+const Settings = z
+  .strictObject({
+    tenant_id: z.int().min(1),
+    tenant_name: z.string().nullable().meta({ description: 'null: shown as `Tenant {id}`' }),
+    currency: z.string().regex(/^[A-Z]{3}$/).nullable().meta({ description: 'null until the first order' }),
+    reference_date: z.string().meta({ description: '`now`, `data_end` or a date YYYY-MM-DD' }),
+    updated_at: NullableTimestamp.meta({ description: 'The last change; null for a tenant that never had one' }),
+    effective_reference_date: DateOnly.meta({ description: 'The date the reference date resolves to now' }),
+  })
+  .meta({ id: 'TenantSettings' })
+const SettingsAnswer = json(
+  'Settings in `data`: tenant_id, tenant_name (null: shown as `Tenant {id}`), currency (null until the first order), reference_date, updated_at, effective_reference_date (the date it resolves to now)',
+  success({ data: Settings }),
+)
+
+const getSettings: Operation = {
+  method: 'get',
+  path: TENANT_SETTINGS_PATH,
+  operationId: 'getTenantSettings',
+  summary: "A tenant's settings: name, currency and reference date",
+  request: { params: TenantIdParams },
+  responses: { 200: SettingsAnswer, 400: failure('Invalid tenant id'), 403: shared('Forbidden'), 404: failure('Neither data nor settings for this tenant') },
+}
+
+const putSettings: Operation = {
+  method: 'put',
+  path: TENANT_SETTINGS_PATH,
+  operationId: 'putTenantSettings',
+  summary: "Change a tenant's settings (absent fields keep their value)",
+  description: "The admin token or the tenant's key. A new reference date applies to the tenant's analytics at once and to its stored features at the feature role's next tick (or a processing run).",
+  request: {
+    params: TenantIdParams,
+    body: {
+      schema: TenantSettingsBody,
+      required: true,
+      example: { tenant_name: 'Tienda Demo', currency: 'ARS', reference_date: 'data_end' },
+      document: (body) =>
+        describeProperties(body, {
+          reference_date: '`now` (default: the wall clock), `data_end` (the latest order of the tenant) or a fixed YYYY-MM-DD (the end of that UTC day; later orders do not count). What "today" is for recency, churn, CLV and the analytics periods (docs/tenant-settings.md).',
+          currency: "ISO 4217; set by the tenant's first order when unset. Cannot change once the tenant has orders (409 currency_locked).",
+        }),
+    },
+  },
+  responses: { 200: SettingsAnswer, 400: failure('Invalid tenant id or settings: `details.errors` by field'), 403: shared('Forbidden'), 409: failure('The currency of a tenant with orders cannot change') },
+}
+
+export const TENANT_ROUTES: RouteGroup = {
+  tag: { name: 'Tenants', description: "A tenant's name, currency and reference date (docs/tenant-settings.md)." },
+  operations: [getSettings, putSettings],
+}
 
 export interface TenantSettingsDeps {
   store: Store
@@ -44,7 +98,7 @@ export function tenantSettingsRouter(deps: TenantSettingsDeps): Router {
     return { ...s, effective_reference_date: referenceDate(ref) }
   }
 
-  router.get(TENANT_SETTINGS_PATH, async (req, res, next) => {
+  route(router, getSettings, async (req, res, next) => {
     try {
       const t = parseTenantId(req.params.tenantId as string | undefined)
       if (!t.ok) return sendError(res, 400, 'Invalid request', { errors: [t.error] })
@@ -56,7 +110,7 @@ export function tenantSettingsRouter(deps: TenantSettingsDeps): Router {
     }
   })
 
-  router.put(TENANT_SETTINGS_PATH, async (req, res, next) => {
+  route(router, putSettings, async (req, res, next) => {
     try {
       const t = parseTenantId(req.params.tenantId as string | undefined)
       const body = TenantSettingsBody.safeParse(req.body ?? {})

@@ -1,13 +1,66 @@
 import express, { type Router } from 'express'
+import { z } from 'zod'
 import type { Logger } from '../../common/logger.ts'
 import type { AudienceSyncStore } from '../../pipelines/audience-sync/store.ts'
 import { deliveryStatusEventSchema, SIGNATURE_HEADER, verifyHubSignature } from '../../pipelines/audience-sync/ads-platform/webhook.ts'
 import { secretEquals } from './auth.ts'
-import { sendError } from './errors.ts'
+import { failure, sendError } from './errors.ts'
 import { fieldErrorsFromZod } from '../../pipelines/ingest/validation.ts'
+import { json, route, type Operation, type RouteGroup } from './routes.ts'
+import { Count, success } from './response-schemas.ts'
 
-/** Providers whose events we take; the path is /webhooks/<provider>. */
+/** Providers whose events we take; the path is /webhooks/<provider> (the first; the others are aliases). */
 export const WEBHOOK_PROVIDERS = ['social-ads', 'social_ads'] as const
+
+const [path, ...aliases] = WEBHOOK_PROVIDERS.map((p) => `/webhooks/${p}`) as [string, ...string[]]
+const MOUNTED = 'Mounted only when CDP_ADS_APP_SECRET and CDP_ADS_WEBHOOK_VERIFY_TOKEN are set (404 otherwise).'
+
+const handshake: Operation = {
+  method: 'get',
+  path,
+  aliases,
+  operationId: 'socialAdsWebhookHandshake',
+  summary: "The ads platform's subscription handshake",
+  description: `Echoes \`hub.challenge\` when \`hub.mode\` is subscribe and \`hub.verify_token\` is CDP_ADS_WEBHOOK_VERIFY_TOKEN. Public: no bearer token. ${MOUNTED}`,
+  public: true,
+  request: {
+    query: z.object({
+      'hub.mode': z.literal('subscribe').meta({ description: 'Must be subscribe' }),
+      'hub.verify_token': z.string().meta({ description: 'CDP_ADS_WEBHOOK_VERIFY_TOKEN' }),
+      'hub.challenge': z.string().meta({ description: 'Echoed back' }),
+    }),
+  },
+  responses: {
+    200: { description: 'The challenge, as is', content: { 'text/plain': z.string() } },
+    400: failure('Not a subscription request (`hub.mode` is not subscribe, or no `hub.challenge`)'),
+    403: failure('`hub.verify_token` is missing or does not match'),
+  },
+}
+
+const deliveryStatus: Operation = {
+  method: 'post',
+  path,
+  aliases,
+  operationId: 'socialAdsWebhookEvent',
+  summary: 'Delivery-status events of custom audiences',
+  description: `Stores each entry's last \`delivery_status\` change for the audience sync that owns the audience; entries of unknown audiences are counted and ignored, and a change older than the status already stored is counted as stale. Public: no bearer token; the \`X-Hub-Signature-256\` header authenticates the raw body. ${MOUNTED}`,
+  public: true,
+  request: {
+    headers: z.object({ 'X-Hub-Signature-256': z.string().regex(/^sha256=[0-9a-fA-F]{64}$/).meta({ description: 'sha256=<hex HMAC-SHA256 of the raw body, keyed with CDP_ADS_APP_SECRET>' }) }),
+    body: { schema: deliveryStatusEventSchema, required: true },
+  },
+  responses: {
+    200: json('`data`: how many audiences got a new status, how many entries named unknown audiences, how many changes were older than the stored status', success({ data: z.strictObject({ updated: Count, unknown_audiences: Count, stale: Count }) })),
+    400: failure('The body is not JSON, or not the event shape (`details.errors[]`)'),
+    401: failure('Missing or wrong signature'),
+    413: failure('Body larger than 1 MB'),
+  },
+}
+
+export const WEBHOOK_ROUTES: RouteGroup = {
+  tag: { name: 'Webhooks', description: 'Events from the platforms (no token needed: they are verified by signature).' },
+  operations: [handshake, deliveryStatus],
+}
 
 export interface WebhookDeps {
   store: AudienceSyncStore
@@ -27,16 +80,15 @@ export interface WebhookDeps {
  */
 export function webhooksRouter(deps: WebhookDeps): Router {
   const router = express.Router()
-  const paths = WEBHOOK_PROVIDERS.map((p) => `/webhooks/${p}`)
 
-  router.get(paths, (req, res) => {
+  route(router, handshake, (req, res) => {
     const q = req.query as Record<string, string | undefined>
     if (q['hub.mode'] !== 'subscribe' || typeof q['hub.challenge'] !== 'string') return sendError(res, 400, 'Invalid subscription request', 'expected hub.mode=subscribe, hub.verify_token and hub.challenge')
     if (!q['hub.verify_token'] || !secretEquals(q['hub.verify_token'], deps.verifyToken)) return sendError(res, 403, 'Forbidden', 'hub.verify_token does not match')
     res.type('text/plain').send(q['hub.challenge'])
   })
 
-  router.post(paths, express.raw({ type: () => true, limit: '1mb' }), async (req, res, next) => {
+  route(router, deliveryStatus, express.raw({ type: () => true, limit: '1mb' }), async (req, res, next) => {
     try {
       const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0)
       if (!verifyHubSignature(raw, req.header(SIGNATURE_HEADER), deps.appSecret)) {

@@ -11,6 +11,7 @@ import { cohortInsights, cohortLabel, cohortWindow, periodStart, type Cohort } f
 import { SEGMENT_RANK } from '../../services/api/analytics/dashboard.ts'
 import { SEGMENTS } from '../../pipelines/features/segments.ts'
 import { orderHistoryOf, silentLogger, tmpDir } from '../helpers.ts'
+import { readDocumented } from './documented.ts'
 
 /** The clock: Sunday 2025-06-15 12:00 UTC. */
 const FIXED = Date.UTC(2025, 5, 15, 12, 0, 0)
@@ -109,11 +110,8 @@ afterAll(async () => {
   await store?.close()
 })
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-async function get(path: string): Promise<{ status: number; body: any }> {
-  const res = await fetch(base + path)
-  return { status: res.status, body: await res.json() }
-}
+/** The answer, checked against its documented schema (documented.ts). */
+const get = async (path: string) => readDocumented('GET', await fetch(base + path))
 const keys = (o: object) => Object.keys(o).sort()
 
 describe('cohorts', () => {

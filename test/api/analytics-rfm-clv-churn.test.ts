@@ -12,6 +12,7 @@ import { SEGMENTS, SEGMENT_DESCRIPTIONS } from '../../pipelines/features/segment
 import { CHURN_DEFINITIONS } from '../../pipelines/features/churn.ts'
 import { SEGMENT_ACTIONS } from '../../services/api/analytics/segment-actions.ts'
 import { orderHistoryOf, silentLogger, tmpDir } from '../helpers.ts'
+import { readDocumented } from './documented.ts'
 
 const DAY = 86_400_000
 const FIXED = Date.UTC(2025, 5, 15, 12, 0, 0)
@@ -172,12 +173,8 @@ afterAll(async () => {
   await store?.close()
 })
 
-// Response bodies are checked field by field.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-async function get(path: string, query: string): Promise<{ status: number; headers: Headers; body: any }> {
-  const res = await fetch(`${url}${BASE}${path}?${query}`)
-  return { status: res.status, headers: res.headers, body: await res.json() }
-}
+// Response bodies are checked field by field, and each against its documented schema (documented.ts).
+const get = async (path: string, query: string) => readDocumented('GET', await fetch(`${url}${BASE}${path}?${query}`))
 const keys = (o: object) => Object.keys(o).sort()
 
 describe('GET /analytics/rfm', () => {
@@ -422,6 +419,27 @@ describe('GET /analytics/churn', () => {
 })
 
 const round = (x: number) => Math.round(x * 100) / 100
+
+describe('exports over HTTP', () => {
+  it('an endpoint with rows downloads them in each format, as documented', async () => {
+    const csv = await get('/clv', `tenant_id=${T}&format=csv&tier=low`)
+    expect(csv.status).toBe(200)
+    expect(csv.headers.get('content-type')).toMatch(/^text\/csv/)
+    expect(csv.body.split('\r\n').filter(Boolean)).toHaveLength(5) // header and c3, c4, c5, c7
+    const rows = await get('/churn', `tenant_id=${T}&format=json`)
+    expect(rows.body.map((r: { customer_id: number }) => r.customer_id)).toEqual([4, 3])
+    const xlsx = await get('/clv', `tenant_id=${T}&format=excel`)
+    expect(xlsx.headers.get('content-disposition')).toBe(`attachment; filename="clv-${T}.xlsx"`)
+  })
+
+  it('an endpoint without rows takes no format: 400', async () => {
+    for (const path of ['/rfm', '/cohorts', '/segments/performance', '/dashboard']) {
+      const r = await get(path, `tenant_id=${T}&format=csv`)
+      expect(r.status, path).toBe(400)
+      expect(r.body).toMatchObject({ success: false, error: 'Export not available' })
+    }
+  })
+})
 
 describe('errors', () => {
   it('400 with field errors for bad parameters', async () => {

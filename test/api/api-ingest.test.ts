@@ -6,6 +6,7 @@ import { createApp } from '../../services/api/app.ts'
 import { TOPICS } from '../../common/topics.ts'
 import type { OrderEvent } from '../../common/events.ts'
 import { silentLogger, testConfig, uniqueName, waitFor } from '../helpers.ts'
+import { readDocumented } from './documented.ts'
 
 let rt: Runtime
 let server: http.Server
@@ -23,8 +24,9 @@ afterAll(async () => {
   await rt.close()
 })
 
-const post = (path: string, body: unknown) =>
-  fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: typeof body === 'string' ? body : JSON.stringify(body) })
+/** The answer, checked against its documented schema (documented.ts). */
+const post = async (path: string, body: unknown) =>
+  readDocumented('POST', await fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: typeof body === 'string' ? body : JSON.stringify(body) }))
 
 const goodOrder = { tenant_id: 42, customer_id: 7, order_id: 'A-1', currency: 'ARS', total: 150.5, occurred_at: '2025-03-01T12:00:00Z', items: [{ sku: 'X', quantity: 2, unit_price: '75.25' }] }
 
@@ -32,7 +34,7 @@ describe('ingest endpoint', () => {
   it('answers 202 once the events are in the log, with their ids, and the log holds them decoded', async () => {
     const res = await post('/api/v2/cdp/ingest/orders', { events: [goodOrder, { ...goodOrder, order_id: 'A-2', items: [] }] })
     expect(res.status).toBe(202)
-    const body = (await res.json()) as { success: boolean; data: { accepted: number; event_ids: string[] } }
+    const body = res.body as { success: boolean; data: { accepted: number; event_ids: string[] } }
     expect(body.success).toBe(true)
     expect(body.data.accepted).toBe(2)
     expect(body.data.event_ids).toHaveLength(2)
@@ -62,7 +64,7 @@ describe('ingest endpoint', () => {
     const before = (await rt.log.endOffsets(TOPICS.orders.name)).reduce((s, p) => s + Number(p.offset), 0)
     const res = await post('/api/v2/cdp/ingest/orders', { events: [goodOrder, { ...goodOrder, event_type: 'placed', total: -3, items: [] }, { ...goodOrder, customer_id: undefined }] })
     expect(res.status).toBe(400)
-    const body = (await res.json()) as { success: boolean; error: string; details: { errors: { index: number; path: string; code: string }[] } }
+    const body = res.body as { success: boolean; error: string; details: { errors: { index: number; path: string; code: string }[] } }
     expect(body.success).toBe(false)
     expect(body.error).toBe('Invalid events')
     expect(body.details.errors.map((e) => [e.index, e.path, e.code])).toEqual([
@@ -76,21 +78,21 @@ describe('ingest endpoint', () => {
   it('answers malformed JSON, an empty batch and unknown routes with the common error body', async () => {
     const bad = await post('/api/v2/cdp/ingest/customers', '{"events": [')
     expect(bad.status).toBe(400)
-    expect(await bad.json()).toMatchObject({ success: false, error: 'Invalid JSON' })
+    expect(bad.body).toMatchObject({ success: false, error: 'Invalid JSON' })
     const empty = await post('/api/v2/cdp/ingest/customers', { events: [] })
     expect(empty.status).toBe(400)
-    expect(await empty.json()).toMatchObject({ success: false, error: 'Invalid request body' })
+    expect(empty.body).toMatchObject({ success: false, error: 'Invalid request body' })
     const missing = await fetch(`${base}/nope`)
     expect(missing.status).toBe(404)
     expect(await missing.json()).toEqual({ success: false, error: 'Not found', details: 'no route for GET /nope' })
   })
 
   it('serves health, readiness and Prometheus metrics', async () => {
-    expect((await fetch(`${base}/health`)).status).toBe(200)
-    const ready = await fetch(`${base}/ready`)
+    expect((await readDocumented('GET', await fetch(`${base}/health`))).status).toBe(200)
+    const ready = await readDocumented('GET', await fetch(`${base}/ready`))
     expect(ready.status).toBe(200)
-    expect(await ready.json()).toEqual({ ready: true, checks: { store: true } })
-    const metrics = await (await fetch(`${base}/metrics`)).text()
+    expect(ready.body).toEqual({ ready: true, checks: { store: true } })
+    const metrics = (await readDocumented('GET', await fetch(`${base}/metrics`))).body
     expect(metrics).toMatch(/cdp_events_ingested_total\{kind="orders",source="http"\} 2/)
   })
 })

@@ -14,6 +14,7 @@ import { ApiKeyStore, hashKey, type CreatedKey } from '../../common/store/api-ke
 import type { AuthDeps } from '../../services/api/auth.ts'
 import { defaultRateLimits, isJobRequest, isOperationsPath } from '../../services/api/rate-limit.ts'
 import { silentLogger, testConfig, tmpDir } from '../helpers.ts'
+import { expectDocumented, expectErrorBody } from './documented.ts'
 
 const ADMIN = 'test-admin-token-0123456789abcdef'
 
@@ -67,11 +68,14 @@ const post = (base: string, p: string, body: unknown, headers: Record<string, st
 
 const order = (tenant: number | string, id: string) => ({ tenant_id: tenant, customer_id: 7, order_id: id, currency: 'ARS', total: 10, occurred_at: '2025-03-01T12:00:00Z', items: [] })
 
-async function expectCommonError(res: Response, status: number) {
+/** The common error body; with the request's method, also the answer its operation documents (documented.ts). */
+async function expectCommonError(res: Response, status: number, method?: string) {
   expect(res.status).toBe(status)
   const body = (await res.json()) as Record<string, unknown>
   expect(body).toMatchObject({ success: false, error: expect.any(String) })
   expect(body).toHaveProperty('details')
+  expectErrorBody(body)
+  if (method) expectDocumented(method, res.url, status, body)
   return body
 }
 
@@ -85,7 +89,7 @@ describe('authentication', () => {
     for (const headers of [{}, { authorization: 'Basic dXNlcjpwYXNz' }, { authorization: 'Bearer' }, bearer('cdp_1_not-a-real-key'), bearer(`${ADMIN}x`)]) {
       const res = await get(base, '/api/v2/cdp/analytics/rfm?tenant_id=1', headers)
       expect(res.headers.get('www-authenticate')).toMatch(/^Bearer/)
-      const body = await expectCommonError(res, 401)
+      const body = await expectCommonError(res, 401, 'GET')
       expect(JSON.stringify(body)).not.toContain('not-a-real-key')
       expect(JSON.stringify(body)).not.toContain(ADMIN)
     }
@@ -93,9 +97,9 @@ describe('authentication', () => {
     const forged = `cdp_1_${'A'.repeat(43)}`
     await expectCommonError(await get(base, '/api/v2/cdp/analytics/rfm?tenant_id=1', bearer(forged)), 401)
     // Every route family, including ones not mounted here, is behind the token.
-    await expectCommonError(await post(base, '/api/v2/cdp/ingest/orders', { events: [order(1, 'X')] }), 401)
-    await expectCommonError(await post(base, '/api/v2/cdp/process/1', {}), 401)
-    await expectCommonError(await get(base, '/api/cdp/v2/customers?tenant_id=1'), 401)
+    await expectCommonError(await post(base, '/api/v2/cdp/ingest/orders', { events: [order(1, 'X')] }), 401, 'POST')
+    await expectCommonError(await post(base, '/api/v2/cdp/process/1', {}), 401, 'POST')
+    await expectCommonError(await get(base, '/api/cdp/v2/customers?tenant_id=1'), 401, 'GET')
   })
 
   it('health, readiness, metrics and the API description stay public', async () => {
@@ -114,6 +118,26 @@ describe('authentication', () => {
     const res = await post(base, '/api/v2/cdp/ingest/orders', { events: [order(1, 'A-1'), order('1', 'A-2')] }, bearer(keyA.key))
     expect(res.status).toBe(202)
   })
+
+  /** The documented operations among the 403 cases, by method (the others are not mounted here, or not routes). */
+  const FORBIDDEN_METHODS: Record<string, string> = {
+    analytics: 'GET',
+    'analytics, upper-case path': 'GET',
+    'analytics, repeated tenant_id': 'GET',
+    'analytics, odd spelling': 'GET',
+    customers: 'GET',
+    'demographics alias': 'GET',
+    process: 'POST',
+    'process status': 'GET',
+    'process schedule': 'POST',
+    'process cancel': 'DELETE',
+    ingest: 'POST',
+    'ingest, one of many': 'POST',
+    'ingest customers': 'POST',
+    'audience syncs': 'GET',
+    'audience sync create': 'POST',
+    'other tenant the other way': 'GET',
+  }
 
   it('a tenant key asking for another tenant gets 403 on every route family', async () => {
     const cases: [string, Promise<Response>][] = [
@@ -138,7 +162,7 @@ describe('authentication', () => {
     for (const [what, p] of cases) {
       const res = await p
       expect(res.status, what).toBe(403)
-      const body = await expectCommonError(res, 403)
+      const body = await expectCommonError(res, 403, FORBIDDEN_METHODS[what])
       expect(JSON.stringify(body)).not.toContain(keyA.key)
     }
   })
@@ -151,7 +175,7 @@ describe('authentication', () => {
 
   it('errors keep the common body and never leak a stack or SQL', async () => {
     const res = await fetch(`${base}/api/v2/cdp/ingest/orders`, { method: 'POST', headers: { 'content-type': 'application/json', ...bearer(keyA.key) }, body: '{nope' })
-    const body = await expectCommonError(res, 400)
+    const body = await expectCommonError(res, 400, 'POST')
     expect(JSON.stringify(body)).not.toMatch(/at .*\.ts:\d+|SELECT /)
   })
 })
@@ -206,7 +230,7 @@ describe('rate limits', () => {
     const limited = await get(base, url, bearer(keyA.key))
     expect(limited.headers.get('retry-after')).toBe('40')
     expect(limited.headers.get('ratelimit-remaining')).toBe('0')
-    expect(await expectCommonError(limited, 429)).toMatchObject({ details: { code: 'RATE_LIMIT_EXCEEDED', retry_after: 40 } })
+    expect(await expectCommonError(limited, 429, 'GET')).toMatchObject({ details: { code: 'RATE_LIMIT_EXCEEDED', retry_after: 40 } })
     // Per key: another tenant's key is not affected, and the limit does not leak across keys.
     expect([200, 404]).toContain((await get(base, '/api/v2/cdp/analytics/rfm?tenant_id=2', bearer(keyB.key))).status)
     // Non-analytics routes are not counted.
@@ -229,7 +253,7 @@ describe('rate limits', () => {
     for (let i = 1; i < 1000; i++) expect((await get(prod.base, i % 2 ? url : '/api/cdp/v2/customers?tenant_id=1')).status).not.toBe(429)
     const limited = await get(prod.base, '/api/v2/cdp/analytics/demographics?tenant_id=1', bearer(ADMIN))
     expect(limited.headers.get('retry-after')).toBe('900')
-    await expectCommonError(limited, 429)
+    await expectCommonError(limited, 429, 'GET')
     // Other analytics endpoints are not demographics-related.
     expect([200, 404]).toContain((await get(prod.base, '/api/v2/cdp/analytics/rfm?tenant_id=1', bearer(ADMIN))).status)
     c.advance(15 * 60_000)
@@ -302,7 +326,7 @@ describe('rate limits of processing and integration endpoints (ours: the spec sh
     for (const p of jobs) {
       const limited = await post(base, p, { tenant_id: 1 }, bearer(keyA.key))
       expect(limited.headers.get('retry-after')).toBe('45')
-      expect(await expectCommonError(limited, 429)).toMatchObject({ details: { code: 'RATE_LIMIT_EXCEEDED', limit: 20, window_seconds: 60, retry_after: 45 } })
+      expect(await expectCommonError(limited, 429, 'POST')).toMatchObject({ details: { code: 'RATE_LIMIT_EXCEEDED', limit: 20, window_seconds: 60, retry_after: 45 } })
     }
     // Reading and configuring are operations, not jobs: still open.
     let operations = 20 + jobs.length
@@ -316,7 +340,7 @@ describe('rate limits of processing and integration endpoints (ours: the spec sh
     const put = (p: string, body: unknown) => fetch(`${base}${p}`, { method: 'PUT', headers: { 'content-type': 'application/json', ...bearer(keyA.key) }, body: JSON.stringify(body) })
     expect((await put('/api/v2/tenant-integrations/7', { is_active: false })).status).not.toBe(429)
     operations++
-    await expectCommonError(await put('/api/v2/tenant-integrations/7', { app_token: 'another-guess' }), 429)
+    await expectCommonError(await put('/api/v2/tenant-integrations/7', { app_token: 'another-guess' }), 429, 'PUT')
     operations++
     // Another key has its own budgets.
     expect((await post(base, '/api/v2/cdp/process/2', {}, bearer(keyB.key))).status).not.toBe(429)
@@ -326,7 +350,7 @@ describe('rate limits of processing and integration endpoints (ours: the spec sh
       operations++
     }
     const over = await get(base, '/api/v2/tenant-integrations/1', bearer(keyA.key))
-    expect(await expectCommonError(over, 429)).toMatchObject({ details: { code: 'RATE_LIMIT_EXCEEDED', limit: 120, window_seconds: 60, retry_after: 45 } })
+    expect(await expectCommonError(over, 429, 'GET')).toMatchObject({ details: { code: 'RATE_LIMIT_EXCEEDED', limit: 120, window_seconds: 60, retry_after: 45 } })
     // Ingestion carries data and is not limited; analytics has its own budget.
     expect((await post(base, '/api/v2/cdp/ingest/orders', { events: [order(1, 'RL-1')] }, bearer(keyA.key))).status).not.toBe(429)
     expect((await get(base, '/api/v2/cdp/analytics/rfm?tenant_id=1', bearer(keyA.key))).status).not.toBe(429)

@@ -13,6 +13,7 @@ import { publishEvents } from '../../pipelines/ingest/publisher.ts'
 import { demographicsPipeline } from '../../pipelines/demographics/pipeline.ts'
 import { createApp } from '../../services/api/app.ts'
 import { silentLogger, testConfig, tmpDir, uniqueName, waitFor } from '../helpers.ts'
+import { expectDocumented } from './documented.ts'
 
 /**
  * The demographics consumer (customers topic → customer_demographics and
@@ -145,7 +146,9 @@ const ADMIN = 'admin-token-for-demographics-tests'
 async function get(path: string) {
   const res = await fetch(base + path, { headers: { authorization: `Bearer ${ADMIN}` } })
   const text = await res.text()
-  return { status: res.status, body: text ? JSON.parse(text) : null, text }
+  const body = text ? JSON.parse(text) : null
+  expectDocumented('GET', res.url, res.status, body ?? undefined, res.headers.get('content-type')) // against its documented schema (documented.ts)
+  return { status: res.status, body, text }
 }
 
 describe('GET /api/v2/cdp/analytics/demographics', () => {

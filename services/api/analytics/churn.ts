@@ -5,7 +5,8 @@ import { customerFilter, type SqlFilter } from './filters.ts'
 import { customerScope } from './customers.ts'
 import { tenantWide, tenantWidePage } from './summary.ts'
 import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
-import { pct, round2, select, signedPct, type AnalyticsContext, type AnalyticsEndpoint, type ExportColumn } from './endpoint.ts'
+import { analyticsBody, pct, round2, select, signedPct, type AnalyticsContext, type AnalyticsEndpoint, type ExportColumn } from './endpoint.ts'
+import { Count, DateOnly, Fraction, Percentage, SignedPercent } from '../response-schemas.ts'
 
 /**
  * GET /api/v2/cdp/analytics/churn: risk levels, the at-risk list, predictions and 30-day
@@ -165,14 +166,48 @@ async function body(ctx: AnalyticsContext, q: ChurnOptions) {
 
 const col = (header: keyof AtRiskRow): ExportColumn<AtRiskRow> => ({ header, value: (r) => r[header] })
 
+const AtRiskCustomer = z.strictObject({
+  customer_id: z.int().min(1),
+  email: z.string(),
+  last_order_date: DateOnly.nullable(),
+  days_since_last_order: Count.nullable(),
+  order_frequency_days: z.number().nullable(),
+  expected_order_date: DateOnly.nullable(),
+  days_overdue: z.number().nullable(),
+  churn_probability: Fraction.nullable(),
+  churn_risk: z.enum(CHURN_RISKS),
+  recommended_action: z.string().nullable(),
+  potential_loss: z.number(),
+}).meta({ id: 'AtRiskCustomer' })
+
+export const ChurnResponse = analyticsBody(
+  z.strictObject({
+    overview: z.strictObject({
+      total_customers: Count,
+      churn_rate: Fraction,
+      monthly_churn_rate: Fraction.nullable(),
+      at_risk_count: Count,
+      save_rate: Fraction.nullable(),
+      distribution: z.record(z.enum(CHURN_RISKS), z.strictObject({ count: Count, percentage: Percentage, definition: z.string() })),
+    }),
+    at_risk_customers: z.array(AtRiskCustomer).meta({ description: 'At risk and churning, highest potential loss first; a page (limit, offset)' }),
+    predictions: z
+      .strictObject({ next_month_churn: Count.nullable(), preventable_churn: Count.nullable(), potential_save_value: z.number().nullable() })
+      .meta({ description: 'null unless include_predictions=true' }),
+    trends: z.strictObject({ churn_rate_trend: z.enum(['increasing', 'decreasing', 'stable']), monthly_comparison: SignedPercent, seasonal_factor: z.number().nullable() }),
+  }),
+).meta({ id: 'ChurnAnalysis' })
+
 export const churnEndpoint: AnalyticsEndpoint<ChurnOptions, AtRiskRow> = {
   path: '/api/v2/cdp/analytics/churn',
   summary: 'Churn risk: levels, at-risk customers, predictions and 30-day trends',
   query: ChurnQuery,
+  response: ChurnResponse,
   overview: true,
   cacheTtlMs: PROCESSING_RESULTS_TTL_MS,
   body,
   export: {
+    row: AtRiskCustomer,
     columns: (
       ['customer_id', 'email', 'last_order_date', 'days_since_last_order', 'order_frequency_days', 'expected_order_date', 'days_overdue', 'churn_probability', 'churn_risk', 'recommended_action', 'potential_loss'] as const
     ).map(col),

@@ -5,7 +5,8 @@ import { customerFilter, type SqlFilter } from './filters.ts'
 import { customerScope } from './customers.ts'
 import { tenantWide, tenantWidePage } from './summary.ts'
 import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
-import { pct, round2, select, type AnalyticsContext, type AnalyticsEndpoint, type ExportColumn } from './endpoint.ts'
+import { analyticsBody, pct, round2, select, type AnalyticsContext, type AnalyticsEndpoint, type ExportColumn } from './endpoint.ts'
+import { Count, DateOnly, Percentage } from '../response-schemas.ts'
 
 /**
  * GET /api/v2/cdp/analytics/clv: lifetime value overview, tiers, top customers and insights.
@@ -179,14 +180,44 @@ async function body(ctx: AnalyticsContext, q: ClvOptions) {
 
 const col = (header: keyof ClvCustomerRow): ExportColumn<ClvCustomerRow> => ({ header, value: (r) => r[header] })
 
+const ClvCustomer = z.strictObject({
+  customer_id: z.int().min(1),
+  email: z.string(),
+  historical_value: z.number(),
+  predicted_value: z.number(),
+  total_clv: z.number(),
+  total_orders: Count,
+  avg_order_value: z.number(),
+  customer_since: DateOnly.nullable(),
+  days_as_customer: Count.nullable(),
+  clv_tier: z.enum(CLV_TIERS).nullable(),
+  growth_rate: z.number().nullable().meta({ description: 'predicted / historical − 1; null without a historical value or a prediction' }),
+}).meta({ id: 'ClvCustomer' })
+
+export const ClvResponse = analyticsBody(
+  z.strictObject({
+    overview: z.strictObject({
+      total_customers: Count,
+      avg_clv: z.number(),
+      median_clv: z.number(),
+      total_clv: z.number(),
+      distribution: z.record(z.enum(CLV_TIERS), z.strictObject({ count: Count, percentage: Percentage, avg_value: z.number(), threshold: z.string() })),
+    }),
+    top_customers: z.array(ClvCustomer).meta({ description: 'A page (limit, offset) in sort_by / sort_order' }),
+    insights: z.strictObject({ high_value_concentration: z.string(), growth_opportunity: z.string(), retention_impact: z.string() }),
+  }),
+).meta({ id: 'ClvAnalysis' })
+
 export const clvEndpoint: AnalyticsEndpoint<ClvOptions, ClvCustomerRow> = {
   path: '/api/v2/cdp/analytics/clv',
   summary: 'Customer lifetime value: overview, tiers, top customers and insights',
   query: ClvQuery,
+  response: ClvResponse,
   overview: true,
   cacheTtlMs: PROCESSING_RESULTS_TTL_MS,
   body,
   export: {
+    row: ClvCustomer,
     columns: (['customer_id', 'email', 'historical_value', 'predicted_value', 'total_clv', 'total_orders', 'avg_order_value', 'customer_since', 'days_as_customer', 'clv_tier', 'growth_rate'] as const).map(col),
     async count(ctx, q) {
       const f = clvFilter(q, ctx.now())

@@ -1,7 +1,8 @@
 import { z } from 'zod'
-import { CommonQuery, dateParam, type CommonOptions } from './options.ts'
+import { NoExportQuery, dateParam, type CommonOptions } from './options.ts'
 import type { AnalyticsContext, AnalyticsEndpoint } from './endpoint.ts'
-import { round2, select, signedPct } from './endpoint.ts'
+import { analyticsBody, round2, select, signedPct } from './endpoint.ts'
+import { Count, DateOnly, Percentage, SignedPercent } from '../response-schemas.ts'
 import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
 import { customerScope } from './customers.ts'
 import { tenantWide } from './summary.ts'
@@ -17,7 +18,7 @@ export const MAX_COHORT_PERIODS = 1000
 
 const DAY = 86_400_000
 
-export const CohortsQuery = CommonQuery.extend({
+export const CohortsQuery = NoExportQuery.extend({
   period: z.enum(COHORT_PERIODS).default('monthly'),
   start_date: dateParam.optional(),
   end_date: dateParam.optional(),
@@ -202,6 +203,30 @@ export async function cohortsBody(ctx: AnalyticsContext, q: CohortsOptions) {
   }
 }
 
+export const CohortsResponse = analyticsBody(
+  z.strictObject({
+    period: z.enum(COHORT_PERIODS),
+    start_date: DateOnly,
+    end_date: DateOnly,
+    cohorts: z.array(
+      z.strictObject({
+        cohort: z.string().meta({ description: '`YYYY-MM-DD` (daily), ISO week `YYYY-Www` (weekly), `YYYY-MM` (monthly)' }),
+        size: Count,
+        retention: z
+          .strictObject(Object.fromEntries(RETENTION_OFFSETS.map((k) => [`month_${k}`, Percentage.nullable()])))
+          .meta({ description: 'Percent of the cohort ordering k periods after its own; null when that period has not started by end_date' }),
+        revenue: z.strictObject({ total: z.number(), per_customer: z.number(), growth: SignedPercent }),
+      }),
+    ),
+    insights: z.strictObject({
+      best_cohort: z.string().nullable(),
+      worst_cohort: z.string().nullable(),
+      avg_retention_3m: Percentage.nullable(),
+      trend: z.enum(['improving', 'declining', 'stable']),
+    }),
+  }),
+).meta({ id: 'CohortAnalysis' })
+
 /**
  * GET /api/v2/cdp/analytics/cohorts — acquisition cohorts (first counting order) with retention
  * at periods 0, 1, 2, 3, 6, 12 and revenue. Definitions: docs/analytics-cohorts-dashboard.md.
@@ -212,7 +237,9 @@ export const cohortsEndpoint: AnalyticsEndpoint = {
     'Cohorts by first counting order (period daily|weekly|monthly, default monthly; start_date default 12 months before end_date; end_date default today, UTC): size, retention month_0..month_12 in percent (null when that period has not started by end_date), revenue and insights',
   // The router only needs tenant_id and format from the parsed query; `period` here is the cohort grain.
   query: CohortsQuery as unknown as z.ZodType<CommonOptions>,
-  ignores: ['date_from', 'date_to', 'format'],
+  response: CohortsResponse,
+  notes: `\`start_date\` after \`end_date\`, or more than ${MAX_COHORT_PERIODS.toLocaleString('en')} daily or weekly periods between them, is a 400.`,
+  ignores: ['date_from', 'date_to'],
   overview: true,
   cacheTtlMs: PROCESSING_RESULTS_TTL_MS,
   body: (ctx, q) => cohortsBody(ctx, q as unknown as CohortsOptions),

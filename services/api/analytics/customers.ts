@@ -1,6 +1,8 @@
 import { CommonQuery, limitParam, offsetParam, type CommonOptions } from './options.ts'
+import { z } from 'zod'
 import type { AnalyticsContext, AnalyticsEndpoint, ExportColumn } from './endpoint.ts'
-import { select } from './endpoint.ts'
+import { analyticsBody, select } from './endpoint.ts'
+import { Count, NullableTimestamp } from '../response-schemas.ts'
 import { customerFilter, type SqlFilter } from './filters.ts'
 import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
 import { iso } from '../../../common/time.ts'
@@ -39,31 +41,33 @@ export function scopeClause(s: { where: string; filtered: boolean }, column = 'c
 export const CustomersQuery = CommonQuery.extend({ limit: limitParam(50), offset: offsetParam }).strict()
 export type CustomersOptions = CommonOptions & { limit: number; offset: number }
 
+const text = z.string().nullable()
 /** One item of the spec's "Customer (list item)", every field present. */
-export interface CustomerItem {
-  profile_id: string
-  email: string | null
-  first_name: string | null
-  last_name: string | null
-  estimated_age: number | null
-  inferred_gender: string | null
-  age_segment: string | null
-  generation: string | null
-  social_ads_age_range: string | null
-  search_ads_age_range: string | null
-  corrected_city: string | null
-  corrected_province: string | null
-  corrected_postal_code: string | null
-  region: string | null
-  location_confidence: number | null
-  location_correction_needed: boolean
-  is_location_validated: boolean
-  rfm_segment: string | null
-  historical_value: number
-  order_count: number
-  created_at: string | null
-  last_order_date: string | null
-}
+const CustomerItemSchema = z.strictObject({
+  profile_id: z.string(),
+  email: text,
+  first_name: text,
+  last_name: text,
+  estimated_age: z.number().nullable(),
+  inferred_gender: text,
+  age_segment: text,
+  generation: text,
+  social_ads_age_range: text,
+  search_ads_age_range: text,
+  corrected_city: text,
+  corrected_province: text,
+  corrected_postal_code: text,
+  region: text,
+  location_confidence: z.number().nullable(),
+  location_correction_needed: z.boolean(),
+  is_location_validated: z.boolean(),
+  rfm_segment: text,
+  historical_value: z.number(),
+  order_count: Count,
+  created_at: NullableTimestamp,
+  last_order_date: NullableTimestamp,
+}).meta({ id: 'CustomerItem' })
+export type CustomerItem = z.infer<typeof CustomerItemSchema>
 
 interface Row {
   customer_id: number
@@ -161,6 +165,14 @@ async function page(ctx: AnalyticsContext, q: CustomersOptions, limit: number, o
 
 const col = (k: keyof CustomerItem): ExportColumn<CustomerItem> => ({ header: k, value: (r) => r[k] })
 
+
+export const CustomersResponse = analyticsBody(
+  z.strictObject({
+    customers: z.array(CustomerItemSchema),
+    pagination: z.strictObject({ total: Count, limit: z.int().min(1).max(1000), offset: Count, has_next: z.boolean() }),
+  }),
+).meta({ id: 'CustomerList' })
+
 /**
  * GET /api/cdp/v2/customers — the tenant's customers (one per `customer_features` row), ordered
  * by customer id, a page at a time; all shared customer filters apply. See
@@ -170,6 +182,7 @@ export const customersEndpoint: AnalyticsEndpoint<CustomersOptions, CustomerItem
   path: '/api/cdp/v2/customers',
   summary: 'Customer list: every field of the spec\'s "Customer (list item)", paged (limit 1..1000, default 50; offset), ordered by customer id',
   query: CustomersQuery,
+  response: CustomersResponse,
   overview: false,
   cacheTtlMs: PROCESSING_RESULTS_TTL_MS,
   async body(ctx, q) {
@@ -183,6 +196,7 @@ export const customersEndpoint: AnalyticsEndpoint<CustomersOptions, CustomerItem
     }
   },
   export: {
+    row: CustomerItemSchema,
     columns: (
       [
         'profile_id', 'email', 'first_name', 'last_name', 'estimated_age', 'inferred_gender', 'age_segment', 'generation',

@@ -1,7 +1,8 @@
 import { z } from 'zod'
-import { CommonQuery, resolveWindow, type CommonOptions } from './options.ts'
+import { NoExportQuery, resolveWindow, type CommonOptions } from './options.ts'
 import type { AnalyticsContext, AnalyticsEndpoint } from './endpoint.ts'
-import { round2, select, signedPct } from './endpoint.ts'
+import { analyticsBody, round2, select, signedPct } from './endpoint.ts'
+import { Count, Fraction, Percentage, SignedPercent } from '../response-schemas.ts'
 import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
 import { customerScope, scopeClause } from './customers.ts'
 import { tenantWide } from './summary.ts'
@@ -13,7 +14,7 @@ export const CHURN_DAYS = 90
 
 export const DASHBOARD_PERIODS = ['today', 'week', 'month', 'year'] as const
 
-export const DashboardQuery = CommonQuery.extend({ period: z.enum(DASHBOARD_PERIODS).default('month') }).strict()
+export const DashboardQuery = NoExportQuery.extend({ period: z.enum(DASHBOARD_PERIODS).default('month') }).strict()
 export type DashboardOptions = CommonOptions & { period: (typeof DASHBOARD_PERIODS)[number] }
 
 /**
@@ -149,13 +150,38 @@ export async function dashboardBody(ctx: AnalyticsContext, q: DashboardOptions) 
   }
 }
 
+export const DashboardResponse = analyticsBody(
+  z.strictObject({
+    period: z.enum(DASHBOARD_PERIODS),
+    kpis: z.strictObject({
+      total_customers: Count,
+      active_customers: Count,
+      total_revenue: z.number(),
+      avg_order_value: z.number(),
+      customer_lifetime_value: z.number().nullable(),
+      churn_rate: Fraction,
+      nps_score: z.null().meta({ description: 'Not measured: always null' }),
+    }),
+    trends: z.strictObject({
+      revenue: z.strictObject({ current: z.number(), previous: z.number(), change: SignedPercent, chart: z.array(z.number()).meta({ description: 'Revenue per day of the period' }) }),
+      customers: z.strictObject({ new: Count, returning: Count, churned: Count }),
+    }),
+    segments: z.strictObject({
+      distribution: z.array(z.strictObject({ segment: z.enum(SEGMENTS), count: Count, percentage: Percentage })),
+      movements: z.strictObject({ upgrades: Count, downgrades: Count }),
+    }),
+    alerts: z.array(z.strictObject({ type: z.enum(['churn', 'revenue', 'segments']), message: z.string(), action: z.string() })),
+  }),
+).meta({ id: 'Dashboard' })
+
 /** GET /api/v2/cdp/analytics/dashboard — KPIs, trends, segments and alerts of a period; definitions in docs/analytics-cohorts-dashboard.md. */
 export const dashboardEndpoint: AnalyticsEndpoint<DashboardOptions> = {
   path: '/api/v2/cdp/analytics/dashboard',
   summary:
     'Dashboard of a period (today|week|month|year, default month; UTC days ending now): KPIs, revenue against the previous period of the same length with a daily chart, new/returning/churned customers, segment distribution and movements, alerts',
   query: DashboardQuery,
-  ignores: ['date_from', 'date_to', 'format'],
+  response: DashboardResponse,
+  ignores: ['date_from', 'date_to'],
   overview: true,
   cacheTtlMs: PROCESSING_RESULTS_TTL_MS,
   body: dashboardBody,

@@ -1,11 +1,12 @@
 import { z } from 'zod'
-import { AGE_SEGMENTS, GENERATION_BY_SEGMENT, GENERATIONS, resolveGenerationFilter } from '../../../pipelines/demographics/age.ts'
+import { AGE_SEGMENTS, GENERATION_ALIASES, GENERATION_BY_SEGMENT, GENERATIONS, resolveGenerationFilter } from '../../../pipelines/demographics/age.ts'
 import { GENDERS, GENDER_LABELS, NO_GENDER_LABEL } from '../../../pipelines/demographics/gender.ts'
-import { REGIONS, resolveRegionFilter } from '../../../pipelines/demographics/location.ts'
-import { CommonQuery, type CommonOptions } from './options.ts'
+import { REGION_ALIASES, REGIONS, resolveRegionFilter } from '../../../pipelines/demographics/location.ts'
+import { NoExportQuery, type CommonOptions } from './options.ts'
 import { customerScope } from './customers.ts'
 import { DEMOGRAPHICS_TTL_MS } from './cache.ts'
-import { NO_CONTENT, pct, round2, select, type AnalyticsContext, type AnalyticsEndpoint } from './endpoint.ts'
+import { analyticsBody, NO_CONTENT, pct, round2, select, type AnalyticsContext, type AnalyticsEndpoint } from './endpoint.ts'
+import { Count, Percentage } from '../response-schemas.ts'
 import { tenantWide } from './summary.ts'
 
 /**
@@ -18,24 +19,37 @@ import { tenantWide } from './summary.ts'
 /** The filters of the spec (planned there, active here); a value outside the allowed set is a 422. */
 export const DEMOGRAPHIC_FILTERS = ['age_segment', 'gender', 'region', 'generation'] as const
 
-const oneOf = (field: string, allowed: readonly string[], resolve: (v: string) => readonly string[] | null) =>
-  z.string().transform((v, ctx) => {
-    const r = resolve(v)
-    if (r === null) {
-      ctx.addIssue({ code: 'custom', message: `${field} must be one of ${allowed.join(', ')}`, params: { code: 'invalid_filter_value' } })
-      return z.NEVER
-    }
-    return [...r]
-  })
+/**
+ * A filter: the values it resolves (`resolve`), shown in the document as the `spelled` ones (the
+ * canonical values and their aliases; `note` says what else is tolerated, such as case).
+ */
+const oneOf = (field: string, allowed: readonly string[], resolve: (v: string) => readonly string[] | null, spelled: readonly string[] = allowed, note?: string) =>
+  z
+    .string()
+    .transform((v, ctx) => {
+      const r = resolve(v)
+      if (r === null) {
+        ctx.addIssue({ code: 'custom', message: `${field} must be one of ${allowed.join(', ')}`, params: { code: 'invalid_filter_value' } })
+        return z.NEVER
+      }
+      return [...r]
+    })
+    .meta({ enum: [...new Set(spelled)], description: `Another value is a 422.${note ? ` ${note}` : ''}` })
 
-export const DemographicsQuery = CommonQuery.extend({
+export const DemographicsQuery = NoExportQuery.extend({
   age_segment: oneOf('age_segment', AGE_SEGMENTS, (v) => ((AGE_SEGMENTS as readonly string[]).includes(v) ? [v] : null)).optional(),
-  gender: oneOf('gender', GENDERS, (v) => ((GENDERS as readonly string[]).includes(v.toUpperCase()) ? [v.toUpperCase()] : null)).optional(),
-  region: oneOf('region', REGIONS, (v) => {
-    const r = resolveRegionFilter(v)
-    return r === null ? null : [r]
-  }).optional(),
-  generation: oneOf('generation', GENERATIONS, resolveGenerationFilter).optional(),
+  gender: oneOf('gender', GENDERS, (v) => ((GENDERS as readonly string[]).includes(v.toUpperCase()) ? [v.toUpperCase()] : null), GENDERS, 'Case is ignored.').optional(),
+  region: oneOf(
+    'region',
+    REGIONS,
+    (v) => {
+      const r = resolveRegionFilter(v)
+      return r === null ? null : [r]
+    },
+    [...REGIONS, ...Object.keys(REGION_ALIASES)],
+    'A short name selects its region; case and accents are ignored.',
+  ).optional(),
+  generation: oneOf('generation', GENERATIONS, resolveGenerationFilter, [...Object.keys(GENERATION_ALIASES), ...GENERATIONS], 'A short name selects its generations; case is ignored.').optional(),
 }).strict()
 export type DemographicsOptions = CommonOptions & Partial<Record<(typeof DEMOGRAPHIC_FILTERS)[number], string[]>>
 
@@ -218,13 +232,62 @@ export async function demographicsBody(ctx: AnalyticsContext, q: DemographicsOpt
   }
 }
 
+const Averages = { avg_spent: z.number(), avg_orders: z.number() }
+
+export const DemographicsResponse = analyticsBody(
+  z.strictObject({
+    summary: z.strictObject({
+      total_customers: Count,
+      customers_with_age: Count,
+      customers_with_gender: Count,
+      customers_with_location: Count,
+      overall_avg_age: z.number().nullable(),
+      completion_rates: z.strictObject({ age: Percentage, gender: Percentage, location: Percentage }),
+    }),
+    age_analysis: z.array(
+      z.strictObject({
+        age_segment: z.enum(AGE_SEGMENTS),
+        generation: z.string(),
+        customer_count: Count,
+        avg_age: z.number().nullable(),
+        ...Averages,
+        high_value_customers: Count,
+        male_count: Count,
+        female_count: Count,
+        percentage: Percentage,
+      }),
+    ),
+    gender_analysis: z.array(
+      z.strictObject({
+        gender_label: z.string(),
+        gender_code: z.enum(GENDERS).nullable(),
+        customer_count: Count,
+        ...Averages,
+        avg_age: z.number().nullable(),
+        champions: Count,
+        millennials_core: Count,
+        percentage: Percentage,
+      }),
+    ),
+    geographic_analysis: z.array(
+      z.strictObject({ province: z.string(), region: z.string().nullable(), customer_count: Count, ...Averages, avg_age: z.number().nullable(), male_count: Count, female_count: Count, percentage: Percentage }),
+    ),
+    cross_demographic: z.array(z.strictObject({ age_segment: z.enum(AGE_SEGMENTS), gender: z.enum(GENDERS), region: z.string(), customer_count: Count, ...Averages })),
+    marketing_segments: z.array(
+      z.strictObject({ social_ads_age_range: z.string(), search_ads_age_range: z.string(), gender: z.enum(GENDERS).nullable(), targetable_customers: Count, avg_spent: z.number(), high_value: Count }),
+    ),
+    timestamp: z.iso.datetime({ local: true }).meta({ description: 'ISO 8601 without zone (UTC wall time)' }),
+  }),
+).meta({ id: 'Demographics' })
+
 export const demographicsEndpoint: AnalyticsEndpoint<DemographicsOptions> = {
   path: '/api/v2/cdp/analytics/demographics',
   aliases: ['/api/cdp/v2/analytics/demographics'],
   summary:
     'Demographics: age segments, gender, provinces and regions, their crossings and the ads-targetable groups, from the enriched customers (filters age_segment, gender, region, generation; 422 for a value outside the allowed set; 400 for an unknown tenant; 204 without a body when no customer has demographic data)',
   query: DemographicsQuery as unknown as z.ZodType<DemographicsOptions>,
-  ignores: ['format'],
+  response: DemographicsResponse,
+  noContent: 'No customer of the tenant has demographic data (no body)',
   overview: true,
   cacheTtlMs: DEMOGRAPHICS_TTL_MS,
   unknownTenantStatus: 400,

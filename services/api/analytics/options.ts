@@ -1,6 +1,6 @@
 import { z } from 'zod'
 import { SEGMENTS } from '../../../pipelines/features/segments.ts'
-import { ReferenceDateSchema } from '../../../common/reference-date.ts'
+import { EARLIEST_DATE, ReferenceDateSchema } from '../../../common/reference-date.ts'
 
 /**
  * Query options of the analytics endpoints (spec "Analytics", "Additional query options").
@@ -33,10 +33,13 @@ export const CommonQuery = z.object({
   registration_source: z.string().min(1).max(100).optional(),
   format: z.enum(['csv', 'excel', 'json']).optional(),
   /** Answer as of the end of this day instead of the tenant's reference date (docs/features.md, "Reference date"). */
-  as_of: ReferenceDateSchema.optional(),
+  as_of: ReferenceDateSchema.optional().meta({ description: `Answer as of the end of this UTC day (${EARLIEST_DATE} to today) instead of the tenant's reference date` }),
 })
 
 export type CommonOptions = z.infer<typeof CommonQuery>
+
+/** The options of an endpoint without a row-level export: `format` is not one of them (400). */
+export const NoExportQuery = CommonQuery.omit({ format: true })
 
 export const limitParam = (def: number) => z.coerce.number().int().min(1).max(1000).default(def)
 export const offsetParam = z.coerce.number().int().min(0).default(0)

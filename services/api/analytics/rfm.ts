@@ -1,19 +1,20 @@
 import { z } from 'zod'
 import { SEGMENTS, SEGMENT_DESCRIPTIONS, type Segment } from '../../../pipelines/features/segments.ts'
-import { CommonQuery, boolParam, limitParam, offsetParam } from './options.ts'
+import { NoExportQuery, boolParam, limitParam, offsetParam } from './options.ts'
 import { customerFilter } from './filters.ts'
 import { customerScope } from './customers.ts'
 import { tenantWide } from './summary.ts'
 import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
-import { pct, round2, select, signedPct, type AnalyticsContext, type AnalyticsEndpoint } from './endpoint.ts'
+import { analyticsBody, pct, round2, select, signedPct, type AnalyticsContext, type AnalyticsEndpoint } from './endpoint.ts'
 import { SEGMENT_ACTIONS } from './segment-actions.ts'
 import { iso } from '../../../common/time.ts'
+import { Count, NullableTimestamp, Percentage, SignedPercent } from '../response-schemas.ts'
 
 /**
  * GET /api/v2/cdp/analytics/rfm: the tenant's RFM overview, per-segment distribution, 30-day
  * trends and segment membership. Definitions: docs/analytics-rfm-clv-churn.md.
  */
-export const RfmQuery = CommonQuery.extend({
+export const RfmQuery = NoExportQuery.extend({
   segment: z.enum(SEGMENTS).optional(),
   limit: limitParam(100),
   offset: offsetParam,
@@ -284,11 +285,58 @@ export async function rfmTrends(ctx: AnalyticsContext, tenantId: number, nowMs: 
   }
 }
 
+const Rates = z.strictObject({ age: Percentage, gender: Percentage, location: Percentage }).meta({ description: 'Share of customers with each, in percent' })
+
+export const RfmResponse = analyticsBody(
+  z.strictObject({
+    overview: z.strictObject({
+      total_customers: Count,
+      avg_recency: z.number().meta({ description: 'Days' }),
+      avg_frequency: z.number(),
+      avg_monetary: z.number(),
+      total_revenue: z.number(),
+      last_calculation: NullableTimestamp,
+      demographics: z.strictObject({
+        customers_with_age: Count,
+        avg_age: z.number().nullable(),
+        male_customers: Count,
+        female_customers: Count,
+        customers_with_location: Count,
+        completion_rates: Rates,
+      }),
+    }),
+    distribution: z.array(
+      z.strictObject({
+        segment: z.enum(SEGMENTS),
+        customer_count: Count,
+        percentage: Percentage,
+        avg_recency: z.number(),
+        avg_frequency: z.number(),
+        avg_monetary: z.number(),
+        characteristics: z.strictObject({ description: z.string(), recommended_actions: z.array(z.string()) }),
+        demographics: z.strictObject({
+          avg_age: z.number().nullable(),
+          male_count: Count,
+          female_count: Count,
+          top_provinces: z.array(z.string()).max(TOP_PROVINCES),
+          age_segments: z.record(z.string(), Count),
+          generations: z.record(z.string(), Count),
+        }),
+      }),
+    ),
+    trends: z.strictObject({ champions_growth: SignedPercent, at_risk_increase: SignedPercent, avg_monetary_change: SignedPercent }),
+    segments_detail: z
+      .partialRecord(z.enum(SEGMENTS), z.strictObject({ count: Count, percentage: Percentage, customer_ids: z.array(z.int().min(1)).optional().meta({ description: 'With include_details=true: a page (limit, offset) of its customers' }) }))
+      .meta({ description: 'The segments shown (all, or `segment`)' }),
+  }),
+  { message: true, metadata: { tenant_id: z.int().min(1), processing_date: NullableTimestamp, next_update: NullableTimestamp } },
+).meta({ id: 'RfmAnalysis' })
+
 export const rfmEndpoint: AnalyticsEndpoint<RfmOptions> = {
   path: '/api/v2/cdp/analytics/rfm',
   summary: 'RFM overview, segment distribution, 30-day trends and segment membership',
   query: RfmQuery,
-  ignores: ['format'],
+  response: RfmResponse,
   overview: true,
   cacheTtlMs: PROCESSING_RESULTS_TTL_MS,
   body,

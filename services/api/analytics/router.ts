@@ -13,6 +13,8 @@ import { ANALYTICS_ENDPOINTS } from './endpoints.ts'
 import { asOfStore, type AsOfSnapshots, ReferenceSource } from './reference.ts'
 import { referenceMetadata } from '../../../common/reference-date.ts'
 import { lruCache } from '../../../common/lru.ts'
+import { route } from '../routes.ts'
+import { ANALYTICS_OPERATIONS } from './operations.ts'
 
 export interface AnalyticsDeps {
   store: Store
@@ -28,8 +30,9 @@ export interface AnalyticsDeps {
 
 /**
  * The read-only analytics endpoints: each is a module (endpoints.ts lists them) with its query
- * schema and body; this router does what they share. Order: query validation (400 with field
- * errors), tenant known (404), export (format=…) or cached body, Cache-Control on overviews.
+ * schema, body and answer's schema (documented by operations.ts); this router does what they
+ * share. Order: query validation (400 with field errors), tenant known (404), export (format=…)
+ * or cached body, Cache-Control on overviews.
  */
 export function analyticsRouter(deps: AnalyticsDeps): Router {
   const router = express.Router()
@@ -44,8 +47,10 @@ export function analyticsRouter(deps: AnalyticsDeps): Router {
     return true
   }
   for (const ep of ANALYTICS_ENDPOINTS) {
-    router.get([ep.path, ...(ep.aliases ?? [])], async (req, res, next) => {
+    route(router, ANALYTICS_OPERATIONS.get(ep.path)!, async (req, res, next) => {
       try {
+        // Said apart from the other unknown options: the endpoint has no rows to export.
+        if (!ep.export && 'format' in req.query) return sendError(res, 400, 'Export not available', `${ep.path} has no row-level export; formats apply to endpoints with rows`)
         const parsed = ep.query.safeParse(req.query)
         if (!parsed.success) {
           const errors = fieldErrorsFromZod(parsed.error.issues)
@@ -68,8 +73,7 @@ export function analyticsRouter(deps: AnalyticsDeps): Router {
         }
         const metadata = referenceMetadata({ ...ref, ms: rctx.now() })
         res.set('X-Reference-Date', metadata.reference_date)
-        if (q.format) {
-          if (!ep.export) return sendError(res, 400, 'Export not available', `${ep.path} has no row-level export; formats apply to endpoints with rows`)
+        if (q.format && ep.export) {
           const n = await ep.export.count(rctx, q)
           if (n > EXPORT_ROW_LIMIT) return sendError(res, 400, 'Export too large', `the export would hold ${n} rows; at most ${EXPORT_ROW_LIMIT} are allowed: narrow it with filters`)
           const name = `${ep.path.split('/').filter(Boolean).at(-1)}-${q.tenant_id}`

@@ -1,6 +1,8 @@
-import { CommonQuery, type CommonOptions } from './options.ts'
+import { z } from 'zod'
+import { NoExportQuery, type CommonOptions } from './options.ts'
 import type { AnalyticsContext, AnalyticsEndpoint } from './endpoint.ts'
-import { round2, select, signedPct } from './endpoint.ts'
+import { analyticsBody, round2, select, signedPct } from './endpoint.ts'
+import { Count, Fraction, SignedPercent } from '../response-schemas.ts'
 import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
 import { customerScope } from './customers.ts'
 import { tenantWide } from './summary.ts'
@@ -98,13 +100,33 @@ export async function segmentPerformanceBody(ctx: AnalyticsContext, q: CommonOpt
   return { success: true, data: { segments, recommendations } }
 }
 
+export const SegmentPerformanceResponse = analyticsBody(
+  z.strictObject({
+    segments: z.array(
+      z.strictObject({
+        name: z.enum(SEGMENTS),
+        metrics: z.strictObject({
+          size: Count,
+          revenue: z.number(),
+          avg_order_value: z.number(),
+          order_frequency: z.number(),
+          retention_rate: Fraction,
+          growth_rate: z.number().nullable().meta({ description: 'Size change against the snapshot 30 days before (fraction); null without one' }),
+        }),
+        comparison: z.strictObject({ vs_avg_revenue: SignedPercent, vs_avg_retention: SignedPercent, vs_last_month: SignedPercent }),
+      }),
+    ),
+    recommendations: z.array(z.strictObject({ segment: z.enum(SEGMENTS), action: z.string(), potential_impact: z.string().regex(/^-?\d+\.\d{2}$/).meta({ description: 'Money, 2 decimals' }) })),
+  }),
+).meta({ id: 'SegmentPerformance' })
+
 /** GET /api/v2/cdp/analytics/segments/performance — per-segment metrics; definitions in docs/analytics-cohorts-dashboard.md. */
 export const segmentPerformanceEndpoint: AnalyticsEndpoint = {
   path: '/api/v2/cdp/analytics/segments/performance',
   summary:
     'Segment performance: per segment (all 11, spec order) size, revenue (net spend), average order value, orders per customer, 90-day retention, growth vs the snapshot 30 days before; comparisons and recommendations',
-  query: CommonQuery.strict(),
-  ignores: ['format'],
+  query: NoExportQuery.strict(),
+  response: SegmentPerformanceResponse,
   overview: true,
   cacheTtlMs: PROCESSING_RESULTS_TTL_MS,
   body: segmentPerformanceBody,

@@ -5,7 +5,8 @@
  * health.ts). Authentication comes from the app; tenant isolation is the service's once the
  * resource's tenant is known (auth.ts HANDLER_CHECKED_PREFIXES): a tenant key sees and changes
  * its own tenant's integrations only, the admin token all of them. The service's refusals become
- * the common error body in errors.ts. Shapes, statuses and error bodies: docs/integrations.md.
+ * the common error body in errors.ts. Documented in operations.ts; shapes, statuses and error
+ * bodies: docs/integrations.md.
  */
 import express, { type ErrorRequestHandler, type Request, type Response, type Router } from 'express'
 import { InvalidCredentialsError } from '../../../common/domain-errors.ts'
@@ -18,8 +19,10 @@ import { sendError } from '../errors.ts'
 import { CreateIntegrationBody, credentialsOf, fieldErrors, preCheckCreate, SyncBody, UpdateIntegrationBody, ValidateCommerceBody, type FieldError } from '../../../pipelines/connectors/schemas.ts'
 import { detail, listItem } from './views.ts'
 import { healthView } from './health.ts'
+import { route } from '../routes.ts'
+import { BASE, INTEGRATION_OPERATIONS as OPS } from './operations.ts'
 
-export const BASE = '/api/v2/tenant-integrations'
+export { BASE }
 
 /** What the router's own IntegrationService is built from (or pass one, shared with the demo). */
 export type IntegrationsDeps = IntegrationServiceDeps
@@ -33,29 +36,29 @@ export function integrationsRouter(deps: IntegrationsDeps | IntegrationService):
   const router = express.Router()
 
   const invalid = (res: Response, errors: FieldError[]) => sendError(res, 400, 'Invalid request', { errors })
-  /** The integration id of the path, or a 400 already sent. */
+  /** The integration id of the path (`{integrationId}`, or `{id}` where the path is shared with a tenant id), or a 400 already sent. */
   const idOf = (req: Request, res: Response): number | null => {
-    const id = positiveInt(req.params.integrationId)
+    const id = positiveInt(req.params.integrationId ?? req.params.id)
     if (id === null) invalid(res, [{ path: 'integrationId', code: 'invalid_id', message: 'must be a positive integer' }])
     return id
   }
 
   // ---- 9. GET /health (before /:tenantId) --------------------------------------------------------
-  router.get(`${BASE}/health`, async (req, res) => {
+  route(router, OPS.health, async (req, res) => {
     const h = await integrations.health(callerScope(req))
     res.json({ success: true, data: healthView(h.integrations, h.stats, h.failingSince) })
   })
 
   // ---- 1. GET /{tenantId} ------------------------------------------------------------------------
-  router.get(`${BASE}/:tenantId`, async (req, res) => {
-    const tenantId = positiveInt(req.params.tenantId)
+  route(router, OPS.list, async (req, res) => {
+    const tenantId = positiveInt(req.params.id)
     if (tenantId === null) return invalid(res, [{ path: 'tenantId', code: 'invalid_id', message: 'must be a positive integer' }])
     const { integrations: list, stats } = await integrations.list(callerScope(req), tenantId)
     res.json({ success: true, data: list.map((i) => listItem(i, stats.get(i.id))), count: list.length })
   })
 
   // ---- 2. GET /integration/{integrationId} ------------------------------------------------------
-  router.get(`${BASE}/integration/:integrationId`, async (req, res) => {
+  route(router, OPS.describe, async (req, res) => {
     const id = idOf(req, res)
     if (id === null) return
     const d = await integrations.describe(callerScope(req), id)
@@ -63,7 +66,7 @@ export function integrationsRouter(deps: IntegrationsDeps | IntegrationService):
   })
 
   // ---- 3. POST (create) ----------------------------------------------------------------------------
-  router.post(BASE, async (req, res) => {
+  route(router, OPS.create, async (req, res) => {
     const body = flattenCredentials(req.body)
     // A tenant key naming another tenant is refused before its body is looked at.
     const tenant = positiveInt(String((body as Record<string, unknown> | null)?.tenant_id ?? ''))
@@ -81,7 +84,7 @@ export function integrationsRouter(deps: IntegrationsDeps | IntegrationService):
   })
 
   // ---- 6. POST /validate/{type} (the spec's commerce_platform; the other types too) ----------------------
-  router.post(`${BASE}/validate/:integrationType`, async (req, res) => {
+  route(router, OPS.validate, async (req, res) => {
     const type = req.params.integrationType as IntegrationType
     if (!INTEGRATION_TYPES.includes(type)) return invalid(res, [{ path: 'integrationType', code: 'invalid_value', message: `must be one of ${INTEGRATION_TYPES.join(', ')}` }])
     const body = flattenCredentials(req.body)
@@ -109,7 +112,7 @@ export function integrationsRouter(deps: IntegrationsDeps | IntegrationService):
   })
 
   // ---- 4. PUT /{integrationId} ------------------------------------------------------------------------
-  router.put(`${BASE}/:integrationId`, async (req, res) => {
+  route(router, OPS.update, async (req, res) => {
     const id = idOf(req, res)
     if (id === null) return
     await integrations.get(callerScope(req), id) // 404 and 403 before the body is looked at
@@ -120,7 +123,7 @@ export function integrationsRouter(deps: IntegrationsDeps | IntegrationService):
   })
 
   // ---- 5. DELETE /{integrationId} (soft) ----------------------------------------------------------------
-  router.delete(`${BASE}/:integrationId`, async (req, res) => {
+  route(router, OPS.remove, async (req, res) => {
     const id = idOf(req, res)
     if (id === null) return
     const out = await integrations.remove(callerScope(req), id)
@@ -128,7 +131,7 @@ export function integrationsRouter(deps: IntegrationsDeps | IntegrationService):
   })
 
   // ---- 7. POST /{integrationId}/test ------------------------------------------------------------------
-  router.post(`${BASE}/:integrationId/test`, async (req, res) => {
+  route(router, OPS.test, async (req, res) => {
     const id = idOf(req, res)
     if (id === null) return
     const t = await integrations.testConnection(callerScope(req), id)
@@ -137,7 +140,7 @@ export function integrationsRouter(deps: IntegrationsDeps | IntegrationService):
   })
 
   // ---- 8. POST /{integrationId}/sync -------------------------------------------------------------------
-  router.post(`${BASE}/:integrationId/sync`, async (req, res) => {
+  route(router, OPS.sync, async (req, res) => {
     const id = idOf(req, res)
     if (id === null) return
     await integrations.get(callerScope(req), id) // 404 and 403 before the body is looked at

@@ -1,0 +1,27 @@
+import type { RouteGroup } from './routes.ts'
+import { ANALYTICS_ROUTES } from './analytics/operations.ts'
+import { PROCESSING_ROUTES } from './process-operations.ts'
+import { INGEST_ROUTES } from './ingest-operations.ts'
+import { TENANT_ROUTES } from './tenant-settings-routes.ts'
+import { INTEGRATION_ROUTES } from './integrations/operations.ts'
+import { AUDIENCE_SYNC_ROUTES } from './audience-sync-operations.ts'
+import { WEBHOOK_ROUTES } from './webhooks.ts'
+import { OPERATIONS_ROUTES } from './health.ts'
+import { DOCS_ROUTES } from './docs-routes.ts'
+
+/**
+ * Every route group of the query service, in the document's tag order: what the OpenAPI document
+ * is generated from, whether or not an app mounts the optional ones (integrations, audience syncs,
+ * webhooks). A route module's new group goes here.
+ */
+export const ROUTE_GROUPS: readonly RouteGroup[] = [
+  ANALYTICS_ROUTES,
+  PROCESSING_ROUTES,
+  TENANT_ROUTES,
+  INGEST_ROUTES,
+  INTEGRATION_ROUTES,
+  AUDIENCE_SYNC_ROUTES,
+  WEBHOOK_ROUTES,
+  OPERATIONS_ROUTES,
+  DOCS_ROUTES,
+]
