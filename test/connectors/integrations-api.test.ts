@@ -405,6 +405,13 @@ describe('validate, test, sync (endpoints 6, 7, 8)', () => {
     const r = await call('POST', `${BASE}/${id}/sync`, { sync_type: 'full', entities: ['orders', 'customers'], date_from: '2025-01-01', date_to: '2025-03-31' })
     expect(r.status).toBe(202)
     expect(r.body).toEqual({ success: true, message: expect.any(String), data: { sync_id: expect.any(String), status: 'queued', estimated_time: expect.stringMatching(/s$/), webhook_url: 'https://hooks.example.com/cdp', queue_position: expect.any(Number) } })
+    // Without a webhook of its own, webhook_url is still a string: where the outcome can be read.
+    expect((await call('PUT', `${BASE}/${id}`, { configuration: { webhook_url: null } })).status).toBe(200)
+    const bare = await call('POST', `${BASE}/${id}/sync`, { entities: ['orders'] })
+    expect(bare.status).toBe(202)
+    expect(bare.body.data.webhook_url).toBe(`/api/v2/tenant-integrations/integration/${id}`)
+    expect((await call('GET', bare.body.data.webhook_url)).status).toBe(200)
+    expect((await call('PUT', `${BASE}/${id}`, { configuration: { webhook_url: 'https://hooks.example.com/cdp' } })).status).toBe(200)
     const job = await new SyncQueue(store).get(id, r.body.data.sync_id)
     expect(job).toMatchObject({ status: 'queued', sync_type: 'full', entities: ['customers', 'orders'], date_from: Date.UTC(2025, 0, 1), date_to: Date.UTC(2025, 3, 1) })
     expectCommonError(await call('POST', `${BASE}/${id}/sync`, { date_from: '2025-02-01', date_to: '2025-01-01' }), 400)

@@ -130,7 +130,7 @@ export const SyncQueued = z.strictObject({
   sync_id: z.string(),
   status: z.literal('queued'),
   estimated_time: Duration,
-  webhook_url: z.string().nullable(),
+  webhook_url: z.string().meta({ description: "The configured webhook_url, or without one the integration's detail path, where the outcome can be read (docs/integrations.md)" }),
   queue_position: z.int().min(1),
 })
 
