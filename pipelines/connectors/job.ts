@@ -312,19 +312,11 @@ class PageProcessor {
 }
 
 async function notify(job: SyncJob, integration: IntegrationRecord, deps: JobDeps, event: 'sync.completed' | 'sync.failed', ms: number): Promise<SyncJob> {
+  // What both notifications say of the sync.
+  const about = { sync_id: job.sync_id, integration_id: job.integration_id, tenant_id: job.tenant_id, integration_type: integration.integration_type, status: job.status, duration: seconds(ms) }
   const [webhook, email] = await Promise.all([
-    notifyByWebhook(job, integration, deps, event, ms),
-    notifyEmail(deps.mail ?? null, integration.configuration.notification_emails ?? [], {
-      event,
-      sync_id: job.sync_id,
-      integration_id: job.integration_id,
-      tenant_id: job.tenant_id,
-      integration_type: integration.integration_type,
-      status: job.status,
-      duration: seconds(ms),
-      published: job.stats?.events_published ?? null,
-      error: job.error,
-    }, { sleep: deps.sleep, now: deps.now }),
+    notifyByWebhook(job, integration, deps, event, about),
+    notifyEmail(deps.mail ?? null, integration.configuration.notification_emails ?? [], { event, ...about, published: job.stats?.events_published ?? null, error: job.error }, { sleep: deps.sleep, now: deps.now }),
   ])
   if (email.status === 'failed') deps.logger.warn({ integration_id: job.integration_id, sync_id: job.sync_id, error: email.error }, 'sync e-mail not delivered')
   const out = { ...job, notification: { ...webhook, email } }
@@ -332,7 +324,7 @@ async function notify(job: SyncJob, integration: IntegrationRecord, deps: JobDep
   return out
 }
 
-async function notifyByWebhook(job: SyncJob, integration: IntegrationRecord, deps: JobDeps, event: 'sync.completed' | 'sync.failed', ms: number): Promise<Notification> {
+async function notifyByWebhook(job: SyncJob, integration: IntegrationRecord, deps: JobDeps, event: 'sync.completed' | 'sync.failed', about: Record<string, unknown>): Promise<Notification> {
   const c = integration.configuration
   let notification: Notification
   if (!c.webhook_url || !c.webhook_notifications) {
@@ -355,17 +347,12 @@ async function notifyByWebhook(job: SyncJob, integration: IntegrationRecord, dep
       c.webhook_url,
       event,
       {
-        sync_id: job.sync_id,
-        integration_id: job.integration_id,
-        tenant_id: job.tenant_id,
-        integration_type: integration.integration_type,
-        status: job.status,
+        ...about,
         sync_type: job.sync_type,
         entities: job.entities,
         window: job.checkpoint ? { from: job.checkpoint.window_from, to: new Date(job.checkpoint.window_to).toISOString() } : null,
         queued_at: new Date(job.queued_at).toISOString(),
         finished_at: job.finished_at === null ? null : new Date(job.finished_at).toISOString(),
-        duration: seconds(ms),
         attempts: job.attempt,
         stats: job.stats,
         error: job.error,
