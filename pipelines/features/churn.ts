@@ -26,6 +26,15 @@ export const CHURN_DEFINITIONS: Readonly<Record<ChurnRisk, string>> = {
   churned: 'Over 90 days since the last order (91+ days)',
 }
 
+/**
+ * The churn rate, one definition for the dashboard, /churn and the processing results: churned
+ * customers ÷ customers with a churn level (those with at least one counting order; a customer who
+ * never bought can neither churn nor stay), a fraction with 4 decimals, 0 without any.
+ */
+export function churnRate(churned: number, withLevel: number): number {
+  return withLevel > 0 ? Math.round((churned / withLevel) * 10_000) / 10_000 : 0
+}
+
 export function churnRisk(daysSinceLastOrder: number): ChurnRisk {
   if (Number.isNaN(daysSinceLastOrder)) throw new RangeError('days since last order is NaN')
   const d = Math.floor(daysSinceLastOrder)

@@ -12,6 +12,7 @@ import { buildTenantModel } from './model.ts'
 import { featureRow } from './rows.ts'
 import { loadModels, saveModel, writeSegmentSnapshot } from './feature-store.ts'
 import { SEGMENTS } from './segments.ts'
+import { churnRate } from './churn.ts'
 import type { Analysis, ProcessingEngine, ProcessingResults, RunOptions } from './analyses.ts'
 
 /**
@@ -221,7 +222,7 @@ export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine {
       results.churn = {
         processed: scored.length,
         at_risk: atRisk,
-        churn_rate: scored.length ? Math.round((churned / scored.length) * 10000) / 10000 : 0,
+        churn_rate: churnRate(churned, scored.filter((v) => v.churn_risk !== null).length),
         processing_time: seconds(scoreMs),
       }
     }

@@ -227,6 +227,20 @@ describe('segment performance', () => {
   })
 })
 
+describe('one churn rate', () => {
+  it('the dashboard and /churn give the same churn rate for the same tenant and filters', async () => {
+    for (const filter of ['', '&segments=At%20Risk,Hibernating', '&exclude_segments=Champions', '&min_value=50', '&customer_ids=2,3,6,7']) {
+      const dash = await get(`/api/v2/cdp/analytics/dashboard?tenant_id=${T}${filter}`)
+      const churn = await get(`/api/v2/cdp/analytics/churn?tenant_id=${T}${filter}`)
+      expect([dash.status, churn.status]).toEqual([200, 200])
+      expect(dash.body.data.kpis.churn_rate, filter).toBe(churn.body.data.overview.churn_rate)
+    }
+    // Two of the filters by hand: At Risk + Hibernating are 2, 3, 5, 8, all churned; 2, 3, 6, 7 hold two churned of three with a level.
+    expect((await get(`/api/v2/cdp/analytics/dashboard?tenant_id=${T}&segments=At%20Risk,Hibernating`)).body.data.kpis.churn_rate).toBe(1)
+    expect((await get(`/api/v2/cdp/analytics/dashboard?tenant_id=${T}&customer_ids=2,3,6,7`)).body.data.kpis.churn_rate).toBe(0.6667)
+  })
+})
+
 describe('dashboard', () => {
   it('month: KPIs, trends, segments, alerts', async () => {
     const { status, body } = await get(`/api/v2/cdp/analytics/dashboard?tenant_id=${T}`)
@@ -237,7 +251,8 @@ describe('dashboard', () => {
     // Window [2025-05-16, now]; previous [2025-04-15, 2025-05-16).
     expect(d.kpis).toEqual({
       total_customers: 8, active_customers: 2, total_revenue: 520, avg_order_value: 260,
-      customer_lifetime_value: 214.29, churn_rate: 0.625, nps_score: null,
+      // Churned ÷ customers with a churn level (5 of the 7 who bought; customer 7 never did), as /churn and processing count it.
+      customer_lifetime_value: 214.29, churn_rate: 0.7143, nps_score: null,
     })
     expect(keys(d.trends.revenue)).toEqual(['change', 'chart', 'current', 'previous'])
     expect(d.trends.revenue).toMatchObject({ current: 520, previous: 30, change: '+1633.33%' })

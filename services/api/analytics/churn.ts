@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { CHURN_DEFINITIONS, CHURN_RISKS, CHURN_THRESHOLDS } from '../../../pipelines/features/churn.ts'
+import { CHURN_DEFINITIONS, CHURN_RISKS, CHURN_THRESHOLDS, churnRate } from '../../../pipelines/features/churn.ts'
 import { CommonQuery, boolParam, limitParam, offsetParam } from './options.ts'
 import { customerFilter, type SqlFilter } from './filters.ts'
 import { customerScope } from './customers.ts'
@@ -140,7 +140,7 @@ async function body(ctx: AnalyticsContext, q: ChurnOptions) {
     data: {
       overview: {
         total_customers: total,
-        churn_rate: ratio(count('churned'), total) ?? 0,
+        churn_rate: churnRate(count('churned'), total),
         monthly_churn_rate: ratio(num(w.crossed), num(w.existed_prev) - num(w.churned_prev)),
         at_risk_count: count('at_risk') + count('churning'),
         save_rate: ratio(num(w.saved), num(w.was_at_risk)),

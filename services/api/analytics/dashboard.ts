@@ -7,6 +7,7 @@ import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
 import { customerScope, scopeClause } from './customers.ts'
 import { tenantWide } from './summary.ts'
 import { SEGMENTS } from '../../../pipelines/features/segments.ts'
+import { churnRate } from '../../../pipelines/features/churn.ts'
 
 const DAY = 86_400_000
 /** Churned = more than this many days without a counting order (the churn model's boundary). */
@@ -43,7 +44,8 @@ export async function dashboardBody(ctx: AnalyticsContext, q: DashboardOptions) 
   // period is the dashboard's window, date_from/date_to do not apply; the other filters choose customers.
   const scope = customerScope(q, now, ['period', 'date_from', 'date_to'])
   const inScope = scopeClause(scope)
-  const p = { ...scope.params, from: win.from, to: win.to, prev_from: win.prevFrom, churn_from: win.from - CHURN_DAYS * DAY, churn_to: now - CHURN_DAYS * DAY, segments: SEGMENTS }
+  // segment_order, not segments: the customer filter binds its own `segments` list.
+  const p = { ...scope.params, from: win.from, to: win.to, prev_from: win.prevFrom, churn_from: win.from - CHURN_DAYS * DAY, churn_to: now - CHURN_DAYS * DAY, segment_order: SEGMENTS }
   const ts = (name: string) => `fromUnixTimestamp64Milli({${name}:Int64}, 'UTC')`
   // Without a customer filter, every part comes from the tenant summary (summary.ts) of this period.
   const wide = <T>(name: string, live: () => Promise<T>) => tenantWide(ctx, q.tenant_id, `dashboard.${q.period}.${name}`, !scope.filtered, live)
@@ -53,9 +55,9 @@ export async function dashboardBody(ctx: AnalyticsContext, q: DashboardOptions) 
     // placed before the window's end (order_times / order_cents of its feature row) the orders and
     // revenue in the window and the one before it, first and last order, and the window's revenue
     // per day (sumMap of day index → cents).
-    wide('customers', () => select<{ total: number; churned: number; clv: number | null; active: number; orders: number; cents: number; prev_cents: number; new_customers: number; returning: number; lapsed: number; daily: [number[], number[]] }>(
+    wide('customers', () => select<{ total: number; churned: number; with_level: number; clv: number | null; active: number; orders: number; cents: number; prev_cents: number; new_customers: number; returning: number; lapsed: number; daily: [number[], number[]] }>(
       ctx.store,
-      `SELECT count() AS total, countIf(churn_risk = 'churned') AS churned, avgOrNull(clv) AS clv,
+      `SELECT count() AS total, countIf(churn_risk = 'churned') AS churned, countIf(churn_risk IS NOT NULL) AS with_level, avgOrNull(clv) AS clv,
               countIf(n_cur > 0) AS active, sum(n_cur) AS orders, sum(cents_cur) AS cents, sum(cents_prev) AS prev_cents,
               countIf(notEmpty(ts) AND first_at >= {from:Int64}) AS new_customers,
               countIf(n_cur > 0 AND first_at < {from:Int64}) AS returning,
@@ -81,22 +83,22 @@ export async function dashboardBody(ctx: AnalyticsContext, q: DashboardOptions) 
     // A change published twice (at least once delivery) has another event_id but the same content: counted once.
     wide('movements', () => select<{ upgrades: number; downgrades: number }>(
       ctx.store,
-      `SELECT uniqExactIf(key, indexOf({segments:Array(String)}, segment) < indexOf({segments:Array(String)}, previous_segment)) AS upgrades,
-              uniqExactIf(key, indexOf({segments:Array(String)}, segment) > indexOf({segments:Array(String)}, previous_segment)) AS downgrades
+      `SELECT uniqExactIf(key, indexOf({segment_order:Array(String)}, segment) < indexOf({segment_order:Array(String)}, previous_segment)) AS upgrades,
+              uniqExactIf(key, indexOf({segment_order:Array(String)}, segment) > indexOf({segment_order:Array(String)}, previous_segment)) AS downgrades
        FROM (
          SELECT tuple(customer_id, occurred_at, previous_segment, segment) AS key, assumeNotNull(previous_segment) AS previous_segment, assumeNotNull(segment) AS segment
          FROM segment_changes FINAL
          WHERE tenant_id = {tenant_id:UInt64} AND previous_segment IS NOT NULL AND segment IS NOT NULL
-           AND has({segments:Array(String)}, previous_segment) AND has({segments:Array(String)}, segment)
+           AND has({segment_order:Array(String)}, previous_segment) AND has({segment_order:Array(String)}, segment)
            AND occurred_at >= ${ts('from')} AND occurred_at < ${ts('to')}${inScope}
        )`,
       p,
     )),
   ])
 
-  const c = customers[0] ?? { total: 0, churned: 0, clv: null, active: 0, orders: 0, cents: 0, prev_cents: 0, new_customers: 0, returning: 0, lapsed: 0, daily: [[], []] }
+  const c = customers[0] ?? { total: 0, churned: 0, with_level: 0, clv: null, active: 0, orders: 0, cents: 0, prev_cents: 0, new_customers: 0, returning: 0, lapsed: 0, daily: [[], []] }
   const totalCustomers = Number(c.total)
-  const churnRate = totalCustomers ? Math.round((Number(c.churned) / totalCustomers) * 10_000) / 10_000 : 0
+  const churn = churnRate(Number(c.churned), Number(c.with_level))
   const revenue = round2(Number(c.cents) / 100)
   const prevRevenue = round2(Number(c.prev_cents) / 100)
   const nOrders = Number(c.orders)
@@ -113,8 +115,8 @@ export async function dashboardBody(ctx: AnalyticsContext, q: DashboardOptions) 
   const change = signedPct(revenue, prevRevenue)
 
   const alerts: { type: string; message: string; action: string }[] = []
-  if (churnRate > ALERT_RULES.churnRate) {
-    alerts.push({ type: 'churn', message: `Churn rate is ${round2(churnRate * 100)}% (above ${ALERT_RULES.churnRate * 100}%)`, action: 'Run a win-back campaign for churned and at-risk customers' })
+  if (churn > ALERT_RULES.churnRate) {
+    alerts.push({ type: 'churn', message: `Churn rate is ${round2(churn * 100)}% (above ${ALERT_RULES.churnRate * 100}%)`, action: 'Run a win-back campaign for churned and at-risk customers' })
   }
   if (prevRevenue > 0 && (100 * (revenue - prevRevenue)) / prevRevenue < ALERT_RULES.revenueDropPct) {
     alerts.push({ type: 'revenue', message: `Revenue ${change} against the previous ${q.period}`, action: 'Review campaigns, stock and pricing of the period' })
@@ -134,7 +136,7 @@ export async function dashboardBody(ctx: AnalyticsContext, q: DashboardOptions) 
         total_revenue: revenue,
         avg_order_value: nOrders ? round2(revenue / nOrders) : 0,
         customer_lifetime_value: c.clv === null ? null : round2(Number(c.clv)),
-        churn_rate: churnRate,
+        churn_rate: churn,
         nps_score: null,
       },
       trends: {
