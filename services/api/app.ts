@@ -9,6 +9,7 @@ import { processRouter } from './process-routes.ts'
 import type { ProcessingDeps } from '../../pipelines/processing/deps.ts'
 import { errorHandler, notFound } from './errors.ts'
 import { analyticsRouter, type AnalyticsDeps } from './analytics/router.ts'
+import { customerRecordRouter } from './analytics/customer-record.ts'
 import { docsRouter } from './docs-routes.ts'
 import { openApiDocument } from './openapi.ts'
 import { JSON_BODY_LIMIT_MB } from './routes.ts'
@@ -74,7 +75,10 @@ export function createApp(deps: ApiDeps): Express {
   app.use(ingestRouter({ log: deps.log, codec: deps.codec, store: deps.store }))
   if (deps.tenantSettings) app.use(deps.tenantSettings)
   if (deps.processing) app.use(processRouter(deps.processing))
-  if (deps.analytics) app.use(analyticsRouter(deps.analytics))
+  if (deps.analytics) {
+    app.use(analyticsRouter(deps.analytics))
+    app.use(customerRecordRouter(deps.analytics))
+  }
   if (deps.integrations) app.use(deps.integrations)
   if (deps.audienceSyncs) app.use(deps.audienceSyncs)
   app.use(notFound)

@@ -43,7 +43,7 @@ export type CustomersOptions = CommonOptions & { limit: number; offset: number }
 
 const text = z.string().nullable()
 /** One item of the spec's "Customer (list item)", every field present. */
-const CustomerItemSchema = z.strictObject({
+export const CustomerItemSchema = z.strictObject({
   profile_id: z.string(),
   email: text,
   first_name: text,
@@ -128,7 +128,8 @@ async function count(ctx: AnalyticsContext, q: CustomersOptions): Promise<number
   return Number(row?.n ?? 0)
 }
 
-async function page(ctx: AnalyticsContext, q: CustomersOptions, limit: number, offset: number): Promise<CustomerItem[]> {
+/** A page of list items of the scope, in customer id order (the list, its export and the per-customer record). */
+export async function customerPage(ctx: AnalyticsContext, q: CustomersOptions, limit: number, offset: number): Promise<CustomerItem[]> {
   const s = customerScope(q, ctx.now())
   // The page is chosen on customer_features alone; profiles and demographics are joined for its ids only.
   const rows = await select<Row>(
@@ -186,7 +187,7 @@ export const customersEndpoint: AnalyticsEndpoint<CustomersOptions, CustomerItem
   overview: false,
   cacheTtlMs: PROCESSING_RESULTS_TTL_MS,
   async body(ctx, q) {
-    const [total, customers] = await Promise.all([count(ctx, q), page(ctx, q, q.limit, q.offset)])
+    const [total, customers] = await Promise.all([count(ctx, q), customerPage(ctx, q, q.limit, q.offset)])
     return {
       success: true,
       data: {
@@ -207,6 +208,6 @@ export const customersEndpoint: AnalyticsEndpoint<CustomersOptions, CustomerItem
     ).map(col),
     count,
     /** Every customer of the scope (not just the page), in customer id order, at most `limit`. */
-    rows: (ctx, q, limit) => page(ctx, q, limit, 0),
+    rows: (ctx, q, limit) => customerPage(ctx, q, limit, 0),
   },
 }
