@@ -10,6 +10,7 @@ import type { ProcessingDeps } from '../../pipelines/processing/deps.ts'
 import { errorHandler, notFound } from './errors.ts'
 import { analyticsRouter, type AnalyticsDeps } from './analytics/router.ts'
 import { customerRecordRouter } from './analytics/customer-record.ts'
+import { clvValidationRouter } from './analytics/clv-validation.ts'
 import { docsRouter } from './docs-routes.ts'
 import { openApiDocument } from './openapi.ts'
 import { JSON_BODY_LIMIT_MB } from './routes.ts'
@@ -78,6 +79,7 @@ export function createApp(deps: ApiDeps): Express {
   if (deps.analytics) {
     app.use(analyticsRouter(deps.analytics))
     app.use(customerRecordRouter(deps.analytics))
+    app.use(clvValidationRouter(deps.analytics))
   }
   if (deps.integrations) app.use(deps.integrations)
   if (deps.audienceSyncs) app.use(deps.audienceSyncs)

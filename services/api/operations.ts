@@ -1,6 +1,7 @@
 import type { RouteGroup } from './routes.ts'
 import { ANALYTICS_ROUTES } from './analytics/operations.ts'
 import { CUSTOMER_RECORD_ROUTES } from './analytics/customer-record.ts'
+import { CLV_VALIDATION_ROUTES } from './analytics/clv-validation.ts'
 import { PROCESSING_ROUTES } from './process-operations.ts'
 import { INGEST_ROUTES } from './ingest-operations.ts'
 import { TENANT_ROUTES } from './tenant-settings-routes.ts'
@@ -18,6 +19,7 @@ import { DOCS_ROUTES } from './docs-routes.ts'
 export const ROUTE_GROUPS: readonly RouteGroup[] = [
   ANALYTICS_ROUTES,
   CUSTOMER_RECORD_ROUTES,
+  CLV_VALIDATION_ROUTES,
   PROCESSING_ROUTES,
   TENANT_ROUTES,
   INGEST_ROUTES,
