@@ -105,7 +105,7 @@ describe.skipIf(!fs.existsSync(RETAIL))('a real shop history (UCI Online Retail;
     expect(put.body.data).toMatchObject({ currency: 'GBP', reference_date: 'data_end', effective_reference_date: '2011-12-09' })
     const run = await api('POST', `/api/v2/cdp/process/${TENANT}`, { analyses: ['rfm', 'clv', 'churn'], force: true })
     expect(run.status).toBe(200)
-    expect(run.body.metadata).toEqual({ reference_date: '2011-12-09', reference_date_setting: 'data_end', reference_date_source: 'setting' })
+    expect(run.body.metadata).toEqual({ reference_date: '2011-12-09', reference_date_setting: 'data_end', reference_date_source: 'setting', clv_model: 'mbgnbd', clv_method: 'maximum_likelihood' })
 
     // Churn levels as of 2011-12-09 equal a count from the file.
     const expected: Record<string, number> = { active: 0, at_risk: 0, churning: 0, churned: 0 }
