@@ -1,0 +1,161 @@
+/**
+ * The identity graph of a tenant: source customers are nodes, shared identifiers join them, and a
+ * profile (one person) is a connected component. Pure and deterministic: the same customers give
+ * the same profiles whatever order they arrived in (docs/identity.md).
+ *
+ * - Guard: an identifier carried by more source customers than `maxCustomersPerIdentifier` links
+ *   none of them (a family e-mail, a shop's own phone typed for every walk-in order) and is
+ *   reported in `blocked`, for an alert.
+ * - Only the kinds in `mergeKinds` link (per-tenant setting: a shop whose national ids are
+ *   unreliable can turn them off).
+ * - Exclusions (an admin's split) remove one identifier from one customer before linking.
+ * - A profile's id is its oldest member's customer id (first seen, then the smaller id): a merge
+ *   keeps the older profile's id, a split gives the part that lost the oldest member its own
+ *   oldest member's id.
+ */
+import { identifierKey, type Identifier, type IdentifierKind, IDENTIFIER_KINDS } from './identifiers.ts'
+
+export interface IdentitySettings {
+  mergeKinds: readonly IdentifierKind[]
+  maxCustomersPerIdentifier: number
+}
+
+export const DEFAULT_IDENTITY_SETTINGS: IdentitySettings = { mergeKinds: IDENTIFIER_KINDS, maxCustomersPerIdentifier: 5 }
+
+export interface SourceCustomer {
+  customerId: number
+  /** When the customer was first seen (epoch ms): decides which profile id survives a merge. */
+  firstSeenAt: number
+  identifiers: readonly Identifier[]
+}
+
+/** An admin's split: this customer's identifier links nothing. */
+export interface Exclusion {
+  customerId: number
+  identifier: string
+}
+
+/** Why members are in one profile: an identifier they share, and who shares it. */
+export interface Link {
+  identifier: string
+  customers: number[]
+}
+
+export interface Profile {
+  profileId: number
+  /** Oldest first. */
+  members: number[]
+  links: Link[]
+}
+
+export interface Resolution {
+  profiles: Profile[]
+  profileOf: Map<number, number>
+  /** Identifiers that did not link (too many customers carry them), with their count. */
+  blocked: { identifier: string; customers: number }[]
+}
+
+export function resolveProfiles(customers: readonly SourceCustomer[], settings: IdentitySettings = DEFAULT_IDENTITY_SETTINGS, exclusions: readonly Exclusion[] = []): Resolution {
+  const byId = new Map<number, SourceCustomer>()
+  for (const c of customers) byId.set(c.customerId, c)
+  const excluded = new Set(exclusions.map((e) => `${e.customerId}\u0000${e.identifier}`))
+  const kinds = new Set(settings.mergeKinds)
+  // identifier key → the customers carrying it.
+  const carriers = new Map<string, number[]>()
+  for (const c of byId.values()) {
+    for (const i of c.identifiers) {
+      if (!kinds.has(i.kind)) continue
+      const key = identifierKey(i)
+      if (excluded.has(`${c.customerId}\u0000${key}`)) continue
+      const list = carriers.get(key)
+      if (list) {
+        if (list[list.length - 1] !== c.customerId) list.push(c.customerId)
+      } else carriers.set(key, [c.customerId])
+    }
+  }
+  const parent = new Map<number, number>()
+  const find = (x: number): number => {
+    let root = x
+    while (parent.get(root) !== root) root = parent.get(root)!
+    for (let n = x; n !== root; ) {
+      const next = parent.get(n)!
+      parent.set(n, root)
+      n = next
+    }
+    return root
+  }
+  for (const id of byId.keys()) parent.set(id, id)
+  const blocked: Resolution['blocked'] = []
+  const links: Link[] = []
+  for (const [identifier, list] of carriers) {
+    if (list.length < 2) continue
+    if (list.length > settings.maxCustomersPerIdentifier) {
+      blocked.push({ identifier, customers: list.length })
+      continue
+    }
+    links.push({ identifier, customers: [...list].sort((a, b) => a - b) })
+    const a = find(list[0]!)
+    for (const c of list.slice(1)) {
+      const b = find(c)
+      if (a !== b) parent.set(b, a)
+    }
+  }
+  // Members per component, oldest first; the oldest names the profile.
+  const older = (a: number, b: number) => byId.get(a)!.firstSeenAt - byId.get(b)!.firstSeenAt || a - b
+  const components = new Map<number, number[]>()
+  for (const id of byId.keys()) {
+    const r = find(id)
+    const m = components.get(r)
+    if (m) m.push(id)
+    else components.set(r, [id])
+  }
+  const profileOf = new Map<number, number>()
+  const profiles: Profile[] = []
+  const linksOf = new Map<number, Link[]>()
+  for (const l of links) {
+    const r = find(l.customers[0]!)
+    const list = linksOf.get(r)
+    if (list) list.push(l)
+    else linksOf.set(r, [l])
+  }
+  for (const [root, members] of components) {
+    members.sort(older)
+    const profileId = members[0]!
+    for (const m of members) profileOf.set(m, profileId)
+    profiles.push({ profileId, members, links: (linksOf.get(root) ?? []).sort((a, b) => (a.identifier < b.identifier ? -1 : a.identifier > b.identifier ? 1 : 0)) })
+  }
+  profiles.sort((a, b) => a.profileId - b.profileId)
+  blocked.sort((a, b) => b.customers - a.customers || (a.identifier < b.identifier ? -1 : 1))
+  return { profiles, profileOf, blocked }
+}
+
+export type ProfileChange =
+  /** `profile_id` absorbed the profiles in `merged` (their members now belong to it). */
+  | { type: 'merged'; profile_id: number; merged: number[]; members: number[] }
+  /** The profile `profile_id` was split into `into` (one of them may keep its id). */
+  | { type: 'split'; profile_id: number; into: number[] }
+
+/**
+ * What changed between two resolutions of the same customers (new customers joining an existing
+ * profile count as a merge only when they bring another profile with them). Deterministic order.
+ */
+export function profileChanges(before: ReadonlyMap<number, number>, after: Resolution): ProfileChange[] {
+  const out: ProfileChange[] = []
+  for (const p of after.profiles) {
+    const previous = [...new Set(p.members.map((m) => before.get(m)).filter((x): x is number => x !== undefined))].sort((a, b) => a - b)
+    const absorbed = previous.filter((id) => id !== p.profileId)
+    if (absorbed.length > 0 && previous.length > 1) out.push({ type: 'merged', profile_id: p.profileId, merged: absorbed, members: p.members })
+  }
+  const successors = new Map<number, Set<number>>()
+  for (const [customer, old] of before) {
+    const now = after.profileOf.get(customer)
+    if (now === undefined) continue
+    const s = successors.get(old) ?? new Set<number>()
+    s.add(now)
+    successors.set(old, s)
+  }
+  for (const [old, next] of [...successors].sort((a, b) => a[0] - b[0])) {
+    if (next.size > 1) out.push({ type: 'split', profile_id: old, into: [...next].sort((a, b) => a - b) })
+  }
+  return out
+}

@@ -1,0 +1,123 @@
+/**
+ * Identity resolution, the pure core: identifiers normalised so one person's spellings meet,
+ * placeholders refused, profiles as connected components with the guard, settings, splits, stable
+ * ids whatever the arrival order, and the merge/split events between two resolutions.
+ */
+import { describe, expect, it } from 'vitest'
+import { identifiersOf, normalizeEmail, normalizeNationalId, normalizePhone, normalizeSourceId } from '../../pipelines/identity/identifiers.ts'
+import { DEFAULT_IDENTITY_SETTINGS, profileChanges, resolveProfiles, type SourceCustomer } from '../../pipelines/identity/graph.ts'
+import { formatPhone, type PhoneStyle } from '../../pipelines/ingest/synthetic/identity.ts'
+
+describe('identifiers', () => {
+  it('e-mails: trimmed and lower-cased; placeholders and malformed ones are none', () => {
+    expect(normalizeEmail('  Ana.Perez+compras@Gmail.COM ')).toBe('ana.perez+compras@gmail.com')
+    for (const bad of ['sin@email.com', 'SIN@MAIL.COM', 'noreply@shop.com.ar', 'test@test.com', 'ana@example.com', 'ana', 'ana@', '@gmail.com', 'ana@gmail', 'a b@gmail.com', '', null, undefined]) {
+      expect(normalizeEmail(bad), String(bad)).toBeNull()
+    }
+  })
+
+  it('phones: every way an Argentine writes one mobile is one E.164 value without the mobile 9', () => {
+    const phone = { areaCode: '11', subscriber: '41234567' }
+    const styles: PhoneStyle[] = ['international', 'domestic', 'compact', 'domestic15', 'e164']
+    expect(new Set(styles.map((s) => normalizePhone(formatPhone(phone, s))))).toEqual(new Set(['+541141234567']))
+    const cordoba = { areaCode: '351', subscriber: '5123456' }
+    expect(new Set(styles.map((s) => normalizePhone(formatPhone(cordoba, s))))).toEqual(new Set(['+543515123456']))
+    const rio = { areaCode: '2966', subscriber: '412345' }
+    expect(new Set(styles.map((s) => normalizePhone(formatPhone(rio, s))))).toEqual(new Set(['+542966412345']))
+    expect(normalizePhone('(011) 4123-4567')).toBe('+541141234567')
+    expect(normalizePhone('54 11 4123 4567')).toBe('+541141234567')
+    expect(normalizePhone('0054 9 11 4123-4567')).toBe('+541141234567')
+    // Another country's number keeps its code; nonsense and placeholders are none.
+    expect(normalizePhone('+34 612 345 678')).toBe('+34612345678')
+    expect(normalizePhone('+1 (415) 555-0100')).toBe('+14155550100')
+    for (const bad of ['', '123', '0000000000', '1111111111', '011 0000-0000', '1234567890', '+54 11 4123', 'sin telefono', null]) expect(normalizePhone(bad), String(bad)).toBeNull()
+  })
+
+  it('national ids: the DNI, or the DNI inside a valid CUIL; companies and placeholders are none', () => {
+    expect(normalizeNationalId('DNI 27.456.123')).toBe('27456123')
+    expect(normalizeNationalId('20-27456123-9')).toBe('27456123')
+    expect(normalizeNationalId('20274561239')).toBe('27456123')
+    expect(normalizeNationalId('20-27456123-5')).toBeNull() // wrong check digit
+    expect(normalizeNationalId('30-71234567-1')).toBeNull() // a company
+    for (const placeholder of ['00000000', '11111111', '12345678', '1234567']) expect(normalizeNationalId(placeholder), placeholder).toBeNull()
+    expect(normalizeSourceId(' marketplace ', ' 88123 ')).toBe('marketplace:88123')
+    expect(normalizeSourceId('marketplace', '  ')).toBeNull()
+  })
+
+  it("a customer's identifiers: each usable one once", () => {
+    expect(identifiersOf({ email: 'Ana@B.com', phone: '011 4123 4567', national_id: 'sin dni', source_ids: [{ source: 'mp', id: '1' }, { source: 'mp', id: '1' }] })).toEqual([
+      { kind: 'email', value: 'ana@b.com' },
+      { kind: 'phone', value: '+541141234567' },
+      { kind: 'source_id', value: 'mp:1' },
+    ])
+  })
+})
+
+const c = (customerId: number, firstSeenAt: number, ids: Record<string, string | undefined>): SourceCustomer => ({
+  customerId,
+  firstSeenAt,
+  identifiers: identifiersOf({ email: ids.email, phone: ids.phone, national_id: ids.dni }),
+})
+
+describe('profiles', () => {
+  const people = [
+    c(10, 500, { email: 'ana@gmail.com', phone: '+54 9 11 4123-4567' }), // commerce platform
+    c(20, 300, { email: 'ANA@gmail.com ', dni: '20-27456123-9' }), // marketplace, seen first
+    c(30, 900, { phone: '011 15 4123-4567' }), // a third account: only the phone
+    c(40, 100, { email: 'juan@hotmail.com' }),
+    c(50, 200, { email: 'juan.p@hotmail.com', dni: '30.987.654' }),
+  ]
+
+  it('joins accounts that share an identifier, transitively; the oldest member names the profile; links say why', () => {
+    const r = resolveProfiles(people)
+    expect(r.profiles.map((p) => [p.profileId, p.members])).toEqual([
+      [20, [20, 10, 30]],
+      [40, [40]],
+      [50, [50]],
+    ])
+    expect(r.profiles[0]!.links).toEqual([
+      { identifier: 'email:ana@gmail.com', customers: [10, 20] },
+      { identifier: 'phone:+541141234567', customers: [10, 30] },
+    ])
+    expect(r.blocked).toEqual([])
+  })
+
+  it('is the same whatever order the customers arrive in', () => {
+    const want = resolveProfiles(people)
+    let seed = 7
+    const rnd = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31)
+    for (let k = 0; k < 25; k++) {
+      const shuffled = [...people].sort(() => rnd() - 0.5)
+      expect(resolveProfiles(shuffled)).toEqual(want)
+    }
+  })
+
+  it('an identifier carried by too many customers links none of them and is reported; the limit is a setting', () => {
+    const family = Array.from({ length: 6 }, (_, i) => c(100 + i, i, { email: 'familia.gomez@gmail.com', phone: i === 0 || i === 1 ? '+54 9 11 5555-1212' : undefined }))
+    const r = resolveProfiles(family)
+    expect(r.blocked).toEqual([{ identifier: 'email:familia.gomez@gmail.com', customers: 6 }])
+    // Only the two who share a phone too are one person.
+    expect(r.profiles.map((p) => p.members)).toEqual([[100, 101], [102], [103], [104], [105]])
+    expect(resolveProfiles(family, { ...DEFAULT_IDENTITY_SETTINGS, maxCustomersPerIdentifier: 6 }).profiles).toHaveLength(1)
+  })
+
+  it('per-tenant kinds: without national ids, a DNI links nobody', () => {
+    const twins = [c(1, 1, { dni: '27456123' }), c(2, 2, { dni: '20-27456123-9' })]
+    expect(resolveProfiles(twins).profiles).toHaveLength(1)
+    expect(resolveProfiles(twins, { ...DEFAULT_IDENTITY_SETTINGS, mergeKinds: ['email', 'phone', 'source_id'] }).profiles).toHaveLength(2)
+  })
+
+  it('a split removes one link; the merge and split events between two resolutions say what happened', () => {
+    const merged = resolveProfiles(people)
+    // The admin unlinks account 30's phone: it becomes its own profile; 10 and 20 stay together.
+    const split = resolveProfiles(people, DEFAULT_IDENTITY_SETTINGS, [{ customerId: 30, identifier: 'phone:+541141234567' }])
+    expect(split.profileOf.get(30)).toBe(30)
+    expect(split.profileOf.get(10)).toBe(20)
+    expect(profileChanges(merged.profileOf, split)).toEqual([{ type: 'split', profile_id: 20, into: [20, 30] }])
+    expect(profileChanges(split.profileOf, merged)).toEqual([{ type: 'merged', profile_id: 20, merged: [30], members: [20, 10, 30] }])
+    // A new customer joining one profile is no merge; one that bridges two is.
+    const bridged = resolveProfiles([...people, c(60, 950, { email: 'juan@hotmail.com', dni: '30987654' })])
+    expect(profileChanges(merged.profileOf, bridged)).toEqual([{ type: 'merged', profile_id: 40, merged: [50], members: [40, 50, 60] }])
+    expect(profileChanges(merged.profileOf, merged)).toEqual([])
+  })
+})
