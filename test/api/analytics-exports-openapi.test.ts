@@ -3,8 +3,8 @@ import type { AddressInfo } from 'node:net'
 import express from 'express'
 import ExcelJS from 'exceljs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { sendExport, csvField, EXPORT_ROW_LIMIT, type ExportFormat } from '../../services/api/analytics/exports.ts'
-import type { ExportColumn } from '../../services/api/analytics/endpoint.ts'
+import { sendExport, sendTables, csvField, EXPORT_ROW_LIMIT, type ExportFormat } from '../../services/api/analytics/exports.ts'
+import { isBodyExport, type ExportColumn, type ExportTable } from '../../services/api/analytics/endpoint.ts'
 import { ANALYTICS_ENDPOINTS } from '../../services/api/analytics/endpoints.ts'
 import { errorHandler } from '../../services/api/errors.ts'
 import { createApp } from '../../services/api/app.ts'
@@ -13,6 +13,7 @@ import { ROUTE_GROUPS } from '../../services/api/operations.ts'
 import type { EventLog } from '../../common/eventlog/port.ts'
 import type { EventCodec } from '../../common/eventlog/codec.ts'
 import { silentLogger } from '../helpers.ts'
+import { parseCsv } from './export-files.ts'
 
 interface Row {
   id: number
@@ -38,55 +39,26 @@ const ROWS: Row[] = [
   { id: 5, name: '@SUM(A1)', city: '-2+3', amount: 0.1, active: true },
 ]
 
-/** Strict RFC 4180 parser: CRLF records, quoted fields with doubled quotes; throws on anything else. */
-function parseCsv(text: string): string[][] {
-  const records: string[][] = []
-  let i = 0
-  let field = ''
-  let record: string[] = []
-  while (i < text.length) {
-    if (text[i] === '"') {
-      i++
-      for (;;) {
-        if (i >= text.length) throw new Error('unterminated quoted field')
-        if (text[i] === '"') {
-          if (text[i + 1] === '"') {
-            field += '"'
-            i += 2
-          } else {
-            i++
-            break
-          }
-        } else field += text[i++]
-      }
-      if (i < text.length && text[i] !== ',' && text[i] !== '\r') throw new Error(`garbage after a quoted field at ${i}`)
-    } else {
-      while (i < text.length && text[i] !== ',' && text[i] !== '\r') {
-        if (text[i] === '"' || text[i] === '\n') throw new Error(`bare ${JSON.stringify(text[i])} in an unquoted field at ${i}`)
-        field += text[i++]
-      }
-    }
-    if (text[i] === ',') {
-      record.push(field)
-      field = ''
-      i++
-    } else if (text[i] === '\r') {
-      if (text[i + 1] !== '\n') throw new Error(`CR without LF at ${i}`)
-      record.push(field)
-      records.push(record)
-      field = ''
-      record = []
-      i += 2
-    } else if (i >= text.length) {
-      throw new Error('last record does not end with CRLF')
-    }
-  }
-  return records
-}
-
 let server: http.Server
 let base = ''
 let source: () => AsyncIterable<Row> | Row[] = () => ROWS
+
+/** A file of three tables: the rows, totals (sharing the `amount` column), and an empty one. */
+interface Total {
+  label: string
+  amount: number
+  share: number | null
+}
+const TOTALS: Total[] = [
+  { label: '-total', amount: 1231.6, share: 1 },
+  { label: 'Ñandú, "neto"', amount: -3, share: null },
+]
+const TABLES = (rows: AsyncIterable<Row> | Row[] = ROWS): ExportTable[] => [
+  { name: 'clientes', columns, rows },
+  { name: 'totales', columns: [{ header: 'label', value: (t: Total) => t.label }, { header: 'amount', value: (t: Total) => t.amount }, { header: 'share', value: (t: Total) => t.share }], rows: TOTALS },
+  { name: 'vacía', columns: [{ header: 'note', value: () => 'x' }], rows: [] },
+]
+let tables: () => ExportTable[] = () => TABLES()
 
 async function* generate(n: number, failAfter?: number): AsyncIterable<Row> {
   for (let i = 1; i <= n; i++) {
@@ -113,6 +85,13 @@ beforeAll(async () => {
   app.get('/export/:format', async (req, res, next) => {
     try {
       await sendExport(res, req.params.format as ExportFormat, 'clientes-42', columns, source())
+    } catch (err) {
+      next(err)
+    }
+  })
+  app.get('/tables/:format', async (req, res, next) => {
+    try {
+      await sendTables(res, req.params.format as ExportFormat, 'informe-42', tables(), 'section')
     } catch (err) {
       next(err)
     }
@@ -202,6 +181,67 @@ describe('sendExport: json', () => {
     expect(res.headers.get('content-disposition')).toBe('attachment; filename="clientes-42.json"')
     expect(await res.json()).toEqual(ROWS.map((r) => ({ id: r.id, name: r.name, city: r.city, amount: r.amount, active: r.active })))
     expect(await (await get('json', () => [])).json()).toEqual([])
+  })
+})
+
+describe('sendTables: several tables in one file', () => {
+  const getTables = async (format: ExportFormat, make: () => ExportTable[] = () => TABLES()) => {
+    tables = make
+    return fetch(`${base}/tables/${format}`)
+  }
+
+  it('csv: one RFC 4180 table, the first column naming the table, then the union of the columns (the guard on every text cell)', async () => {
+    const res = await getTables('csv')
+    expect(res.headers.get('content-type')).toBe('text/csv; charset=utf-8')
+    expect(res.headers.get('content-disposition')).toBe('attachment; filename="informe-42.csv"')
+    const text = new TextDecoder('utf-8', { ignoreBOM: true }).decode(await res.arrayBuffer())
+    expect(text.startsWith('\uFEFFsection,id,name,city,amount,active,label,share,note\r\n')).toBe(true)
+    const records = parseCsv(text.slice(1))
+    expect(records.slice(1, 3)).toEqual([
+      ['clientes', '1', 'José "Pepe" Pérez, Jr.', 'Peñalolén', '1234.5', 'true', '', '', ''],
+      ['clientes', '2', 'línea 1\nlínea 2', 'Ñuñoa\r\nSantiago', '-3', 'false', '', '', ''],
+    ])
+    expect(records[4]).toEqual(['clientes', '4', `'=HYPERLINK("http://evil","x")`, "'+56 9 1234", '0', 'false', '', '', ''])
+    expect(records.slice(6)).toEqual([
+      ['totales', '', '', '', '1231.6', '', "'-total", '1', ''],
+      ['totales', '', '', '', '-3', '', 'Ñandú, "neto"', '', ''],
+    ])
+  })
+
+  it('json: an object of each table\'s rows under its name, every table present', async () => {
+    const res = await getTables('json')
+    expect(res.headers.get('content-disposition')).toBe('attachment; filename="informe-42.json"')
+    expect(await res.json()).toEqual({ clientes: ROWS, totales: TOTALS, vacía: [] })
+    expect(await (await getTables('json', () => TABLES([]))).json()).toEqual({ clientes: [], totales: TOTALS, vacía: [] })
+  })
+
+  it('excel: a sheet per table, named after it, each with its bold header and typed cells', async () => {
+    const res = await getTables('excel')
+    const wb = new ExcelJS.Workbook()
+    await wb.xlsx.load(Buffer.from(await res.arrayBuffer()) as unknown as ExcelJS.Buffer)
+    expect(wb.worksheets.map((ws) => ws.name)).toEqual(['clientes', 'totales', 'vacía'])
+    const [clientes, totales, vacia] = wb.worksheets
+    expect(clientes!.rowCount).toBe(ROWS.length + 1)
+    expect(clientes!.getRow(5).getCell(2).value).toBe('=HYPERLINK("http://evil","x")') // text, not a formula
+    expect(totales!.getRow(1).font?.bold).toBe(true)
+    expect([1, 2, 3].map((c) => totales!.getRow(1).getCell(c).value)).toEqual(['label', 'amount', 'share'])
+    expect([1, 2, 3].map((c) => totales!.getRow(2).getCell(c).value)).toEqual(['-total', 1231.6, 1])
+    expect(totales!.getRow(3).getCell(2).type).toBe(ExcelJS.ValueType.Number)
+    expect(vacia!.rowCount).toBe(1)
+  })
+
+  it('a later table failing after the first bytes drops the connection; failing before them is an error body', async () => {
+    const failing = (): ExportTable[] => [{ ...TABLES()[0]!, rows: slowly(generate(30_000)) }, { ...TABLES()[1]!, rows: generate(10, 0) }]
+    for (const format of ['csv', 'json', 'excel'] as const) {
+      const outcome = await getTables(format, failing).then(
+        (res) => res.arrayBuffer().then(() => `complete ${res.status}`, () => `truncated ${res.status}`),
+        () => 'no response',
+      )
+      expect(outcome, format).toBe('truncated 200')
+      const early = await getTables(format, () => [{ ...TABLES()[0]!, rows: generate(10, 0) }, TABLES()[1]!])
+      expect(early.status, format).toBe(500)
+      expect(early.headers.get('content-disposition')).toBeNull()
+    }
   })
 })
 
@@ -361,10 +401,9 @@ describe('OpenAPI document and /docs', () => {
       expect(op!.summary).toBeTruthy()
       expect(param(ep.path, 'tenant_id'), ep.path).toMatchObject({ in: 'query', required: true, schema: { type: 'integer' } })
       if (ep.ignores?.length) expect(op!.description).toContain(`Options that do not apply here: ${ep.ignores.join(', ')}`)
-      // format exactly where there is an export (elsewhere the server refuses it)
-      const format = param(ep.path, 'format')
-      if (ep.export) expect(enumOf(format)).toEqual(['csv', 'excel', 'json'])
-      else expect(format, ep.path).toBeUndefined()
+      // format on every endpoint (the spec lists it on all), documented with what it downloads
+      expect(enumOf(param(ep.path, 'format')), ep.path).toEqual(['csv', 'excel', 'json'])
+      expect(op!.description).toContain('`format=csv|excel|json` downloads')
       const segments = param(ep.path, 'segments')
       if (segments) {
         expect(segments.schema.type).toBe('array')
@@ -375,6 +414,35 @@ describe('OpenAPI document and /docs', () => {
       if (ids) expect((ids.schema.items as { type?: string }).type).toBe('integer')
       for (const p of op!.parameters ?? []) expect(p.schema.anyOf, `${ep.path} ${p.name}`).toBeUndefined()
     }
+  })
+
+  it('documents each export: the three media types of the 200, the file name and the JSON export\'s shape', () => {
+    const XLSX = 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet'
+    const shapes: Record<string, unknown> = {}
+    for (const ep of ANALYTICS_ENDPOINTS) {
+      const ok = doc.paths[ep.path]!.get!.responses['200'] as { content: Record<string, { schema: { anyOf?: Record<string, unknown>[] } }>; headers: Record<string, { description: string }> }
+      expect(Object.keys(ok.content), ep.path).toEqual(['application/json', 'text/csv', XLSX])
+      expect(ok.headers['Content-Disposition']!.description, ep.path).toMatch(/filename="[a-z-]+-<tenant_id>\.<csv\|xlsx\|json>"/)
+      const [body, file] = ok.content['application/json']!.schema.anyOf!
+      expect(body!.$ref, ep.path).toMatch(/^#\/components\/schemas\//)
+      // a list of rows (one table), or an object holding each table's rows under its name
+      shapes[ep.path.split('/analytics/').at(-1)!] = file!.type === 'array' ? ((file!.items as { $ref?: string }).$ref ?? 'rows') : Object.keys(file!.properties as object)
+      if (file!.type === 'object') expect(file!.required, ep.path).toEqual(Object.keys(file!.properties as object))
+      if (isBodyExport(ep.export) && ep.export.tableColumn) expect(ep.export.tableColumn, ep.path).toMatch(/^[a-z_]+$/)
+    }
+    expect(shapes).toEqual({
+      rfm: '#/components/schemas/RfmCustomer',
+      clv: '#/components/schemas/ClvCustomer',
+      churn: '#/components/schemas/AtRiskCustomer',
+      cohorts: 'rows',
+      'segments/performance': 'rows',
+      dashboard: ['daily', 'kpis'],
+      demographics: ['summary', 'age_analysis', 'gender_analysis', 'geographic_analysis', 'cross_demographic', 'marketing_segments'],
+      '/api/cdp/v2/customers': '#/components/schemas/CustomerItem',
+    })
+    // the cohort rows name their retention columns after the grain: one shape per grain
+    const cohorts = (doc.paths['/api/v2/cdp/analytics/cohorts']!.get!.responses['200'] as { content: Record<string, { schema: { anyOf: { items: { anyOf: { required: string[] }[] } }[] } }> }).content['application/json']!.schema.anyOf[1]!
+    expect(cohorts.items.anyOf.map((s) => s.required.filter((k) => /_3$/.test(k)))).toEqual([['day_3'], ['week_3'], ['month_3']])
   })
 
   it('lists the enum values of tier, sort_by and period', () => {

@@ -432,12 +432,15 @@ describe('exports over HTTP', () => {
     expect(xlsx.headers.get('content-disposition')).toBe(`attachment; filename="clv-${T}.xlsx"`)
   })
 
-  it('an endpoint without rows takes no format: 400', async () => {
-    for (const path of ['/rfm', '/cohorts', '/segments/performance', '/dashboard']) {
-      const r = await get(path, `tenant_id=${T}&format=csv`)
-      expect(r.status, path).toBe(400)
-      expect(r.body).toMatchObject({ success: false, error: 'Export not available' })
+  it('every analytics endpoint takes format (the spec lists it on all): the overviews download their tables', async () => {
+    for (const [path, name] of [['/rfm', 'rfm'], ['/cohorts', 'cohorts'], ['/segments/performance', 'segments-performance'], ['/dashboard', 'dashboard']]) {
+      const r = await get(path!, `tenant_id=${T}&format=csv`)
+      expect(r.status, path).toBe(200)
+      expect(r.headers.get('content-type'), path).toBe('text/csv; charset=utf-8')
+      expect(r.headers.get('content-disposition'), path).toBe(`attachment; filename="${name}-${T}.csv"`)
     }
+    // rfm: one row per customer of the population (c1..c5, c7), as the overview counts it
+    expect((await get('/rfm', `tenant_id=${T}&format=json`)).body.map((r: { customer_id: number }) => r.customer_id)).toEqual([1, 2, 3, 4, 5, 7])
   })
 })
 

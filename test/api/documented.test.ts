@@ -33,4 +33,17 @@ describe('expectDocumented', () => {
     expect(() => expectDocumented('POST', '/api/v2/cdp/ingest/orders', 202, undefined)).toThrow(/answered without one/)
     expect(() => expectDocumented('GET', '/api/v2/cdp/analytics/demographics', 204, undefined)).not.toThrow()
   })
+
+  it('checks export answers: the media types of the 200, and a JSON export against its documented rows or tables', () => {
+    const row = { customer_id: 1, email: 'a@b.c', r_score: 5, f_score: 5, m_score: 5, rfm_score: '555', segment: 'Champions', recency_days: 3, frequency: 2, monetary: 10, last_order_date: '2025-06-01', processed_at: '2025-06-15T10:00:00.000Z' }
+    expectDocumented('GET', '/api/v2/cdp/analytics/rfm?format=json', 200, [row], 'application/json; charset=utf-8')
+    expectDocumented('GET', '/api/v2/cdp/analytics/rfm?format=csv', 200, '\uFEFFcustomer_id\r\n', 'text/csv; charset=utf-8')
+    expectDocumented('GET', '/api/v2/cdp/analytics/dashboard?format=excel', 200, Buffer.from('PK'), 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet')
+    expectDocumented('GET', '/api/v2/cdp/analytics/dashboard?format=json', 200, { daily: [{ date: '2025-06-15', revenue: 1 }], kpis: [{ kpi: 'total_customers', value: 3 }] })
+    expect(() => expectDocumented('GET', '/api/v2/cdp/analytics/rfm?format=json', 200, [{ ...row, r_score: 6 }])).toThrow(/does not match/)
+    expect(() => expectDocumented('GET', '/api/v2/cdp/analytics/rfm?format=json', 200, [{ ...row, extra: 1 }])).toThrow(/does not match/)
+    expect(() => expectDocumented('GET', '/api/v2/cdp/analytics/dashboard?format=json', 200, { daily: [] })).toThrow(/does not match/)
+    expect(() => expectDocumented('GET', '/api/v2/cdp/analytics/dashboard?format=json', 200, { daily: [], kpis: [{ kpi: 'nps', value: 1 }] })).toThrow(/does not match/)
+    expect(() => expectDocumented('GET', '/api/v2/cdp/analytics/cohorts?format=pdf', 200, 'x', 'application/pdf')).toThrow(/application\/pdf is not documented/)
+  })
 })

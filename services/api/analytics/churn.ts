@@ -5,7 +5,7 @@ import { customerFilter, type SqlFilter } from './filters.ts'
 import { customerScope } from './customers.ts'
 import { tenantWide, tenantWidePage } from './summary.ts'
 import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
-import { analyticsBody, pct, round2, select, signedPct, type AnalyticsContext, type AnalyticsEndpoint, type ExportColumn } from './endpoint.ts'
+import { analyticsBody, fieldColumns, pct, round2, select, signedPct, type AnalyticsContext, type AnalyticsEndpoint, type RowsExport } from './endpoint.ts'
 import { Count, DateOnly, Fraction, Percentage, SignedPercent } from '../response-schemas.ts'
 
 /**
@@ -164,8 +164,6 @@ async function body(ctx: AnalyticsContext, q: ChurnOptions) {
   }
 }
 
-const col = (header: keyof AtRiskRow): ExportColumn<AtRiskRow> => ({ header, value: (r) => r[header] })
-
 const AtRiskCustomer = z.strictObject({
   customer_id: z.int().min(1),
   email: z.string(),
@@ -198,7 +196,7 @@ export const ChurnResponse = analyticsBody(
   }),
 ).meta({ id: 'ChurnAnalysis' })
 
-export const churnEndpoint: AnalyticsEndpoint<ChurnOptions, AtRiskRow> = {
+export const churnEndpoint: AnalyticsEndpoint<ChurnOptions, RowsExport<ChurnOptions, AtRiskRow>> = {
   path: '/api/v2/cdp/analytics/churn',
   summary: 'Churn risk: levels, at-risk customers, predictions and 30-day trends',
   query: ChurnQuery,
@@ -207,10 +205,11 @@ export const churnEndpoint: AnalyticsEndpoint<ChurnOptions, AtRiskRow> = {
   cacheTtlMs: PROCESSING_RESULTS_TTL_MS,
   body,
   export: {
+    description: 'every at-risk and churning customer of the population (the `at_risk_customers` columns), highest potential loss first; `limit` and `offset` do not apply',
     row: AtRiskCustomer,
-    columns: (
-      ['customer_id', 'email', 'last_order_date', 'days_since_last_order', 'order_frequency_days', 'expected_order_date', 'days_overdue', 'churn_probability', 'churn_risk', 'recommended_action', 'potential_loss'] as const
-    ).map(col),
+    columns: fieldColumns<AtRiskRow>([
+      'customer_id', 'email', 'last_order_date', 'days_since_last_order', 'order_frequency_days', 'expected_order_date', 'days_overdue', 'churn_probability', 'churn_risk', 'recommended_action', 'potential_loss',
+    ]),
     async count(ctx, q) {
       const f = churnFilter(q, ctx.now())
       const [r] = await select<{ n: string }>(ctx.store, `SELECT count() AS n FROM customer_features AS f FINAL WHERE ${f.where} AND f.churn_risk IN ('at_risk', 'churning')`, f.params)

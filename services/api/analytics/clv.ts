@@ -5,7 +5,7 @@ import { customerFilter, type SqlFilter } from './filters.ts'
 import { customerScope } from './customers.ts'
 import { tenantWide, tenantWidePage } from './summary.ts'
 import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
-import { analyticsBody, pct, round2, select, type AnalyticsContext, type AnalyticsEndpoint, type ExportColumn } from './endpoint.ts'
+import { analyticsBody, fieldColumns, pct, round2, select, type AnalyticsContext, type AnalyticsEndpoint, type RowsExport } from './endpoint.ts'
 import { Count, DateOnly, Percentage } from '../response-schemas.ts'
 
 /**
@@ -178,8 +178,6 @@ async function body(ctx: AnalyticsContext, q: ClvOptions) {
   }
 }
 
-const col = (header: keyof ClvCustomerRow): ExportColumn<ClvCustomerRow> => ({ header, value: (r) => r[header] })
-
 const ClvCustomer = z.strictObject({
   customer_id: z.int().min(1),
   email: z.string(),
@@ -208,7 +206,7 @@ export const ClvResponse = analyticsBody(
   }),
 ).meta({ id: 'ClvAnalysis' })
 
-export const clvEndpoint: AnalyticsEndpoint<ClvOptions, ClvCustomerRow> = {
+export const clvEndpoint: AnalyticsEndpoint<ClvOptions, RowsExport<ClvOptions, ClvCustomerRow>> = {
   path: '/api/v2/cdp/analytics/clv',
   summary: 'Customer lifetime value: overview, tiers, top customers and insights',
   query: ClvQuery,
@@ -217,8 +215,9 @@ export const clvEndpoint: AnalyticsEndpoint<ClvOptions, ClvCustomerRow> = {
   cacheTtlMs: PROCESSING_RESULTS_TTL_MS,
   body,
   export: {
+    description: 'every customer of the population (the `top_customers` columns) in the requested sort; `limit` and `offset` do not apply',
     row: ClvCustomer,
-    columns: (['customer_id', 'email', 'historical_value', 'predicted_value', 'total_clv', 'total_orders', 'avg_order_value', 'customer_since', 'days_as_customer', 'clv_tier', 'growth_rate'] as const).map(col),
+    columns: fieldColumns<ClvCustomerRow>(['customer_id', 'email', 'historical_value', 'predicted_value', 'total_clv', 'total_orders', 'avg_order_value', 'customer_since', 'days_as_customer', 'clv_tier', 'growth_rate']),
     async count(ctx, q) {
       const f = clvFilter(q, ctx.now())
       const [r] = await select<{ n: string }>(ctx.store, `SELECT count() AS n FROM customer_features AS f FINAL WHERE ${f.where}`, f.params)

@@ -1,7 +1,7 @@
 import { z } from 'zod'
-import { NoExportQuery, dateParam, type CommonOptions } from './options.ts'
-import type { AnalyticsContext, AnalyticsEndpoint } from './endpoint.ts'
-import { analyticsBody, round2, select, signedPct } from './endpoint.ts'
+import { CommonQuery, dateParam, type CommonOptions } from './options.ts'
+import type { AnalyticsContext, AnalyticsEndpoint, BodyExport } from './endpoint.ts'
+import { analyticsBody, bodyTable, round2, select, signedPct, signedPctValue } from './endpoint.ts'
 import { Count, DateOnly, Percentage, SignedPercent } from '../response-schemas.ts'
 import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
 import { customerScope } from './customers.ts'
@@ -18,7 +18,7 @@ export const MAX_COHORT_PERIODS = 1000
 
 const DAY = 86_400_000
 
-export const CohortsQuery = NoExportQuery.extend({
+export const CohortsQuery = CommonQuery.extend({
   period: z.enum(COHORT_PERIODS).default('monthly'),
   start_date: dateParam.optional(),
   end_date: dateParam.optional(),
@@ -227,6 +227,44 @@ export const CohortsResponse = analyticsBody(
   }),
 ).meta({ id: 'CohortAnalysis' })
 
+/** The unit of a grain, naming the retention columns of an export (`month_3`, `week_3`, `day_3`). */
+const UNIT: Record<CohortPeriod, string> = { daily: 'day', weekly: 'week', monthly: 'month' }
+
+/** A row of the cohort matrix export at one grain: the cohort, its size, retention per offset, revenue. */
+const cohortRow = (period: CohortPeriod) =>
+  z
+    .strictObject({
+      cohort: z.string(),
+      size: Count,
+      ...Object.fromEntries(RETENTION_OFFSETS.map((k) => [`${UNIT[period]}_${k}`, Percentage.nullable()])),
+      revenue_total: z.number(),
+      revenue_per_customer: z.number(),
+      revenue_growth: z.number().nullable().meta({ description: 'Percent change of revenue_per_customer against the previous cohort (`+12.5%` is 12.5); null for the first' }),
+    })
+    .meta({ title: `${period} cohort`, description: `retention columns \`${UNIT[period]}_k\`: the body's \`month_k\` at the ${period} grain` })
+const COHORT_ROWS = Object.fromEntries(COHORT_PERIODS.map((p) => [p, cohortRow(p)])) as Record<CohortPeriod, ReturnType<typeof cohortRow>>
+
+/** The export: the cohort matrix of the body, one row per cohort, its retention columns named after the request's grain. */
+export const cohortsExport: BodyExport<CommonOptions, Awaited<ReturnType<typeof cohortsBody>>> = {
+  description:
+    'the cohort matrix of the body: one row per cohort (oldest first) with `cohort`, `size`, one retention column per offset of the body (`month_0` … `month_12`, named `week_k` / `day_k` for the weekly / daily grain), `revenue_total`, `revenue_per_customer` and `revenue_growth` (a percent number)',
+  tables: { cohorts: z.union(COHORT_PERIODS.map((p) => COHORT_ROWS[p])) },
+  fromBody: ({ data }) => [
+    bodyTable(
+      'cohorts',
+      COHORT_ROWS[data.period],
+      data.cohorts.map((c) => ({
+        cohort: c.cohort,
+        size: c.size,
+        ...Object.fromEntries(RETENTION_OFFSETS.map((k) => [`${UNIT[data.period]}_${k}`, c.retention[`month_${k}`]])),
+        revenue_total: c.revenue.total,
+        revenue_per_customer: c.revenue.per_customer,
+        revenue_growth: signedPctValue(c.revenue.growth),
+      })),
+    ),
+  ],
+}
+
 /**
  * GET /api/v2/cdp/analytics/cohorts — acquisition cohorts (first counting order) with retention
  * at periods 0, 1, 2, 3, 6, 12 and revenue. Definitions: docs/analytics-cohorts-dashboard.md.
@@ -243,4 +281,5 @@ export const cohortsEndpoint: AnalyticsEndpoint = {
   overview: true,
   cacheTtlMs: PROCESSING_RESULTS_TTL_MS,
   body: (ctx, q) => cohortsBody(ctx, q as unknown as CohortsOptions),
+  export: cohortsExport,
 }

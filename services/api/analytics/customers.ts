@@ -1,7 +1,7 @@
 import { CommonQuery, limitParam, offsetParam, type CommonOptions } from './options.ts'
 import { z } from 'zod'
-import type { AnalyticsContext, AnalyticsEndpoint, ExportColumn } from './endpoint.ts'
-import { analyticsBody, select } from './endpoint.ts'
+import type { AnalyticsContext, AnalyticsEndpoint, RowsExport } from './endpoint.ts'
+import { analyticsBody, fieldColumns, select } from './endpoint.ts'
 import { Count, NullableTimestamp } from '../response-schemas.ts'
 import { customerFilter, type SqlFilter } from './filters.ts'
 import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
@@ -164,8 +164,6 @@ export async function customerPage(ctx: AnalyticsContext, q: CustomersOptions, l
   return rows.map(toItem)
 }
 
-const col = (k: keyof CustomerItem): ExportColumn<CustomerItem> => ({ header: k, value: (r) => r[k] })
-
 
 export const CustomersResponse = analyticsBody(
   z.strictObject({
@@ -179,7 +177,7 @@ export const CustomersResponse = analyticsBody(
  * by customer id, a page at a time; all shared customer filters apply. See
  * docs/analytics-cohorts-dashboard.md.
  */
-export const customersEndpoint: AnalyticsEndpoint<CustomersOptions, CustomerItem> = {
+export const customersEndpoint: AnalyticsEndpoint<CustomersOptions, RowsExport<CustomersOptions, CustomerItem>> = {
   path: '/api/cdp/v2/customers',
   summary: 'Customer list: every field of the spec\'s "Customer (list item)", paged (limit 1..1000, default 50; offset), ordered by customer id',
   query: CustomersQuery,
@@ -197,15 +195,14 @@ export const customersEndpoint: AnalyticsEndpoint<CustomersOptions, CustomerItem
     }
   },
   export: {
+    description: 'every customer of the scope (the list item fields), in customer id order; `limit` and `offset` do not apply',
     row: CustomerItemSchema,
-    columns: (
-      [
-        'profile_id', 'email', 'first_name', 'last_name', 'estimated_age', 'inferred_gender', 'age_segment', 'generation',
-        'social_ads_age_range', 'search_ads_age_range', 'corrected_city', 'corrected_province', 'corrected_postal_code', 'region',
-        'location_confidence', 'location_correction_needed', 'is_location_validated', 'rfm_segment', 'historical_value',
-        'order_count', 'created_at', 'last_order_date',
-      ] as const
-    ).map(col),
+    columns: fieldColumns<CustomerItem>([
+      'profile_id', 'email', 'first_name', 'last_name', 'estimated_age', 'inferred_gender', 'age_segment', 'generation',
+      'social_ads_age_range', 'search_ads_age_range', 'corrected_city', 'corrected_province', 'corrected_postal_code', 'region',
+      'location_confidence', 'location_correction_needed', 'is_location_validated', 'rfm_segment', 'historical_value',
+      'order_count', 'created_at', 'last_order_date',
+    ]),
     count,
     /** Every customer of the scope (not just the page), in customer id order, at most `limit`. */
     rows: (ctx, q, limit) => customerPage(ctx, q, limit, 0),

@@ -1,8 +1,8 @@
 import { z } from 'zod'
-import { NoExportQuery, resolveWindow, type CommonOptions } from './options.ts'
-import type { AnalyticsContext, AnalyticsEndpoint } from './endpoint.ts'
-import { analyticsBody, round2, select, signedPct } from './endpoint.ts'
-import { Count, Fraction, Percentage, SignedPercent } from '../response-schemas.ts'
+import { CommonQuery, resolveWindow, type CommonOptions } from './options.ts'
+import type { AnalyticsContext, AnalyticsEndpoint, BodyExport } from './endpoint.ts'
+import { analyticsBody, bodyTable, round2, select, signedPct, signedPctValue } from './endpoint.ts'
+import { Count, DateOnly, Fraction, Percentage, SignedPercent } from '../response-schemas.ts'
 import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
 import { customerScope, scopeClause } from './customers.ts'
 import { tenantWide } from './summary.ts'
@@ -15,7 +15,7 @@ export const CHURN_DAYS = 90
 
 export const DASHBOARD_PERIODS = ['today', 'week', 'month', 'year'] as const
 
-export const DashboardQuery = NoExportQuery.extend({ period: z.enum(DASHBOARD_PERIODS).default('month') }).strict()
+export const DashboardQuery = CommonQuery.extend({ period: z.enum(DASHBOARD_PERIODS).default('month') }).strict()
 export type DashboardOptions = CommonOptions & { period: (typeof DASHBOARD_PERIODS)[number] }
 
 /**
@@ -176,6 +176,40 @@ export const DashboardResponse = analyticsBody(
   }),
 ).meta({ id: 'Dashboard' })
 
+type DashboardBody = Awaited<ReturnType<typeof dashboardBody>>
+
+/** The KPI rows of the export, in order: the body's `kpis`, then the period's revenue and customer figures. */
+const BODY_KPIS = ['total_customers', 'active_customers', 'total_revenue', 'avg_order_value', 'customer_lifetime_value', 'churn_rate', 'nps_score'] as const satisfies readonly (keyof DashboardBody['data']['kpis'])[]
+const KPIS: Readonly<Record<string, (d: DashboardBody['data']) => number | null>> = {
+  ...Object.fromEntries(BODY_KPIS.map((k) => [k, (d: DashboardBody['data']) => d.kpis[k]])),
+  previous_revenue: (d) => d.trends.revenue.previous,
+  revenue_change: (d) => signedPctValue(d.trends.revenue.change),
+  new_customers: (d) => d.trends.customers.new,
+  returning_customers: (d) => d.trends.customers.returning,
+  churned_customers: (d) => d.trends.customers.churned,
+  segment_upgrades: (d) => d.segments.movements.upgrades,
+  segment_downgrades: (d) => d.segments.movements.downgrades,
+}
+const DailyRevenue = z.strictObject({ date: DateOnly, revenue: z.number() })
+const Kpi = z.strictObject({
+  kpi: z.enum(Object.keys(KPIS) as [string, ...string[]]),
+  value: z.number().nullable().meta({ description: 'As in the body; revenue_change in percent (`+12.5%` is 12.5); null where the body has null' }),
+})
+
+/** The export: the period's daily revenue and its KPIs, two tables. */
+export const dashboardExport: BodyExport<DashboardOptions, DashboardBody> = {
+  description: `two tables: \`daily\`, one row per UTC day of the period, oldest first (\`date\`, \`revenue\`: the body's \`trends.revenue.chart\`), and \`kpis\`, one row per figure (\`kpi\`, \`value\`): ${Object.keys(KPIS).join(', ')} (the body's \`kpis\`, then \`trends.revenue.previous\` and \`.change\` in percent, \`trends.customers\` and \`segments.movements\`)`,
+  tables: { daily: DailyRevenue, kpis: Kpi },
+  tableColumn: 'table',
+  fromBody: ({ data }, _q, at) => {
+    const from = dashboardWindows(data.period, at).from
+    return [
+      bodyTable('daily', DailyRevenue, data.trends.revenue.chart.map((revenue, i) => ({ date: new Date(from + i * DAY).toISOString().slice(0, 10), revenue }))),
+      bodyTable('kpis', Kpi, Object.entries(KPIS).map(([kpi, value]) => ({ kpi, value: value(data) }))),
+    ]
+  },
+}
+
 /** GET /api/v2/cdp/analytics/dashboard — KPIs, trends, segments and alerts of a period; definitions in docs/analytics-cohorts-dashboard.md. */
 export const dashboardEndpoint: AnalyticsEndpoint<DashboardOptions> = {
   path: '/api/v2/cdp/analytics/dashboard',
@@ -187,4 +221,5 @@ export const dashboardEndpoint: AnalyticsEndpoint<DashboardOptions> = {
   overview: true,
   cacheTtlMs: PROCESSING_RESULTS_TTL_MS,
   body: dashboardBody,
+  export: dashboardExport,
 }

@@ -2,10 +2,10 @@ import { z } from 'zod'
 import { AGE_SEGMENTS, GENERATION_ALIASES, GENERATION_BY_SEGMENT, GENERATIONS, resolveGenerationFilter } from '../../../pipelines/demographics/age.ts'
 import { GENDERS, GENDER_LABELS, NO_GENDER_LABEL } from '../../../pipelines/demographics/gender.ts'
 import { REGION_ALIASES, REGIONS, resolveRegionFilter } from '../../../pipelines/demographics/location.ts'
-import { NoExportQuery, type CommonOptions } from './options.ts'
+import { CommonQuery, type CommonOptions } from './options.ts'
 import { customerScope } from './customers.ts'
 import { DEMOGRAPHICS_TTL_MS } from './cache.ts'
-import { analyticsBody, NO_CONTENT, pct, round2, select, type AnalyticsContext, type AnalyticsEndpoint } from './endpoint.ts'
+import { analyticsBody, bodyTable, NO_CONTENT, pct, round2, select, type AnalyticsContext, type AnalyticsEndpoint, type BodyExport } from './endpoint.ts'
 import { Count, Percentage } from '../response-schemas.ts'
 import { tenantWide } from './summary.ts'
 
@@ -36,7 +36,7 @@ const oneOf = (field: string, allowed: readonly string[], resolve: (v: string) =
     })
     .meta({ enum: [...new Set(spelled)], description: `Another value is a 422.${note ? ` ${note}` : ''}` })
 
-export const DemographicsQuery = NoExportQuery.extend({
+export const DemographicsQuery = CommonQuery.extend({
   age_segment: oneOf('age_segment', AGE_SEGMENTS, (v) => ((AGE_SEGMENTS as readonly string[]).includes(v) ? [v] : null)).optional(),
   gender: oneOf('gender', GENDERS, (v) => ((GENDERS as readonly string[]).includes(v.toUpperCase()) ? [v.toUpperCase()] : null), GENDERS, 'Case is ignored.').optional(),
   region: oneOf(
@@ -233,52 +233,72 @@ export async function demographicsBody(ctx: AnalyticsContext, q: DemographicsOpt
 }
 
 const Averages = { avg_spent: z.number(), avg_orders: z.number() }
+const Rates = { age: Percentage, gender: Percentage, location: Percentage }
+const Summary = {
+  total_customers: Count,
+  customers_with_age: Count,
+  customers_with_gender: Count,
+  customers_with_location: Count,
+  overall_avg_age: z.number().nullable(),
+}
+
+/** The analyses of the body that are lists, each with the shape of its rows (the body's and the export's). */
+const ANALYSES = {
+  age_analysis: z.strictObject({
+    age_segment: z.enum(AGE_SEGMENTS),
+    generation: z.string(),
+    customer_count: Count,
+    avg_age: z.number().nullable(),
+    ...Averages,
+    high_value_customers: Count,
+    male_count: Count,
+    female_count: Count,
+    percentage: Percentage,
+  }),
+  gender_analysis: z.strictObject({
+    gender_label: z.string(),
+    gender_code: z.enum(GENDERS).nullable(),
+    customer_count: Count,
+    ...Averages,
+    avg_age: z.number().nullable(),
+    champions: Count,
+    millennials_core: Count,
+    percentage: Percentage,
+  }),
+  geographic_analysis: z.strictObject({ province: z.string(), region: z.string().nullable(), customer_count: Count, ...Averages, avg_age: z.number().nullable(), male_count: Count, female_count: Count, percentage: Percentage }),
+  cross_demographic: z.strictObject({ age_segment: z.enum(AGE_SEGMENTS), gender: z.enum(GENDERS), region: z.string(), customer_count: Count, ...Averages }),
+  marketing_segments: z.strictObject({ social_ads_age_range: z.string(), search_ads_age_range: z.string(), gender: z.enum(GENDERS).nullable(), targetable_customers: Count, avg_spent: z.number(), high_value: Count }),
+} as const
+type Analysis = keyof typeof ANALYSES
 
 export const DemographicsResponse = analyticsBody(
   z.strictObject({
-    summary: z.strictObject({
-      total_customers: Count,
-      customers_with_age: Count,
-      customers_with_gender: Count,
-      customers_with_location: Count,
-      overall_avg_age: z.number().nullable(),
-      completion_rates: z.strictObject({ age: Percentage, gender: Percentage, location: Percentage }),
-    }),
-    age_analysis: z.array(
-      z.strictObject({
-        age_segment: z.enum(AGE_SEGMENTS),
-        generation: z.string(),
-        customer_count: Count,
-        avg_age: z.number().nullable(),
-        ...Averages,
-        high_value_customers: Count,
-        male_count: Count,
-        female_count: Count,
-        percentage: Percentage,
-      }),
-    ),
-    gender_analysis: z.array(
-      z.strictObject({
-        gender_label: z.string(),
-        gender_code: z.enum(GENDERS).nullable(),
-        customer_count: Count,
-        ...Averages,
-        avg_age: z.number().nullable(),
-        champions: Count,
-        millennials_core: Count,
-        percentage: Percentage,
-      }),
-    ),
-    geographic_analysis: z.array(
-      z.strictObject({ province: z.string(), region: z.string().nullable(), customer_count: Count, ...Averages, avg_age: z.number().nullable(), male_count: Count, female_count: Count, percentage: Percentage }),
-    ),
-    cross_demographic: z.array(z.strictObject({ age_segment: z.enum(AGE_SEGMENTS), gender: z.enum(GENDERS), region: z.string(), customer_count: Count, ...Averages })),
-    marketing_segments: z.array(
-      z.strictObject({ social_ads_age_range: z.string(), search_ads_age_range: z.string(), gender: z.enum(GENDERS).nullable(), targetable_customers: Count, avg_spent: z.number(), high_value: Count }),
-    ),
+    summary: z.strictObject({ ...Summary, completion_rates: z.strictObject(Rates) }),
+    age_analysis: z.array(ANALYSES.age_analysis),
+    gender_analysis: z.array(ANALYSES.gender_analysis),
+    geographic_analysis: z.array(ANALYSES.geographic_analysis),
+    cross_demographic: z.array(ANALYSES.cross_demographic),
+    marketing_segments: z.array(ANALYSES.marketing_segments),
     timestamp: z.iso.datetime({ local: true }).meta({ description: 'ISO 8601 without zone (UTC wall time)' }),
   }),
 ).meta({ id: 'Demographics' })
+
+/** The summary as one row of the export: `completion_rates` flattened to `completion_rate_<field>`. */
+const SummaryRow = z.strictObject({ ...Summary, completion_rate_age: Rates.age, completion_rate_gender: Rates.gender, completion_rate_location: Rates.location })
+
+/** The export: one table per analysis (a sheet each in a workbook), the summary first. */
+export const demographicsExport: BodyExport<DemographicsOptions, Exclude<Awaited<ReturnType<typeof demographicsBody>>, typeof NO_CONTENT>> = {
+  description: `one table per analysis: \`summary\` (one row, \`completion_rates\` as \`completion_rate_age\`, \`completion_rate_gender\`, \`completion_rate_location\`), then ${Object.keys(ANALYSES).map((a) => `\`${a}\``).join(', ')}, with the body's rows and fields`,
+  tables: { summary: SummaryRow, ...ANALYSES },
+  tableColumn: 'analysis',
+  fromBody: ({ data }) => {
+    const { completion_rates: rates, ...summary } = data.summary
+    return [
+      bodyTable('summary', SummaryRow, [{ ...summary, completion_rate_age: rates.age, completion_rate_gender: rates.gender, completion_rate_location: rates.location }]),
+      ...(Object.keys(ANALYSES) as Analysis[]).map((name) => bodyTable(name, ANALYSES[name] as z.ZodObject, data[name])),
+    ]
+  },
+}
 
 export const demographicsEndpoint: AnalyticsEndpoint<DemographicsOptions> = {
   path: '/api/v2/cdp/analytics/demographics',
@@ -293,4 +313,5 @@ export const demographicsEndpoint: AnalyticsEndpoint<DemographicsOptions> = {
   unknownTenantStatus: 400,
   filterErrorStatus: { fields: DEMOGRAPHIC_FILTERS, status: 422 },
   body: demographicsBody,
+  export: demographicsExport,
 }

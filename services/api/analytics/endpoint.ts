@@ -16,20 +16,89 @@ export interface AnalyticsContext {
   summaries?: SummarySource
 }
 
+/** A cell of an export: text, a number, a boolean or empty. */
+export type ExportCell = string | number | boolean | null
+
 /** A column of an export: header and how to read it from a row. */
 export interface ExportColumn<R> {
   header: string
-  value(row: R): string | number | boolean | null
+  value(row: R): ExportCell
 }
+
+/** One table of an export file: a sheet of the workbook, an array of the JSON file, rows of the CSV (exports.ts). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the tables of one file hold rows of different types
+export interface ExportTable<R = any> {
+  name: string
+  columns: ExportColumn<R>[]
+  rows: AsyncIterable<R> | R[]
+}
+
+/** A table made from a body: its rows are in memory (and counted by the router before anything is sent). */
+export type BodyTable = ExportTable & { rows: unknown[] }
+
+/** Columns that read a row's own fields, each named after its field. */
+export function fieldColumns<R extends object>(fields: readonly (keyof R & string)[]): ExportColumn<R>[] {
+  return fields.map((header) => ({ header, value: (r) => r[header] as ExportCell }))
+}
+
+/** Columns of the rows a zod object describes: one per key, in its order (the JSON export's row shape). */
+export function schemaColumns(row: z.ZodObject): ExportColumn<Record<string, ExportCell>>[] {
+  return fieldColumns(Object.keys(row.shape))
+}
+
+/** A table of a body export whose columns are the keys of its row schema. */
+export function bodyTable<S extends z.ZodObject>(name: string, row: S, rows: z.infer<S>[]): BodyTable {
+  return { name, columns: schemaColumns(row), rows }
+}
+
+/**
+ * An export of rows read for it (the customer-level lists): counted first, so the router refuses
+ * more than the limit before reading any, then read in order and streamed. One table.
+ */
+export interface RowsExport<Q extends CommonOptions = CommonOptions, R = Record<string, unknown>> {
+  /** What a row is, in which order (the OpenAPI description). */
+  description: string
+  columns: ExportColumn<R>[]
+  /** One row as the JSON export writes it (an object keyed by column header). */
+  row: z.ZodObject
+  count(ctx: AnalyticsContext, q: Q): Promise<number>
+  /** Rows in order; the router refuses (400) when there are more than the export limit. */
+  rows(ctx: AnalyticsContext, q: Q, limit: number): AsyncIterable<R> | Promise<R[]>
+}
+
+/**
+ * An export of tables made from the endpoint's body for the request (the body the JSON answer
+ * would carry, from the response cache when it is there), so its columns may depend on the
+ * request. One table, or several (`tableColumn`).
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- each endpoint types its own body
+export interface BodyExport<Q extends CommonOptions = CommonOptions, B = any> {
+  /** What the file holds (the OpenAPI description). */
+  description: string
+  /** Every table a file may hold, by name in file order, with the JSON shape of its rows. */
+  tables: Readonly<Record<string, z.ZodType>>
+  /**
+   * Several tables: the name of the CSV's first column, which says each row's table (exports.ts);
+   * the JSON file is then an object of arrays by table name and the workbook has a sheet each.
+   */
+  tableColumn?: string
+  /** This request's tables, in the order of `tables`; `at` is the clock the body was computed as of. */
+  fromBody(body: B, q: Q, at: number): BodyTable[]
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- each endpoint types its own rows
+export type EndpointExport<Q extends CommonOptions = CommonOptions> = RowsExport<Q, any> | BodyExport<Q>
+
+export const isBodyExport = <Q extends CommonOptions>(x: EndpointExport<Q>): x is BodyExport<Q> => 'fromBody' in x
 
 /** What a body returns when there is nothing to show: the router answers 204 without a body. */
 export const NO_CONTENT = Symbol('no content')
 
 /**
  * One analytics endpoint: its path, its query schema (CommonQuery extended), the JSON body it
- * answers with, and (when it has a row-level view) the rows an export streams.
+ * answers with, and what its export (`format=csv|excel|json`) holds.
  */
-export interface AnalyticsEndpoint<Q extends CommonOptions = CommonOptions, R = Record<string, unknown>> {
+export interface AnalyticsEndpoint<Q extends CommonOptions = CommonOptions, X extends EndpointExport<Q> = EndpointExport<Q>> {
   path: string
   /** Other paths answering the same (spec aliases). */
   aliases?: string[]
@@ -53,14 +122,8 @@ export interface AnalyticsEndpoint<Q extends CommonOptions = CommonOptions, R = 
   /** Query fields whose invalid values get another status than 400 (the spec's demographics filters: 422). */
   filterErrorStatus?: { fields: readonly string[]; status: 422 }
   body(ctx: AnalyticsContext, q: Q): Promise<unknown>
-  export?: {
-    columns: ExportColumn<R>[]
-    /** One row as the JSON export writes it (an object keyed by column header). */
-    row: z.ZodObject
-    /** Rows in order; the router refuses (400) when there are more than the export limit. */
-    count(ctx: AnalyticsContext, q: Q): Promise<number>
-    rows(ctx: AnalyticsContext, q: Q, limit: number): AsyncIterable<R> | Promise<R[]>
-  }
+  /** The file `format=…` downloads instead of the body (the spec lists `format` on every analytics endpoint). */
+  export: X
 }
 
 /**
@@ -92,3 +155,5 @@ export function signedPct(current: number, previous: number): string | null {
   const v = round2((100 * (current - previous)) / previous)
   return `${v > 0 ? '+' : ''}${v}%`
 }
+/** The number of a signedPct string (`"+12.5%"` → 12.5), null for null: what a file holds, so a spreadsheet sees a number. */
+export const signedPctValue = (s: string | null): number | null => (s === null ? null : Number.parseFloat(s))

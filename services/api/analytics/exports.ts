@@ -1,36 +1,58 @@
 import type { Response } from 'express'
 import ExcelJS from 'exceljs'
-import type { ExportColumn } from './endpoint.ts'
+import type { ExportCell, ExportColumn, ExportTable } from './endpoint.ts'
 
 /** Spec "Limits": at most 50,000 rows per export. */
 export const EXPORT_ROW_LIMIT = 50_000
 
 export type ExportFormat = 'csv' | 'excel' | 'json'
 
-type Cell = string | number | boolean | null
+type Cell = ExportCell
 
-const FORMATS: Record<ExportFormat, { ext: string; contentType: string }> = {
+export const EXPORT_FORMATS: Record<ExportFormat, { ext: string; contentType: string }> = {
   csv: { ext: 'csv', contentType: 'text/csv; charset=utf-8' },
   excel: { ext: 'xlsx', contentType: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet' },
   json: { ext: 'json', contentType: 'application/json; charset=utf-8' },
 }
 
+/** An endpoint's export file name before `-<tenant>.<ext>`: its path after `/analytics/` (or the API version), `/` as `-` (`segments-performance`). */
+export const exportName = (path: string) => path.replace(/^\/api\/(v2\/cdp|cdp\/v2)\/(analytics\/)?/, '').replaceAll('/', '-')
+
 /** Output is written in chunks of about this size (CSV and JSON), not row by row. */
 const CHUNK_BYTES = 64 * 1024
 /** xlsx: how often (in rows) the writer checks the socket for backpressure. */
 const XLSX_DRAIN_EVERY = 500
+/**
+ * xlsx: the one style object of every data cell. exceljs registers a cell's style by object
+ * identity, so a shared one is registered once instead of once per cell (a fresh `{}` each): 50,000
+ * rows of 12 columns take 0.75 s instead of 1.8 s. The cells look as they would without it.
+ */
+const PLAIN_CELL: Partial<ExcelJS.Style> = Object.freeze({})
+
+/** Streams one table of rows as a download (sendTables with that table). */
+export async function sendExport<R>(res: Response, format: ExportFormat, filename: string, columns: ExportColumn<R>[], rows: AsyncIterable<R> | R[]): Promise<void> {
+  return sendTables(res, format, filename, [{ name: filename, columns, rows }])
+}
 
 /**
- * Streams rows as a download: CSV (RFC 4180), xlsx or a JSON array.
+ * Streams tables as a download: CSV (RFC 4180), xlsx or JSON.
  *
- * - Nothing is built in memory as a whole: rows are pulled from `rows` one at a time and written
- *   in ~64 KiB chunks, waiting for `drain` when the client reads slower than we produce.
+ * - Nothing is built in memory as a whole: rows are pulled from each table's `rows` one at a time
+ *   and written in ~64 KiB chunks, waiting for `drain` when the client reads slower than we produce.
  * - The first row is pulled before any header is sent, so a query that fails straight away still
  *   becomes the common error body (the promise rejects, the router passes it on). A failure after
  *   the first bytes cannot change the status any more: the response is destroyed (the client
  *   sees a truncated transfer, never a file that looks complete) and the error is logged; the
  *   promise then resolves.
  * - A client that disconnects stops the iteration (the row source's `return()` runs).
+ *
+ * One table (no `tableColumn`): CSV is a header row and the rows; JSON an array of objects keyed
+ * by column header; xlsx one sheet named after the file. Several tables (`tableColumn` given):
+ * CSV is still one table, whose first column (`tableColumn`) names each row's table, followed by
+ * the union of the tables' columns in order of first appearance (a row leaves the columns of the
+ * other tables empty), so any CSV reader and a spreadsheet's filter take it as it is; JSON is an
+ * object holding each table's array under its name; xlsx has a sheet per table, named after it.
+ * Every table is there, with its header, even without rows.
  *
  * CSV: RFC 4180 — header row, CRLF line ends, fields containing `,` `"` CR or LF are quoted with
  * `"` doubled. UTF-8 with a byte order mark, because Excel reads a CSV without a BOM in the
@@ -39,17 +61,17 @@ const XLSX_DRAIN_EVERY = 500
  * `@`, TAB or CR would be run as a formula by spreadsheet programs, so it gets a leading `'`
  * (OWASP's advice); numbers are written as numbers and never prefixed, so -12.5 stays -12.5.
  *
- * Excel: one sheet, bold frozen header row; numbers and booleans are typed cells, text is a string
- * cell (never a formula, so no prefix is needed and values stay exact, except that line breaks
- * are LF and characters XML cannot hold are dropped), null an empty cell.
+ * Excel: bold frozen header row on each sheet; numbers and booleans are typed cells, text is a
+ * string cell (never a formula, so no prefix is needed and values stay exact, except that line
+ * breaks are LF and characters XML cannot hold are dropped), null an empty cell.
  *
- * JSON: `[`, one object per row keyed by column header, `]`; values as they are (null stays null,
- * non-finite numbers become null).
+ * JSON: values as they are (null stays null, non-finite numbers become null).
  */
-export async function sendExport<R>(res: Response, format: ExportFormat, filename: string, columns: ExportColumn<R>[], rows: AsyncIterable<R> | R[]): Promise<void> {
-  const spec = FORMATS[format]
-  const it = iterate(rows)
-  let first: IteratorResult<R>
+export async function sendTables(res: Response, format: ExportFormat, filename: string, tables: ExportTable[], tableColumn?: string): Promise<void> {
+  if (tableColumn === undefined && tables.length !== 1) throw new Error(`${filename}: ${tables.length} tables need a table column`)
+  const spec = EXPORT_FORMATS[format]
+  const it = cellsOf(tables)
+  let first: IteratorResult<TableRow>
   try {
     first = await it.next()
   } catch (err) {
@@ -63,37 +85,22 @@ export async function sendExport<R>(res: Response, format: ExportFormat, filenam
   res.set('Cache-Control', 'no-store')
   res.set('X-Content-Type-Options', 'nosniff')
 
-  const values = (row: R): Cell[] => columns.map((c) => c.value(row))
   let count = 0
   try {
-    if (format === 'excel') {
-      count = await writeXlsx(res, filename, columns, first, it, values)
-    } else {
-      const out = new ChunkWriter(res)
-      if (format === 'csv') {
-        out.push('\uFEFF' + csvLine(columns.map((c) => c.header)))
-        for (let r = first; !r.done; r = await it.next()) {
-          if (res.destroyed) break
-          await out.push(csvLine(values(r.value)))
-          count++
-        }
-      } else {
-        const headers = columns.map((c) => c.header)
-        out.push('[')
-        for (let r = first; !r.done; r = await it.next()) {
-          if (res.destroyed) break
-          const v = values(r.value)
-          const obj: Record<string, Cell> = {}
-          headers.forEach((h, i) => (obj[h] = v[i] ?? null))
-          await out.push(`${count ? ',' : ''}\n${JSON.stringify(obj)}`)
-          count++
-        }
-        out.push(count ? '\n]\n' : ']\n')
-      }
-      if (!res.destroyed) {
-        await out.flush()
-        res.end()
-      }
+    const several = tableColumn !== undefined
+    const sink =
+      format === 'excel' ? xlsxSink(res, filename, tables, several) : format === 'csv' ? csvSink(new ChunkWriter(res), tables, tableColumn) : jsonSink(new ChunkWriter(res), tables, several)
+    let table = -1
+    for (let r = first; !r.done; r = await it.next()) {
+      if (res.destroyed) break
+      const [t, values] = r.value
+      while (table < t) sink.table(++table)
+      await sink.row(t, values)
+      count++
+    }
+    if (!res.destroyed) {
+      while (table < tables.length - 1) sink.table(++table)
+      await sink.end() // ends the response
     }
   } catch (err) {
     await closeQuietly(it)
@@ -113,38 +120,108 @@ export async function sendExport<R>(res: Response, format: ExportFormat, filenam
   }
 }
 
-async function writeXlsx<R>(
-  res: Response,
-  filename: string,
-  columns: ExportColumn<R>[],
-  first: IteratorResult<R>,
-  it: AsyncIterator<R>,
-  values: (row: R) => Cell[],
-): Promise<number> {
-  const wb = new ExcelJS.stream.xlsx.WorkbookWriter({ stream: res, useStyles: true, useSharedStrings: false })
-  const ws = wb.addWorksheet(sheetName(filename), { views: [{ state: 'frozen', ySplit: 1 }] })
-  ws.columns = columns.map((c) => ({ key: c.header, width: Math.min(50, Math.max(10, c.header.length + 2)) }))
-  const header = ws.addRow(columns.map((c) => xmlSafe(c.header)))
-  header.font = { bold: true }
-  header.commit()
-  let count = 0
-  for (let r = first; !r.done; r = await it.next()) {
-    if (res.destroyed) break
-    ws.addRow(values(r.value).map((v) => (typeof v === 'string' ? xmlSafe(v) : typeof v === 'number' && !Number.isFinite(v) ? null : v))).commit()
-    count++
-    if (count % XLSX_DRAIN_EVERY === 0 && res.writableNeedDrain) await drained(res)
+/** A row of a file: the index of its table and its cells. */
+type TableRow = [table: number, cells: Cell[]]
+
+/** The rows of every table in turn, as cells (closing it closes the table being read). */
+async function* cellsOf(tables: ExportTable[]): AsyncGenerator<TableRow> {
+  for (const [t, { columns, rows }] of tables.entries()) {
+    for await (const row of rows) yield [t, columns.map((c) => c.value(row))]
   }
-  if (res.destroyed) return count
-  ws.commit()
-  await wb.commit() // ends the response once the zip is complete
-  return count
+}
+
+/** Writes one format: `table(t)` before table t's rows (every table gets one), then its rows, then `end()`. */
+interface Sink {
+  table(t: number): void
+  row(t: number, values: Cell[]): Promise<void> | undefined
+  end(): Promise<void>
+}
+
+function csvSink(out: ChunkWriter, tables: ExportTable[], tableColumn: string | undefined): Sink {
+  const end = () => out.flush().then(() => void out.res.end())
+  if (tableColumn === undefined) {
+    out.push('\uFEFF' + csvLine(tables[0]!.columns.map((c) => c.header)))
+    return { table: () => undefined, row: (_t, values) => out.push(csvLine(values)), end }
+  }
+  // The union of the tables' columns; each table's cells go to their column's place.
+  const union: string[] = []
+  const places = tables.map((t) =>
+    t.columns.map((c) => {
+      const i = union.indexOf(c.header)
+      return 1 + (i >= 0 ? i : union.push(c.header) - 1)
+    }),
+  )
+  out.push('\uFEFF' + csvLine([tableColumn, ...union]))
+  return {
+    table: () => undefined,
+    row(t, values) {
+      const line: Cell[] = new Array(union.length + 1).fill(null)
+      line[0] = tables[t]!.name
+      places[t]!.forEach((p, i) => (line[p] = values[i] ?? null))
+      return out.push(csvLine(line))
+    },
+    end,
+  }
+}
+
+function jsonSink(out: ChunkWriter, tables: ExportTable[], several: boolean): Sink {
+  const headers = tables.map((t) => t.columns.map((c) => c.header))
+  let rows = 0
+  const close = () => (rows ? '\n]' : ']')
+  out.push(several ? '{' : '[')
+  return {
+    table(t) {
+      if (!several) return
+      out.push(`${t ? `${close()},` : ''}\n${JSON.stringify(tables[t]!.name)}: [`)
+      rows = 0
+    },
+    row(t, values) {
+      const obj: Record<string, Cell> = {}
+      headers[t]!.forEach((h, i) => (obj[h] = values[i] ?? null))
+      return out.push(`${rows++ ? ',' : ''}\n${JSON.stringify(obj)}`)
+    },
+    async end() {
+      out.push(several ? `${tables.length ? close() : ''}\n}\n` : `${close()}\n`)
+      await out.flush()
+      out.res.end()
+    },
+  }
+}
+
+function xlsxSink(res: Response, filename: string, tables: ExportTable[], several: boolean): Sink {
+  const wb = new ExcelJS.stream.xlsx.WorkbookWriter({ stream: res, useStyles: true, useSharedStrings: false })
+  const names = several ? uniqueSheetNames(tables.map((t) => t.name)) : [sheetName(filename)]
+  let ws: ReturnType<typeof wb.addWorksheet> | undefined
+  let rows = 0
+  return {
+    table(t) {
+      ws?.commit()
+      const { columns } = tables[t]!
+      ws = wb.addWorksheet(names[t], { views: [{ state: 'frozen', ySplit: 1 }] })
+      ws.columns = columns.map((c) => ({ key: c.header, width: Math.min(50, Math.max(10, c.header.length + 2)) }))
+      const header = ws.addRow(columns.map((c) => xmlSafe(c.header)))
+      header.font = { bold: true }
+      header.commit()
+    },
+    row(_t, values) {
+      const row = ws!.addRow(values.map((v) => (typeof v === 'string' ? xmlSafe(v) : typeof v === 'number' && !Number.isFinite(v) ? null : v)))
+      row.eachCell((c) => (c.style = PLAIN_CELL))
+      row.commit()
+      if (++rows % XLSX_DRAIN_EVERY === 0 && res.writableNeedDrain) return drained(res)
+      return undefined
+    },
+    async end() {
+      ws?.commit()
+      await wb.commit() // ends the response once the zip is complete
+    },
+  }
 }
 
 /** Buffers output and writes it in chunks, waiting for `drain` when the socket is full. */
 class ChunkWriter {
   private buf: string[] = []
   private size = 0
-  constructor(private readonly res: Response) {}
+  constructor(readonly res: Response) {}
 
   push(s: string): Promise<void> | undefined {
     this.buf.push(s)
@@ -176,16 +253,6 @@ function drained(res: Response): Promise<void> {
     res.on('close', done)
     res.on('error', done)
   })
-}
-
-function iterate<R>(rows: AsyncIterable<R> | R[]): AsyncIterator<R> {
-  if (Array.isArray(rows)) {
-    let i = 0
-    return {
-      next: async () => (i < rows.length ? { done: false, value: rows[i++] as R } : { done: true, value: undefined }),
-    }
-  }
-  return rows[Symbol.asyncIterator]()
 }
 
 async function closeQuietly<R>(it: AsyncIterator<R>): Promise<void> {
@@ -220,8 +287,20 @@ function contentDisposition(name: string): string {
 }
 
 /** Excel sheet names: at most 31 characters, none of []:*?/\ . */
-function sheetName(filename: string): string {
-  return filename.replace(/[[\]:*?/\\]/g, '_').slice(0, 31) || 'export'
+function sheetName(name: string): string {
+  return name.replace(/[[\]:*?/\\]/g, '_').slice(0, 31) || 'export'
+}
+
+/** Sheet names for tables, made unique (Excel compares them case-insensitively) with a `_2`, `_3`… suffix. */
+function uniqueSheetNames(names: string[]): string[] {
+  const seen = new Set<string>()
+  return names.map((n) => {
+    const base = sheetName(n)
+    let name = base
+    for (let i = 2; seen.has(name.toLowerCase()); i++) name = `${base.slice(0, 31 - `_${i}`.length)}_${i}`
+    seen.add(name.toLowerCase())
+    return name
+  })
 }
 
 /**

@@ -1,9 +1,9 @@
 import { z } from 'zod'
 import { failure } from '../errors.ts'
-import { json, shared, type Operation, type ResponseSpec, type Responses, type RouteGroup } from '../routes.ts'
-import type { AnalyticsEndpoint } from './endpoint.ts'
+import { shared, type Operation, type ResponseSpec, type Responses, type RouteGroup } from '../routes.ts'
+import { isBodyExport, type AnalyticsEndpoint, type EndpointExport } from './endpoint.ts'
 import { ANALYTICS_ENDPOINTS } from './endpoints.ts'
-import { EXPORT_ROW_LIMIT } from './exports.ts'
+import { EXPORT_ROW_LIMIT, exportName } from './exports.ts'
 
 /**
  * One documented operation per analytics endpoint (endpoints.ts), built from its module: its
@@ -18,39 +18,55 @@ const operationId = (path: string) => {
   return `get${slug.charAt(0).toUpperCase()}${slug.slice(1)}`
 }
 
+/** What `format` gives, format by format (exports.ts writes them). */
+function exportText(ep: AnalyticsEndpoint): string {
+  const tableColumn = isBodyExport(ep.export) ? ep.export.tableColumn : undefined
+  const names = isBodyExport(ep.export) ? Object.keys(ep.export.tables) : []
+  const csv = 'RFC 4180, UTF-8 with a byte order mark, a header row; text that a spreadsheet would read as a formula (starting with `=`, `+`, `-`, `@`, TAB or CR) is prefixed with `\''
+  const layout = tableColumn
+    ? `csv: ${csv}; a single table whose first column \`${tableColumn}\` names each row's table, followed by the union of the tables' columns in order of first appearance (empty where the row's table has no such column); excel: an xlsx workbook with a sheet per table (${names.map((n) => `\`${n}\``).join(', ')}), typed cells; json: an object holding each table's rows (objects keyed by column name) under its name`
+    : `csv: ${csv}; excel: an xlsx workbook of one sheet, typed cells; json: an array of the rows (objects keyed by column name)`
+  const limit = `At most ${EXPORT_ROW_LIMIT.toLocaleString('en')} rows in all; more is a 400 (\`Export too large\`) asking to narrow the filters.`
+  const empty = ep.noContent ? ' Without data the answer is the same 204 as without `format`.' : ''
+  return `\`format=csv|excel|json\` downloads, instead of the JSON body, ${ep.export.description}. ${layout}; file name \`${exportName(ep.path)}-<tenant_id>.<csv|xlsx|json>\`. ${limit}${empty}`
+}
+
 function description(ep: AnalyticsEndpoint): string {
   const parts: string[] = ep.notes ? [ep.notes] : []
   if (ep.overview) parts.push('Overview response: sent with `Cache-Control: private, max-age=300`.')
-  if (ep.export) {
-    parts.push(
-      `\`format=csv|excel|json\` downloads the endpoint's rows as a file (CSV: RFC 4180, UTF-8 with BOM; excel: xlsx; json: an array of objects) instead of the JSON body; at most ${EXPORT_ROW_LIMIT.toLocaleString('en')} rows, more is a 400 asking to narrow the filters.`,
-    )
-  } else {
-    parts.push('This endpoint has no row-level export: it takes no `format` (400 `Export not available`).')
-  }
+  parts.push(exportText(ep))
   if (ep.ignores?.length) parts.push(`Options that do not apply here: ${ep.ignores.join(', ')}.`)
   return parts.join('\n\n')
 }
 
-/** 200: the analytics body, or with `format` a download of the rows. */
+/** The JSON export's document: the rows (one table) or an object of each table's rows by name. */
+function exportJson(x: EndpointExport): z.ZodType {
+  if (!isBodyExport(x)) return z.array(x.row)
+  const tables = Object.entries(x.tables)
+  if (!x.tableColumn) return z.array(tables[0]![1])
+  return z.strictObject(Object.fromEntries(tables.map(([name, row]) => [name, z.array(row)])))
+}
+
+/** 200: the analytics body, or with `format` the export file. */
 function answer(ep: AnalyticsEndpoint): ResponseSpec {
-  const headers: Record<string, string> = { 'X-Reference-Date': 'The date (YYYY-MM-DD) the answer is computed as of' }
-  if (ep.overview) headers['Cache-Control'] = '`private, max-age=300`'
-  if (!ep.export) return json('The analytics body', ep.response, headers)
-  headers['Content-Disposition'] = 'With `format`: `attachment; filename="<endpoint>-<tenant_id>.<csv|xlsx|json>"`'
+  const headers: Record<string, string> = {
+    'X-Reference-Date': 'The date (YYYY-MM-DD) the answer is computed as of',
+    'Cache-Control': ep.overview ? '`private, max-age=300`; with `format`: `no-store`' : 'With `format`: `no-store`',
+    'Content-Disposition': `With \`format\`: \`attachment; filename="${exportName(ep.path)}-<tenant_id>.<csv|xlsx|json>"\``,
+  }
   return {
-    description: "The analytics body, or with `format` a download of the endpoint's rows, one object per row keyed by column header",
+    description: 'The analytics body, or with `format` the export file (what it holds: the operation description)',
     content: {
-      'application/json': z.union([ep.response, z.array(ep.export.row).meta({ description: 'format=json: the rows' })]),
-      'text/csv': z.string().meta({ description: 'CSV export (format=csv)' }),
-      [XLSX]: z.string().meta({ contentEncoding: 'binary', description: 'xlsx export (format=excel)' }),
+      'application/json': z.union([ep.response, exportJson(ep.export).meta({ description: 'format=json: the export' })]),
+      'text/csv': z.string().meta({ description: 'format=csv: the export' }),
+      [XLSX]: z.string().meta({ contentEncoding: 'binary', description: 'format=excel: the export (an xlsx workbook)' }),
     },
     headers,
   }
 }
 
 function responses(ep: AnalyticsEndpoint): Responses {
-  const refusals = ['invalid query parameters (`details.errors[]` lists each)', ep.export ? 'an export of more rows than allowed' : '`format` (no export here)', '`as_of` where this service answers only as of the reference date']
+  const refusals = ['invalid query parameters (`details.errors[]` lists each)', 'an export of more rows than allowed (`Export too large`)', '`as_of` where this service answers only as of the reference date']
   if (ep.unknownTenantStatus === 400) refusals.push('an unknown tenant (`Tenant not found`)')
   const out: Responses = { 200: answer(ep), 400: failure(`Refused: ${refusals.join(', ')}`), 403: shared('Forbidden') }
   if (ep.unknownTenantStatus !== 400) out[404] = failure('Tenant not found')

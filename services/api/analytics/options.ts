@@ -38,9 +38,6 @@ export const CommonQuery = z.object({
 
 export type CommonOptions = z.infer<typeof CommonQuery>
 
-/** The options of an endpoint without a row-level export: `format` is not one of them (400). */
-export const NoExportQuery = CommonQuery.omit({ format: true })
-
 export const limitParam = (def: number) => z.coerce.number().int().min(1).max(1000).default(def)
 export const offsetParam = z.coerce.number().int().min(0).default(0)
 export { bool as boolParam, date as dateParam, list as listParam }

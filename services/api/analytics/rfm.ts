@@ -1,11 +1,11 @@
 import { z } from 'zod'
 import { SEGMENTS, SEGMENT_DESCRIPTIONS, type Segment } from '../../../pipelines/features/segments.ts'
-import { NoExportQuery, boolParam, limitParam, offsetParam } from './options.ts'
-import { customerFilter } from './filters.ts'
+import { CommonQuery, boolParam, limitParam, offsetParam } from './options.ts'
+import { rfmExport, rfmPopulation, rfmSelection, type RfmCustomerRow } from './rfm-export.ts'
 import { customerScope } from './customers.ts'
 import { tenantWide } from './summary.ts'
 import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
-import { analyticsBody, pct, round2, select, signedPct, type AnalyticsContext, type AnalyticsEndpoint } from './endpoint.ts'
+import { analyticsBody, pct, round2, select, signedPct, type AnalyticsContext, type AnalyticsEndpoint, type RowsExport } from './endpoint.ts'
 import { SEGMENT_ACTIONS } from './segment-actions.ts'
 import { iso } from '../../../common/time.ts'
 import { Count, NullableTimestamp, Percentage, SignedPercent } from '../response-schemas.ts'
@@ -14,7 +14,7 @@ import { Count, NullableTimestamp, Percentage, SignedPercent } from '../response
  * GET /api/v2/cdp/analytics/rfm: the tenant's RFM overview, per-segment distribution, 30-day
  * trends and segment membership. Definitions: docs/analytics-rfm-clv-churn.md.
  */
-export const RfmQuery = NoExportQuery.extend({
+export const RfmQuery = CommonQuery.extend({
   segment: z.enum(SEGMENTS).optional(),
   limit: limitParam(100),
   offset: offsetParam,
@@ -102,12 +102,12 @@ class Tally {
 
 /** The scored customers (a segment) matching the shared filters, each with its demographics (pipelines/demographics; null until enriched). */
 function base(q: RfmOptions, nowMs: number) {
-  const f = customerFilter(q, nowMs)
+  const f = rfmPopulation(q, nowMs)
   const from = `customer_features AS f FINAL
     LEFT JOIN (SELECT customer_id, estimated_age AS age, gender, corrected_province AS province, age_segment, generation
                FROM customer_demographics FINAL WHERE tenant_id = {tenant_id:UInt64}) AS c
       ON c.customer_id = f.customer_id`
-  return { from, where: `${f.where} AND f.segment IS NOT NULL`, params: f.params }
+  return { from, where: f.where, params: f.params }
 }
 
 async function body(ctx: AnalyticsContext, q: RfmOptions) {
@@ -116,8 +116,7 @@ async function body(ctx: AnalyticsContext, q: RfmOptions) {
   // Without a customer filter, the tenant-wide parts come from the tenant summary (summary.ts).
   const whole = !customerScope(q, nowMs).filtered
   const wide = <T>(name: string, live: () => Promise<T>) => tenantWide(ctx, q.tenant_id, `rfm.${name}`, whole, live)
-  const segParams = { ...b.params, ...(q.segment ? { only_segment: q.segment } : {}) }
-  const segWhere = q.segment ? `${b.where} AND f.segment = {only_segment:String}` : b.where
+  const selected = rfmSelection(q, nowMs)
 
   // Per-segment figures are computed for every segment; `segment` picks what is shown.
   const [groupRows, processedRows, idRows, trends] = await Promise.all([
@@ -146,11 +145,11 @@ async function body(ctx: AnalyticsContext, q: RfmOptions) {
           `SELECT segment, groupArray(customer_id) AS ids FROM (
              SELECT assumeNotNull(f.segment) AS segment, f.customer_id AS customer_id,
                     row_number() OVER (PARTITION BY f.segment ORDER BY f.customer_id) AS rn
-             FROM customer_features AS f FINAL WHERE ${segWhere}
+             FROM customer_features AS f FINAL WHERE ${selected.where}
              ORDER BY segment, customer_id
            ) WHERE rn > {offset:UInt64} AND rn <= {offset:UInt64} + {limit:UInt64}
            GROUP BY segment`,
-          { ...segParams, offset: q.offset, limit: q.limit },
+          { ...selected.params, offset: q.offset, limit: q.limit },
         )
       : Promise.resolve([]),
     tenantWide(ctx, q.tenant_id, 'rfm.trends', true, () => rfmTrends(ctx, q.tenant_id, nowMs)),
@@ -332,7 +331,7 @@ export const RfmResponse = analyticsBody(
   { message: true, metadata: { tenant_id: z.int().min(1), processing_date: NullableTimestamp, next_update: NullableTimestamp } },
 ).meta({ id: 'RfmAnalysis' })
 
-export const rfmEndpoint: AnalyticsEndpoint<RfmOptions> = {
+export const rfmEndpoint: AnalyticsEndpoint<RfmOptions, RowsExport<RfmOptions, RfmCustomerRow>> = {
   path: '/api/v2/cdp/analytics/rfm',
   summary: 'RFM overview, segment distribution, 30-day trends and segment membership',
   query: RfmQuery,
@@ -340,4 +339,5 @@ export const rfmEndpoint: AnalyticsEndpoint<RfmOptions> = {
   overview: true,
   cacheTtlMs: PROCESSING_RESULTS_TTL_MS,
   body,
+  export: rfmExport,
 }

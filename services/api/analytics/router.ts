@@ -5,15 +5,16 @@ import { tenantExists } from '../../../common/store/tenants.ts'
 import { fieldErrorsFromZod } from '../../../pipelines/ingest/validation.ts'
 import { sendError } from '../errors.ts'
 import { ResponseCache, OVERVIEW_MAX_AGE_S } from './cache.ts'
-import { NO_CONTENT, type AnalyticsContext } from './endpoint.ts'
+import { isBodyExport, NO_CONTENT, type AnalyticsContext, type AnalyticsEndpoint, type ExportTable } from './endpoint.ts'
 import { asOfSummary, type SummarySource } from './summary.ts'
 import { customerScope } from './customers.ts'
-import { EXPORT_ROW_LIMIT, sendExport } from './exports.ts'
+import { EXPORT_ROW_LIMIT, exportName, sendTables } from './exports.ts'
 import { ANALYTICS_ENDPOINTS } from './endpoints.ts'
 import { asOfStore, type AsOfSnapshots, ReferenceSource } from './reference.ts'
 import { referenceMetadata } from '../../../common/reference-date.ts'
 import { lruCache } from '../../../common/lru.ts'
 import { route } from '../routes.ts'
+import type { CommonOptions } from './options.ts'
 import { ANALYTICS_OPERATIONS } from './operations.ts'
 
 export interface AnalyticsDeps {
@@ -26,18 +27,22 @@ export interface AnalyticsDeps {
   references?: ReferenceSource
   /** Feature rows of another date for `as_of` requests; without it, `as_of` is refused (400). */
   snapshots?: AsOfSnapshots
+  /** Most rows an export may hold (default EXPORT_ROW_LIMIT, the spec's). */
+  exportRowLimit?: number
 }
 
 /**
  * The read-only analytics endpoints: each is a module (endpoints.ts lists them) with its query
  * schema, body and answer's schema (documented by operations.ts); this router does what they
- * share. Order: query validation (400 with field errors), tenant known (404), export (format=…)
- * or cached body, Cache-Control on overviews.
+ * share. Order: query validation (400 with field errors), tenant known (404), then with `format`
+ * the export (its rows counted, 400 beyond the limit, then streamed; a body export made from the
+ * cached body), else the cached body, Cache-Control on overviews.
  */
 export function analyticsRouter(deps: AnalyticsDeps): Router {
   const router = express.Router()
   const ctx = ctxFor(deps)
   const references = deps.references ?? new ReferenceSource(deps.store, deps.now)
+  const exportLimit = deps.exportRowLimit ?? EXPORT_ROW_LIMIT
   // A tenant, once known, stays known (its rows are never deleted but by a replay): remembered for a minute.
   const knownTenants = lruCache<number, true>({ max: 10_000, ttlMs: 60_000 })
   const known = async (tenantId: number) => {
@@ -49,8 +54,6 @@ export function analyticsRouter(deps: AnalyticsDeps): Router {
   for (const ep of ANALYTICS_ENDPOINTS) {
     route(router, ANALYTICS_OPERATIONS.get(ep.path)!, async (req, res, next) => {
       try {
-        // Said apart from the other unknown options: the endpoint has no rows to export.
-        if (!ep.export && 'format' in req.query) return sendError(res, 400, 'Export not available', `${ep.path} has no row-level export; formats apply to endpoints with rows`)
         const parsed = ep.query.safeParse(req.query)
         if (!parsed.success) {
           const errors = fieldErrorsFromZod(parsed.error.issues)
@@ -73,19 +76,13 @@ export function analyticsRouter(deps: AnalyticsDeps): Router {
         }
         const metadata = referenceMetadata({ ...ref, ms: rctx.now() })
         res.set('X-Reference-Date', metadata.reference_date)
-        if (q.format && ep.export) {
-          const n = await ep.export.count(rctx, q)
-          if (n > EXPORT_ROW_LIMIT) return sendError(res, 400, 'Export too large', `the export would hold ${n} rows; at most ${EXPORT_ROW_LIMIT} are allowed: narrow it with filters`)
-          const name = `${ep.path.split('/').filter(Boolean).at(-1)}-${q.tenant_id}`
-          return await sendExport(res, q.format, name, ep.export.columns, await ep.export.rows(rctx, q, EXPORT_ROW_LIMIT))
+        if (q.format) {
+          const file = await exportFile(ep, rctx, q, exportLimit)
+          if (file === NO_CONTENT) return void res.status(204).end()
+          if (file.rows > exportLimit) return sendError(res, 400, 'Export too large', `the export would hold ${file.rows} rows; at most ${exportLimit} are allowed: narrow it with filters`)
+          return await sendTables(res, q.format, `${exportName(ep.path)}-${q.tenant_id}`, file.tables, isBodyExport(ep.export) ? ep.export.tableColumn : undefined)
         }
-        const key = `${ep.path}?${JSON.stringify(q)}`
-        let body = ep.cacheTtlMs ? ctx.cache.get(q.tenant_id, key) : undefined
-        if (body === undefined) {
-          const epoch = ctx.cache.epoch(q.tenant_id)
-          body = await ep.body(rctx, q)
-          if (ep.cacheTtlMs) ctx.cache.set(q.tenant_id, key, body, ep.cacheTtlMs, epoch)
-        }
+        const { body } = await answer(ep, rctx, q)
         if (ep.overview) res.set('Cache-Control', `private, max-age=${OVERVIEW_MAX_AGE_S}`)
         if (body === NO_CONTENT) return void res.status(204).end()
         res.json({ ...(body as object), metadata: { ...((body as { metadata?: object }).metadata ?? {}), ...metadata } })
@@ -95,6 +92,40 @@ export function analyticsRouter(deps: AnalyticsDeps): Router {
     })
   }
   return router
+}
+
+/** A body and the clock it was computed as of (`rctx.now()`), as the response cache keeps them. */
+interface Answer {
+  body: unknown
+  at: number
+}
+
+/** The endpoint's body for a request, from the response cache when it holds it (the same for the JSON answer and a body export). */
+async function answer(ep: AnalyticsEndpoint, rctx: AnalyticsContext, q: CommonOptions): Promise<Answer> {
+  const { format: _file, ...asked } = q
+  const key = `${ep.path}?${JSON.stringify(asked)}`
+  const hit = ep.cacheTtlMs ? rctx.cache.get<Answer>(q.tenant_id, key) : undefined
+  if (hit) return hit
+  const epoch = rctx.cache.epoch(q.tenant_id)
+  const fresh = { body: await ep.body(rctx, q), at: rctx.now() }
+  if (ep.cacheTtlMs) rctx.cache.set(q.tenant_id, key, fresh, ep.cacheTtlMs, epoch)
+  return fresh
+}
+
+/**
+ * What a request's export holds and how many rows: a rows export is counted first and read only
+ * within the limit; a body export is made from the body (NO_CONTENT when the body is).
+ */
+async function exportFile(ep: AnalyticsEndpoint, rctx: AnalyticsContext, q: CommonOptions, limit: number): Promise<{ rows: number; tables: ExportTable[] } | typeof NO_CONTENT> {
+  const x = ep.export
+  if (!isBodyExport(x)) {
+    const rows = await x.count(rctx, q)
+    return { rows, tables: rows > limit ? [] : [{ name: exportName(ep.path), columns: x.columns, rows: await x.rows(rctx, q, limit) }] }
+  }
+  const { body, at } = await answer(ep, rctx, q)
+  if (body === NO_CONTENT) return NO_CONTENT
+  const tables = x.fromBody(body, q, at)
+  return { rows: tables.reduce((n, t) => n + t.rows.length, 0), tables }
 }
 
 /** The context an endpoint module runs with (the router's, and the tests'). */

@@ -1,7 +1,7 @@
 import { z } from 'zod'
-import { NoExportQuery, type CommonOptions } from './options.ts'
-import type { AnalyticsContext, AnalyticsEndpoint } from './endpoint.ts'
-import { analyticsBody, round2, select, signedPct } from './endpoint.ts'
+import { CommonQuery, type CommonOptions } from './options.ts'
+import type { AnalyticsContext, AnalyticsEndpoint, BodyExport } from './endpoint.ts'
+import { analyticsBody, bodyTable, round2, select, signedPct, signedPctValue } from './endpoint.ts'
 import { Count, Fraction, SignedPercent } from '../response-schemas.ts'
 import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
 import { customerScope } from './customers.ts'
@@ -120,14 +120,60 @@ export const SegmentPerformanceResponse = analyticsBody(
   }),
 ).meta({ id: 'SegmentPerformance' })
 
+const percentChange = (description: string) => z.number().nullable().meta({ description: `${description}, in percent (\`+12.5%\` is 12.5); null as in the body` })
+
+const SegmentPerformanceRow = z.strictObject({
+  segment: z.enum(SEGMENTS),
+  size: Count,
+  revenue: z.number(),
+  avg_order_value: z.number(),
+  order_frequency: z.number(),
+  retention_rate: Fraction,
+  growth_rate: z.number().nullable(),
+  vs_avg_revenue: percentChange('Revenue per customer against the scope'),
+  vs_avg_retention: percentChange('Retention against the scope'),
+  vs_last_month: percentChange('Size against the snapshot 30 days before'),
+  recommended_action: z.string().nullable().meta({ description: "The segment's recommendation, null without one" }),
+  potential_impact: z.number().nullable().meta({ description: "The recommendation's potential impact (money), null without one" }),
+})
+
+/** The export: one row per segment (all 11, spec order) with its metrics, comparisons and recommendation. */
+export const segmentPerformanceExport: BodyExport<CommonOptions, Awaited<ReturnType<typeof segmentPerformanceBody>>> = {
+  description:
+    'one row per segment (all 11, in the body\'s order): `segment`, the `metrics` and `comparison` fields of the body (comparisons as percent numbers), and its recommendation (`recommended_action`, `potential_impact` as a number; null for a segment without one)',
+  tables: { segments: SegmentPerformanceRow },
+  fromBody: ({ data }) => {
+    const advice = new Map(data.recommendations.map((r) => [r.segment, r]))
+    return [
+      bodyTable(
+        'segments',
+        SegmentPerformanceRow,
+        data.segments.map(({ name, metrics, comparison }) => {
+          const r = advice.get(name)
+          return {
+            segment: name,
+            ...metrics,
+            vs_avg_revenue: signedPctValue(comparison.vs_avg_revenue),
+            vs_avg_retention: signedPctValue(comparison.vs_avg_retention),
+            vs_last_month: signedPctValue(comparison.vs_last_month),
+            recommended_action: r?.action ?? null,
+            potential_impact: r ? Number(r.potential_impact) : null,
+          }
+        }),
+      ),
+    ]
+  },
+}
+
 /** GET /api/v2/cdp/analytics/segments/performance — per-segment metrics; definitions in docs/analytics-cohorts-dashboard.md. */
 export const segmentPerformanceEndpoint: AnalyticsEndpoint = {
   path: '/api/v2/cdp/analytics/segments/performance',
   summary:
     'Segment performance: per segment (all 11, spec order) size, revenue (net spend), average order value, orders per customer, 90-day retention, growth vs the snapshot 30 days before; comparisons and recommendations',
-  query: NoExportQuery.strict(),
+  query: CommonQuery.strict(),
   response: SegmentPerformanceResponse,
   overview: true,
   cacheTtlMs: PROCESSING_RESULTS_TTL_MS,
   body: segmentPerformanceBody,
+  export: segmentPerformanceExport,
 }
