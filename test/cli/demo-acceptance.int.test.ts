@@ -159,6 +159,45 @@ describe('demo tenant on the embedded runtime', () => {
     expect(demo.data.summary.completion_rates.location).toBeGreaterThan(50)
   })
 
+  it.each(['rfm', 'clv', 'churn', 'cohorts', 'segments/performance', 'dashboard', 'demographics'])('%s exports csv, excel and json with rows', async (ep) => {
+    for (const format of ['csv', 'excel', 'json'] as const) {
+      const r = await get(`/api/v2/cdp/analytics/${ep}?tenant_id=${TENANT}&format=${format}`)
+      expect(r.status, `${ep} ${format}`).toBe(200)
+      expect(r.headers.get('content-disposition'), `${ep} ${format}`).toMatch(/^attachment; filename=/)
+      const bytes = Buffer.from(await r.arrayBuffer())
+      if (format === 'csv') expect(bytes.toString('utf8').split('\r\n').filter(Boolean).length, ep).toBeGreaterThan(1)
+      if (format === 'excel') expect(bytes.subarray(0, 2).toString('latin1'), ep).toBe('PK') // a zip: xlsx
+      if (format === 'json') {
+        const rows = JSON.parse(bytes.toString('utf8')) as unknown
+        const n = Array.isArray(rows) ? rows.length : Object.values(rows as Record<string, unknown[]>).reduce((s, v) => s + (Array.isArray(v) ? v.length : 1), 0)
+        expect(n, ep).toBeGreaterThan(0)
+      }
+    }
+  })
+
+  it('the per-customer record answers for a demo customer with every field; the dashboard and /churn give one churn rate', async () => {
+    const list = (await (await get(`/api/cdp/v2/customers?tenant_id=${TENANT}&segments=Champions&limit=1`)).json()) as { data: { customers: { profile_id: string }[] } }
+    const id = list.data.customers[0]!.profile_id
+    const r = await get(`/api/cdp/v2/customers/${id}?tenant_id=${TENANT}`)
+    expect(r.status).toBe(200)
+    const body = await r.json()
+    expect(
+      missing(body, [
+        ...['tenant_id', 'customer_id', 'email', 'recency_days', 'frequency', 'monetary', 'r_score', 'f_score', 'm_score', 'rfm_score', 'segment', 'processed_at'].map((f) => `data.rfm.${f}`),
+        ...['profile_id', 'email', 'first_name', 'last_name', 'estimated_age', 'inferred_gender', 'age_segment', 'generation', 'rfm_segment', 'historical_value', 'order_count', 'created_at', 'last_order_date'].map((f) => `data.customer.${f}`),
+        ...['historical_value', 'predicted_value', 'total_clv', 'clv_tier', 'expected_purchases', 'p_alive'].map((f) => `data.clv.${f}`),
+        ...['churn_risk', 'churn_probability', 'expected_order_date', 'days_overdue'].map((f) => `data.churn.${f}`),
+        ...['counting_orders', 'total_spent', 'first_order_at', 'last_order_at', 'recent'].map((f) => `data.orders.${f}`),
+      ]),
+    ).toEqual([])
+    expect(body.data.rfm.segment).toBe('Champions')
+    expect(body.data.clv.predicted_value).toBeGreaterThan(0)
+    expect((await get(`/api/cdp/v2/customers/999999999?tenant_id=${TENANT}`)).status).toBe(404)
+    const dash = (await (await get(`/api/v2/cdp/analytics/dashboard?tenant_id=${TENANT}`)).json()) as { data: { kpis: { churn_rate: number } } }
+    const churn = (await (await get(`/api/v2/cdp/analytics/churn?tenant_id=${TENANT}`)).json()) as { data: { overview: { churn_rate: number } } }
+    expect(dash.data.kpis.churn_rate).toBe(churn.data.overview.churn_rate)
+  })
+
   it("the demo's Champions sync fills a custom audience on the simulated ads platform", async () => {
     const sync = await waitFor(
       async () => {
