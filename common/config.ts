@@ -44,6 +44,8 @@ export const ConfigSchema = z
     demo: bool.default(false),
     /** How often the feature role rescores quiet customers, refreshes quintiles and snapshots segments (ms). */
     featuresTickMs: z.coerce.number().int().min(100).max(86_400_000).default(60_000),
+    /** How often the identity resolver looks for tenants whose customers changed (docs/identity.md). */
+    identityIntervalMs: z.coerce.number().int().min(100).max(86_400_000).default(5_000),
     /** Transaction model of the CLV: MBG/NBD (one-time buyers can be inactive) or BG/NBD. */
     clvModel: z.enum(['mbgnbd', 'bgnbd']).default('mbgnbd'),
     clvHorizonMonths: z.coerce.number().int().min(1).max(120).default(12),
@@ -133,6 +135,7 @@ export const ENV_NAMES: Record<keyof z.input<typeof ConfigSchema>, string> = {
   batchMaxWaitMs: 'CDP_BATCH_MAX_WAIT_MS',
   demo: 'CDP_DEMO',
   featuresTickMs: 'CDP_FEATURES_TICK_MS',
+  identityIntervalMs: 'CDP_IDENTITY_INTERVAL_MS',
   clvModel: 'CDP_CLV_MODEL',
   clvHorizonMonths: 'CDP_CLV_HORIZON_MONTHS',
   clvMonthlyDiscountRate: 'CDP_CLV_MONTHLY_DISCOUNT_RATE',

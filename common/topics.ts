@@ -13,6 +13,7 @@ export const TOPICS = {
   customerFeatures: { name: 'cdp.customer-features.v1', schema: 'customer-features.avsc', compacted: true },
   segmentChanges: { name: 'cdp.segment-changes.v1', schema: 'segment-changed.avsc', compacted: false },
   customerDemographics: { name: 'cdp.customer-demographics.v1', schema: 'customer-demographics.avsc', compacted: true },
+  profileChanges: { name: 'cdp.profile-changes.v1', schema: 'profile-changed.avsc', compacted: true },
   deadLetter: { name: 'cdp.dead-letter.v1', schema: 'dead-letter.avsc', compacted: false },
 } as const satisfies Record<string, TopicSpec>
 

@@ -128,34 +128,3 @@ export function resolveProfiles(customers: readonly SourceCustomer[], settings: 
   blocked.sort((a, b) => b.customers - a.customers || (a.identifier < b.identifier ? -1 : 1))
   return { profiles, profileOf, blocked }
 }
-
-export type ProfileChange =
-  /** `profile_id` absorbed the profiles in `merged` (their members now belong to it). */
-  | { type: 'merged'; profile_id: number; merged: number[]; members: number[] }
-  /** The profile `profile_id` was split into `into` (one of them may keep its id). */
-  | { type: 'split'; profile_id: number; into: number[] }
-
-/**
- * What changed between two resolutions of the same customers (new customers joining an existing
- * profile count as a merge only when they bring another profile with them). Deterministic order.
- */
-export function profileChanges(before: ReadonlyMap<number, number>, after: Resolution): ProfileChange[] {
-  const out: ProfileChange[] = []
-  for (const p of after.profiles) {
-    const previous = [...new Set(p.members.map((m) => before.get(m)).filter((x): x is number => x !== undefined))].sort((a, b) => a - b)
-    const absorbed = previous.filter((id) => id !== p.profileId)
-    if (absorbed.length > 0 && previous.length > 1) out.push({ type: 'merged', profile_id: p.profileId, merged: absorbed, members: p.members })
-  }
-  const successors = new Map<number, Set<number>>()
-  for (const [customer, old] of before) {
-    const now = after.profileOf.get(customer)
-    if (now === undefined) continue
-    const s = successors.get(old) ?? new Set<number>()
-    s.add(now)
-    successors.set(old, s)
-  }
-  for (const [old, next] of [...successors].sort((a, b) => a[0] - b[0])) {
-    if (next.size > 1) out.push({ type: 'split', profile_id: old, into: [...next].sort((a, b) => a - b) })
-  }
-  return out
-}

@@ -11,6 +11,8 @@ import { errorHandler, notFound } from './errors.ts'
 import { analyticsRouter, type AnalyticsDeps } from './analytics/router.ts'
 import { customerRecordRouter } from './analytics/customer-record.ts'
 import { clvValidationRouter } from './analytics/clv-validation.ts'
+import { profilesRouter } from './profiles-routes.ts'
+import { ResponseCache } from './analytics/cache.ts'
 import { docsRouter } from './docs-routes.ts'
 import { openApiDocument } from './openapi.ts'
 import { JSON_BODY_LIMIT_MB } from './routes.ts'
@@ -77,9 +79,12 @@ export function createApp(deps: ApiDeps): Express {
   if (deps.tenantSettings) app.use(deps.tenantSettings)
   if (deps.processing) app.use(processRouter(deps.processing))
   if (deps.analytics) {
-    app.use(analyticsRouter(deps.analytics))
-    app.use(customerRecordRouter(deps.analytics))
-    app.use(clvValidationRouter(deps.analytics))
+    // One answer cache for the analytics routers, so a profile change drops what they cached.
+    const analytics = { ...deps.analytics, cache: deps.analytics.cache ?? new ResponseCache(deps.analytics.now) }
+    app.use(analyticsRouter(analytics))
+    app.use(customerRecordRouter(analytics))
+    app.use(clvValidationRouter(analytics))
+    app.use(profilesRouter({ store: analytics.store, log: deps.log, codec: deps.codec, logger: deps.logger, now: analytics.now, onChange: (tenantId) => analytics.cache.invalidateTenant(tenantId) }))
   }
   if (deps.integrations) app.use(deps.integrations)
   if (deps.audienceSyncs) app.use(deps.audienceSyncs)

@@ -2,6 +2,7 @@ import type { RouteGroup } from './routes.ts'
 import { ANALYTICS_ROUTES } from './analytics/operations.ts'
 import { CUSTOMER_RECORD_ROUTES } from './analytics/customer-record.ts'
 import { CLV_VALIDATION_ROUTES } from './analytics/clv-validation.ts'
+import { PROFILE_ROUTES } from './profiles-routes.ts'
 import { PROCESSING_ROUTES } from './process-operations.ts'
 import { INGEST_ROUTES } from './ingest-operations.ts'
 import { TENANT_ROUTES } from './tenant-settings-routes.ts'
@@ -20,6 +21,7 @@ export const ROUTE_GROUPS: readonly RouteGroup[] = [
   ANALYTICS_ROUTES,
   CUSTOMER_RECORD_ROUTES,
   CLV_VALIDATION_ROUTES,
+  PROFILE_ROUTES,
   PROCESSING_ROUTES,
   TENANT_ROUTES,
   INGEST_ROUTES,

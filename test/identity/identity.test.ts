@@ -5,7 +5,8 @@
  */
 import { describe, expect, it } from 'vitest'
 import { identifiersOf, normalizeEmail, normalizeNationalId, normalizePhone, normalizeSourceId } from '../../pipelines/identity/identifiers.ts'
-import { DEFAULT_IDENTITY_SETTINGS, profileChanges, resolveProfiles, type SourceCustomer } from '../../pipelines/identity/graph.ts'
+import { DEFAULT_IDENTITY_SETTINGS, resolveProfiles, type SourceCustomer } from '../../pipelines/identity/graph.ts'
+import { profileEvents } from '../../pipelines/identity/resolve.ts'
 import { formatPhone, type PhoneStyle } from '../../pipelines/ingest/synthetic/identity.ts'
 
 describe('identifiers', () => {
@@ -113,11 +114,23 @@ describe('profiles', () => {
     const split = resolveProfiles(people, DEFAULT_IDENTITY_SETTINGS, [{ customerId: 30, identifier: 'phone:+541141234567' }])
     expect(split.profileOf.get(30)).toBe(30)
     expect(split.profileOf.get(10)).toBe(20)
-    expect(profileChanges(merged.profileOf, split)).toEqual([{ type: 'split', profile_id: 20, into: [20, 30] }])
-    expect(profileChanges(split.profileOf, merged)).toEqual([{ type: 'merged', profile_id: 20, merged: [30], members: [20, 10, 30] }])
-    // A new customer joining one profile is no merge; one that bridges two is.
+    const events = (before: ReadonlyMap<number, number>, after: ReturnType<typeof resolveProfiles>) =>
+      profileEvents(1, before, after, 0).map(({ profile_id, change, members, previous_profile_ids, absorbed_into }) => ({ profile_id, change, members, previous_profile_ids, absorbed_into }))
+    expect(events(merged.profileOf, split)).toEqual([
+      { profile_id: 20, change: 'split', members: [20, 10], previous_profile_ids: [20], absorbed_into: null },
+      { profile_id: 30, change: 'split', members: [30], previous_profile_ids: [20], absorbed_into: null },
+    ])
+    expect(events(split.profileOf, merged)).toEqual([
+      { profile_id: 20, change: 'merged', members: [20, 10, 30], previous_profile_ids: [20, 30], absorbed_into: null },
+      { profile_id: 30, change: 'absorbed', members: [], previous_profile_ids: [30], absorbed_into: 20 },
+    ])
+    // A new customer joining a profile changes it (merged); one that bridges two merges them; nothing new, no event.
     const bridged = resolveProfiles([...people, c(60, 950, { email: 'juan@hotmail.com', dni: '30987654' })])
-    expect(profileChanges(merged.profileOf, bridged)).toEqual([{ type: 'merged', profile_id: 40, merged: [50], members: [40, 50, 60] }])
-    expect(profileChanges(merged.profileOf, merged)).toEqual([])
+    expect(events(merged.profileOf, bridged)).toEqual([
+      { profile_id: 40, change: 'merged', members: [40, 50, 60], previous_profile_ids: [40, 50], absorbed_into: null },
+      { profile_id: 50, change: 'absorbed', members: [], previous_profile_ids: [50], absorbed_into: 40 },
+    ])
+    expect(events(new Map(), merged).map((e) => e.change)).toEqual(['created', 'created', 'created'])
+    expect(events(merged.profileOf, merged)).toEqual([])
   })
 })

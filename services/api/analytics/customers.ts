@@ -44,7 +44,7 @@ export type CustomersOptions = CommonOptions & { limit: number; offset: number }
 const text = z.string().nullable()
 /** One item of the spec's "Customer (list item)", every field present. */
 export const CustomerItemSchema = z.strictObject({
-  profile_id: z.string(),
+  profile_id: z.string().meta({ description: "The person's profile: the customer id of its oldest member, shared by every source customer identity resolution joined (docs/identity.md)" }),
   email: text,
   first_name: text,
   last_name: text,
@@ -71,6 +71,8 @@ export type CustomerItem = z.infer<typeof CustomerItemSchema>
 
 interface Row {
   customer_id: number
+  /** The customer's profile (pipelines/identity); null before its first resolution. */
+  profile_id: number | null
   email: string | null
   first_name: string | null
   last_name: string | null
@@ -96,7 +98,8 @@ interface Row {
 
 function toItem(r: Row): CustomerItem {
   return {
-    profile_id: String(r.customer_id),
+    // One profile per person (docs/identity.md): the oldest member's customer id; the customer's own until resolved.
+    profile_id: String(r.profile_id ?? r.customer_id),
     email: r.email,
     first_name: r.first_name,
     last_name: r.last_name,
@@ -142,7 +145,7 @@ export async function customerPage(ctx: AnalyticsContext, q: CustomersOptions, l
        ORDER BY f.customer_id
        LIMIT {limit:UInt32} OFFSET {offset:UInt64}
      )
-     SELECT page.customer_id AS customer_id, coalesce(c.email, page.f_email) AS email, c.first_name AS first_name, c.last_name AS last_name,
+     SELECT page.customer_id AS customer_id, p.profile_id AS profile_id, coalesce(c.email, page.f_email) AS email, c.first_name AS first_name, c.last_name AS last_name,
             page.segment AS segment, page.historical_value AS historical_value, page.frequency AS frequency,
             toUnixTimestamp64Milli(c.created_at) AS created_ms, page.last_order_ms AS last_order_ms,
             d.estimated_age AS estimated_age, d.gender AS gender, d.age_segment AS age_segment, d.generation AS generation,
@@ -157,6 +160,8 @@ export async function customerPage(ctx: AnalyticsContext, q: CustomersOptions, l
                        corrected_province, corrected_postal_code, region, location_confidence, location_correction_needed, is_location_validated
                 FROM customer_demographics FINAL
                 WHERE tenant_id = {tenant_id:UInt64} AND customer_id IN (SELECT customer_id FROM page)) AS d ON d.customer_id = page.customer_id
+     LEFT JOIN (SELECT customer_id, profile_id FROM customer_profiles FINAL
+                WHERE tenant_id = {tenant_id:UInt64} AND customer_id IN (SELECT customer_id FROM page)) AS p ON p.customer_id = page.customer_id
      ORDER BY page.customer_id
      SETTINGS join_use_nulls = 1`,
     { ...s.params, limit, offset },

@@ -1,0 +1,139 @@
+/**
+ * The identity lane's tables (schemas/clickhouse/011_identity.sql) and what it reads of the
+ * `customers` projection. Every value is a bound parameter.
+ */
+import type { Store } from '../../common/store/clickhouse.ts'
+import { nextSeq, nextVersion } from '../../common/store/versions.ts'
+import { iso } from '../../common/time.ts'
+import { identifiersOf, IDENTIFIER_KINDS, type IdentifierKind } from './identifiers.ts'
+import { DEFAULT_IDENTITY_SETTINGS, type Exclusion, type IdentitySettings, type SourceCustomer } from './graph.ts'
+
+export class IdentityStore {
+  constructor(
+    private readonly store: Store,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /**
+   * Every customer of the tenant with its identifiers, from the latest profile of each. First
+   * seen: the profile's created_at, else its first order, else its latest update; all facts of
+   * the data, so the same customers resolve the same way whatever order their events arrived in.
+   */
+  async sourceCustomers(tenantId: number): Promise<SourceCustomer[]> {
+    const rs = await this.store.query({
+      query: `SELECT c.customer_id AS customer_id, c.email AS email, c.phone AS phone, c.national_id AS national_id, c.source_ids AS source_ids,
+                     toUnixTimestamp64Milli(least(coalesce(c.created_at, toDateTime64('2299-12-31', 3, 'UTC')), coalesce(o.first_at, toDateTime64('2299-12-31', 3, 'UTC')), c.updated_at)) AS first_seen
+              FROM (SELECT customer_id, email, phone, national_id, source_ids, created_at, updated_at FROM customers FINAL WHERE tenant_id = {t:UInt64}) AS c
+              LEFT JOIN (SELECT customer_id, min(placed_at) AS first_at FROM orders WHERE tenant_id = {t:UInt64} GROUP BY customer_id) AS o ON o.customer_id = c.customer_id
+              SETTINGS join_use_nulls = 1`,
+      query_params: { t: tenantId },
+      format: 'JSONEachRow',
+    })
+    const rows = await rs.json<{ customer_id: string; email: string | null; phone: string | null; national_id: string | null; source_ids: { source: string; id: string }[] | [string, string][]; first_seen: string }>()
+    return rows.map((r) => ({
+      customerId: Number(r.customer_id),
+      firstSeenAt: Number(r.first_seen),
+      identifiers: identifiersOf({
+        email: r.email,
+        phone: r.phone,
+        national_id: r.national_id,
+        source_ids: (r.source_ids ?? []).map((s) => (Array.isArray(s) ? { source: s[0], id: s[1] } : s)),
+      }),
+    }))
+  }
+
+  /** The stored profile of each customer of the tenant that has one. */
+  async profiles(tenantId: number): Promise<Map<number, number>> {
+    const rs = await this.store.query({
+      query: 'SELECT customer_id, profile_id FROM customer_profiles FINAL WHERE tenant_id = {t:UInt64}',
+      query_params: { t: tenantId },
+      format: 'JSONCompactEachRow',
+    })
+    return new Map((await rs.json<[string, string]>()).map(([c, p]) => [Number(c), Number(p)]))
+  }
+
+  async writeProfiles(tenantId: number, assignments: readonly [customerId: number, profileId: number][]): Promise<void> {
+    if (!assignments.length) return
+    const at = iso(this.now())
+    const version = nextVersion()
+    await this.store.insert({
+      table: 'customer_profiles',
+      format: 'JSONEachRow',
+      values: assignments.map(([customer_id, profile_id]) => ({ tenant_id: tenantId, customer_id, profile_id, updated_at: at, version })),
+    })
+  }
+
+  async exclusions(tenantId: number): Promise<Exclusion[]> {
+    const rs = await this.store.query({
+      query: 'SELECT customer_id, identifier FROM identity_exclusions FINAL WHERE tenant_id = {t:UInt64} AND active = 1',
+      query_params: { t: tenantId },
+      format: 'JSONCompactEachRow',
+    })
+    return (await rs.json<[string, string]>()).map(([c, identifier]) => ({ customerId: Number(c), identifier }))
+  }
+
+  async exclude(tenantId: number, e: Exclusion): Promise<void> {
+    await this.store.insert({
+      table: 'identity_exclusions',
+      format: 'JSONEachRow',
+      values: [{ tenant_id: tenantId, customer_id: e.customerId, identifier: e.identifier, created_at: iso(this.now()), active: 1, version: nextSeq() }],
+    })
+  }
+
+  async settings(tenantId: number): Promise<IdentitySettings> {
+    const rs = await this.store.query({
+      query: 'SELECT merge_kinds, max_customers_per_identifier FROM identity_settings FINAL WHERE tenant_id = {t:UInt64}',
+      query_params: { t: tenantId },
+      format: 'JSONEachRow',
+    })
+    const [row] = await rs.json<{ merge_kinds: string[]; max_customers_per_identifier: number }>()
+    if (!row) return DEFAULT_IDENTITY_SETTINGS
+    return {
+      mergeKinds: row.merge_kinds.filter((k): k is IdentifierKind => (IDENTIFIER_KINDS as readonly string[]).includes(k)),
+      maxCustomersPerIdentifier: Number(row.max_customers_per_identifier),
+    }
+  }
+
+  async putSettings(tenantId: number, s: IdentitySettings): Promise<void> {
+    await this.store.insert({
+      table: 'identity_settings',
+      format: 'JSONEachRow',
+      values: [{ tenant_id: tenantId, merge_kinds: [...s.mergeKinds], max_customers_per_identifier: s.maxCustomersPerIdentifier, updated_at: iso(this.now()), version: nextSeq() }],
+    })
+  }
+
+  /** The data version the tenant's last resolution saw ('' when never resolved), and what it blocked. */
+  async lastResolution(tenantId: number): Promise<{ dataVersion: string; blocked: { identifier: string; customers: number }[] } | null> {
+    const rs = await this.store.query({
+      query: 'SELECT data_version, blocked FROM identity_resolutions FINAL WHERE tenant_id = {t:UInt64}',
+      query_params: { t: tenantId },
+      format: 'JSONEachRow',
+    })
+    const [row] = await rs.json<{ data_version: string; blocked: [string, string][] | { identifier: string; customers: string }[] }>()
+    if (!row) return null
+    return { dataVersion: row.data_version, blocked: row.blocked.map((b) => (Array.isArray(b) ? { identifier: b[0], customers: Number(b[1]) } : { identifier: b.identifier, customers: Number(b.customers) })) }
+  }
+
+  /** `startedAt`: before the resolution read anything, so a change during it makes the tenant due again. */
+  async recordResolution(tenantId: number, r: { startedAt: number; dataVersion: string; customers: number; profiles: number; blocked: { identifier: string; customers: number }[] }): Promise<void> {
+    await this.store.insert({
+      table: 'identity_resolutions',
+      format: 'JSONEachRow',
+      values: [{ tenant_id: tenantId, data_version: r.dataVersion, resolved_at: iso(r.startedAt), customers: r.customers, profiles: r.profiles, blocked: r.blocked.map((b) => ({ identifier: b.identifier, customers: b.customers })), version: nextSeq() }],
+    })
+  }
+
+  /** Tenants whose data changed since their last resolution (or never resolved). */
+  async tenantsToResolve(limit = 100): Promise<number[]> {
+    const rs = await this.store.query({
+      query: `SELECT d.tenant_id AS tenant_id FROM (SELECT tenant_id, max(changed_at) AS changed FROM tenant_data_changes GROUP BY tenant_id) AS d
+              LEFT JOIN (SELECT tenant_id, argMax(resolved_at, version) AS resolved FROM identity_resolutions GROUP BY tenant_id) AS r ON r.tenant_id = d.tenant_id
+              WHERE r.resolved IS NULL OR d.changed >= r.resolved
+              ORDER BY d.tenant_id LIMIT {n:UInt32}
+              SETTINGS join_use_nulls = 1`,
+      query_params: { n: limit },
+      format: 'JSONCompactEachRow',
+    })
+    return (await rs.json<[string]>()).map(([t]) => Number(t))
+  }
+}
