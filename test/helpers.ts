@@ -117,3 +117,11 @@ export async function refusal<T extends Error>(p: Promise<unknown>, type: new (.
   expect(err).toBeInstanceOf(type)
   return err as T
 }
+
+/** Serves an Express app on a free loopback port: its base URL and a close() that waits for the server. */
+export async function serve(app: import('express').Express): Promise<{ base: string; close(): Promise<void> }> {
+  const server = app.listen(0, '127.0.0.1')
+  await new Promise((r) => server.once('listening', r))
+  const { port } = server.address() as import('node:net').AddressInfo
+  return { base: `http://127.0.0.1:${port}`, close: () => new Promise<void>((r) => server.close(() => r())) }
+}

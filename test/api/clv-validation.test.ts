@@ -6,14 +6,12 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { AddressInfo } from 'node:net'
-import type http from 'node:http'
 import { migrate, openStore, type Store } from '../../common/store/clickhouse.ts'
 import type { EventLog } from '../../common/eventlog/port.ts'
 import type { EventCodec } from '../../common/eventlog/codec.ts'
 import { TenantSettingsStore } from '../../common/store/tenant-settings.ts'
 import { createApp } from '../../services/api/app.ts'
-import { silentLogger, tmpDir } from '../helpers.ts'
+import { silentLogger, tmpDir, serve } from '../helpers.ts'
 import { within } from '../cdnow.ts'
 import { readDocumented } from './documented.ts'
 
@@ -24,7 +22,7 @@ const SMALL = 802
 const NOW = Date.UTC(2025, 5, 15, 12)
 
 let store: Store
-let server: http.Server
+let closeServer: (() => Promise<void>) | undefined
 let base: string
 
 const orderRow = (tenant: number, customer: number, id: string, placed: string, total: number) => ({
@@ -53,13 +51,11 @@ beforeAll(async () => {
     format: 'JSONEachRow',
   })
   const app = createApp({ logger: silentLogger, log: {} as EventLog, codec: {} as EventCodec, readiness: [], analytics: { store, logger: silentLogger, now: () => NOW } })
-  server = app.listen(0)
-  await new Promise((r) => server.once('listening', r))
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  ;({ base, close: closeServer } = await serve(app))
 }, 120_000)
 
 afterAll(async () => {
-  await new Promise((r) => server?.close(r))
+  await closeServer?.()
   await store?.close()
 })
 

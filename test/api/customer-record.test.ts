@@ -3,8 +3,6 @@
  * recompute wrote, the list item of the same customer and the orders by hand; 404, 403 and 400.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import http from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { migrate, openStore, type Store } from '../../common/store/clickhouse.ts'
 import type { EventLog } from '../../common/eventlog/port.ts'
 import type { EventCodec } from '../../common/eventlog/codec.ts'
@@ -12,7 +10,7 @@ import { ApiKeyStore, type CreatedKey } from '../../common/store/api-keys.ts'
 import { createApp } from '../../services/api/app.ts'
 import { createRecomputeEngine } from '../../pipelines/features/recompute.ts'
 import { RECENT_ORDERS } from '../../services/api/analytics/customer-record.ts'
-import { silentLogger, tmpDir } from '../helpers.ts'
+import { silentLogger, tmpDir, serve } from '../helpers.ts'
 import { readDocumented } from './documented.ts'
 
 const NOW = Date.UTC(2025, 5, 15, 12)
@@ -21,7 +19,7 @@ const OTHER = 702
 const ADMIN = 'an-admin-token-long-enough-for-tests'
 
 let store: Store
-let server: http.Server
+let closeServer: (() => Promise<void>) | undefined
 let base: string
 let keyA: CreatedKey
 let keyB: CreatedKey
@@ -57,13 +55,11 @@ beforeAll(async () => {
   keyA = await keys.create(T, 'tenant A')
   keyB = await keys.create(OTHER, 'tenant B')
   const app = createApp({ logger: silentLogger, log: {} as EventLog, codec: {} as EventCodec, readiness: [], analytics: { store, logger: silentLogger, now: () => NOW }, auth: { adminToken: ADMIN, keys } })
-  server = app.listen(0)
-  await new Promise((r) => server.once('listening', r))
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  ;({ base, close: closeServer } = await serve(app))
 }, 120_000)
 
 afterAll(async () => {
-  await new Promise((r) => server?.close(r))
+  await closeServer?.()
   await store?.close()
 })
 

@@ -4,8 +4,6 @@
  * the refusals (400, 403 across tenants, 404).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import http from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { migrate, openStore, type Store } from '../../common/store/clickhouse.ts'
 import { openEventLog } from '../../common/runtime/context.ts'
 import type { EventLog } from '../../common/eventlog/port.ts'
@@ -15,7 +13,7 @@ import { markTenantsChanged } from '../../common/store/data-changes.ts'
 import { TOPICS } from '../../common/topics.ts'
 import { createApp } from '../../services/api/app.ts'
 import { resolveTenant } from '../../pipelines/identity/index.ts'
-import { silentLogger, testConfig, tmpDir } from '../helpers.ts'
+import { silentLogger, testConfig, tmpDir, serve } from '../helpers.ts'
 import { readDocumented } from './documented.ts'
 
 const T = 911
@@ -24,7 +22,7 @@ const ADMIN = 'an-admin-token-long-enough-for-tests'
 let store: Store
 let log: EventLog
 let codec: EventCodec
-let server: http.Server
+let closeServer: (() => Promise<void>) | undefined
 let base: string
 let keyA: CreatedKey
 let keyB: CreatedKey
@@ -62,13 +60,11 @@ beforeAll(async () => {
   keyA = await keys.create(T, 'tenant A')
   keyB = await keys.create(OTHER, 'tenant B')
   const app = createApp({ logger: silentLogger, log, codec, readiness: [], analytics: { store, logger: silentLogger }, auth: { adminToken: ADMIN, keys } })
-  server = app.listen(0)
-  await new Promise((r) => server.once('listening', r))
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  ;({ base, close: closeServer } = await serve(app))
 }, 120_000)
 
 afterAll(async () => {
-  await new Promise((r) => server?.close(r))
+  await closeServer?.()
   await log?.close()
   await store?.close()
 })
