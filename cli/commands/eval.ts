@@ -4,15 +4,21 @@ import { fitBgNbd, fitGammaGamma, parseCdnowSummary, SummaryParseError } from '.
 import * as demo from '../../pipelines/demographics/evaluation.ts'
 import { defaultReference } from '../../pipelines/demographics/enrich.ts'
 import { parse, UsageError } from '../args.ts'
+import { identifiersOf, resolveProfiles } from '../../pipelines/identity/index.ts'
+import { pairwiseScores } from '../../pipelines/identity/evaluation.ts'
+import { overlappingAccounts } from '../../pipelines/ingest/synthetic/overlap.ts'
 
 const FLAGS = {
   summary: { type: 'string' },
   data: { type: 'string' },
+  people: { type: 'string' },
+  seed: { type: 'string' },
 } as const
 
 const USAGE = [
   'usage: cdp eval clv --summary FILE',
   '       cdp eval demographics [--data DIR]',
+  '       cdp eval identity [--people 100000] [--seed S]',
   '',
   'clv: fits BG/NBD on (x, t_x, T) and Gamma-Gamma on the customers with x > 0 (zbar) of a CDNOW-style',
   '  summary CSV (`ID,x,t_x,T,zbar`, e.g. cdnow_customers_summary_with_transactions.csv, in weeks) and',
@@ -23,6 +29,11 @@ const USAGE = [
   '  (default ../shared/data/ar): gender from first names (INE), province from postal codes (Correo',
   '  localities), province aliases, age from DNI anchors, and enrichment throughput. Prints a table,',
   '  then one JSON line with the figures.',
+  '',
+  'identity: generates buyers of one shop on the commerce platform and the marketplace (a share on both,',
+  '  their details written another way; families sharing an e-mail) with the truth of who is who,',
+  '  resolves them into profiles and prints pairwise precision, recall and F1 against the targets',
+  '  (precision >= 0.999, recall >= 0.98), then one JSON line.',
 ].join('\n')
 
 /** `cdp eval clv --summary FILE`: reproduce the published CDNOW fits. `cdp eval demographics`. */
@@ -33,8 +44,13 @@ export async function run(argv: string[]): Promise<number> {
     return 0
   }
   const [target, ...extra] = positionals
-  if (target !== 'clv' && target !== 'demographics') throw new UsageError(target ? `unknown evaluation '${target}'\n${USAGE}` : USAGE)
+  if (target !== 'clv' && target !== 'demographics' && target !== 'identity') throw new UsageError(target ? `unknown evaluation '${target}'\n${USAGE}` : USAGE)
   if (extra.length > 0) throw new UsageError(`unexpected argument '${extra[0]}'\n${USAGE}`)
+  if (target === 'identity') {
+    const people = Number(values.people ?? 100_000)
+    if (!Number.isSafeInteger(people) || people < 1) throw new UsageError(`--people takes a positive whole number\n${USAGE}`)
+    return identity(people, values.seed ?? 'eval-identity')
+  }
   if (target === 'demographics') {
     if (values.summary !== undefined) throw new UsageError(`--summary is for \`cdp eval clv\`\n${USAGE}`)
     return demographics(values.data ?? '../shared/data/ar')
@@ -116,4 +132,38 @@ function demographics(dir: string): number {
   // The table for people, then exactly one JSON line for scripts.
   process.stdout.write(`${demo.formatReport(dir, report)}\n${JSON.stringify(report)}\n`)
   return 0
+}
+
+/** `cdp eval identity`: profiles of a generated two-platform population against its truth. */
+function identity(people: number, seed: string): number {
+  const t0 = performance.now()
+  const accounts = [...overlappingAccounts({ people, seed })]
+  const t1 = performance.now()
+  const r = resolveProfiles(accounts.map((a) => ({ customerId: a.customerId, firstSeenAt: a.firstSeenAt, identifiers: identifiersOf(a) })))
+  const t2 = performance.now()
+  const s = pairwiseScores(new Map(accounts.map((a) => [a.customerId, a.personId])), r.profileOf)
+  const targets = { precision: 0.999, recall: 0.98 }
+  const mark = (v: number, t: number) => `${v.toFixed(5)}  (target >= ${t}: ${v >= t ? 'pass' : 'FAIL'})`
+  const report = {
+    people,
+    source_customers: accounts.length,
+    profiles: r.profiles.length,
+    blocked_identifiers: r.blocked.length,
+    ...s,
+    targets,
+    pass: s.precision >= targets.precision && s.recall >= targets.recall,
+    generate_s: Math.round(t1 - t0) / 1000,
+    resolve_s: Math.round(t2 - t1) / 1000,
+  }
+  process.stdout.write(
+    [
+      `identity: ${people.toLocaleString('en')} people, ${accounts.length.toLocaleString('en')} source customers -> ${r.profiles.length.toLocaleString('en')} profiles (${r.blocked.length} identifiers blocked by the guard)`,
+      `  precision ${mark(s.precision, targets.precision)}`,
+      `  recall    ${mark(s.recall, targets.recall)}`,
+      `  f1        ${s.f1.toFixed(5)}`,
+      `  pairs: ${s.correct_pairs} correct of ${s.predicted_pairs} predicted, ${s.true_pairs} true; resolved in ${report.resolve_s} s`,
+      JSON.stringify(report),
+    ].join('\n') + '\n',
+  )
+  return report.pass ? 0 : 1
 }

@@ -18,9 +18,18 @@ import { identifierKey, type Identifier, type IdentifierKind, IDENTIFIER_KINDS }
 export interface IdentitySettings {
   mergeKinds: readonly IdentifierKind[]
   maxCustomersPerIdentifier: number
+  /**
+   * At most this many distinct values of a kind in one profile (a person has one national id, one
+   * or two phones): a link that would exceed it is not made, so a shared family e-mail does not
+   * join relatives whose DNIs or phones differ. Kinds not listed are unlimited.
+   */
+  maxPerProfile: Partial<Record<IdentifierKind, number>>
 }
 
-export const DEFAULT_IDENTITY_SETTINGS: IdentitySettings = { mergeKinds: IDENTIFIER_KINDS, maxCustomersPerIdentifier: 5 }
+export const DEFAULT_IDENTITY_SETTINGS: IdentitySettings = { mergeKinds: IDENTIFIER_KINDS, maxCustomersPerIdentifier: 4, maxPerProfile: { national_id: 1, phone: 2 } }
+
+/** Links are made strongest kind first, then by value: the same links in the same order whatever the arrival order. */
+const KIND_ORDER: Record<IdentifierKind, number> = { national_id: 0, phone: 1, email: 2, source_id: 3 }
 
 export interface SourceCustomer {
   customerId: number
@@ -84,21 +93,65 @@ export function resolveProfiles(customers: readonly SourceCustomer[], settings: 
     }
     return root
   }
-  for (const id of byId.keys()) parent.set(id, id)
+  // Per component root: the distinct values of each limited kind it holds.
+  const limited = Object.entries(settings.maxPerProfile ?? {}) as [IdentifierKind, number][]
+  const held = new Map<number, Map<IdentifierKind, Set<string>>>()
+  for (const c of byId.values()) {
+    parent.set(c.customerId, c.customerId)
+    if (!limited.length) continue
+    const m = new Map<IdentifierKind, Set<string>>()
+    for (const [kind] of limited) m.set(kind, new Set(c.identifiers.filter((i) => i.kind === kind && !excluded.has(`${c.customerId}\u0000${identifierKey(i)}`)).map((i) => i.value)))
+    held.set(c.customerId, m)
+  }
+  const union = (a: number, b: number): boolean => {
+    const ra = find(a)
+    const rb = find(b)
+    if (ra === rb) return true
+    const ha = held.get(ra)
+    const hb = held.get(rb)
+    if (ha && hb) {
+      for (const [kind, max] of limited) {
+        const sa = ha.get(kind)!
+        const sb = hb.get(kind)!
+        let n = sa.size
+        for (const v of sb) if (!sa.has(v)) n++
+        if (n > max) return false
+      }
+      // Keep the larger sets, fold the smaller ones in.
+      for (const [kind] of limited) {
+        const sa = ha.get(kind)!
+        for (const v of hb.get(kind)!) sa.add(v)
+      }
+      held.delete(rb)
+    }
+    parent.set(rb, ra)
+    return true
+  }
   const blocked: Resolution['blocked'] = []
-  const links: Link[] = []
-  for (const [identifier, list] of carriers) {
+  const ordered = [...carriers].sort(([a], [b]) => {
+    const ka = KIND_ORDER[a.slice(0, a.indexOf(':')) as IdentifierKind]
+    const kb = KIND_ORDER[b.slice(0, b.indexOf(':')) as IdentifierKind]
+    return ka - kb || (a < b ? -1 : a > b ? 1 : 0)
+  })
+  for (const [identifier, list] of ordered) {
     if (list.length < 2) continue
     if (list.length > settings.maxCustomersPerIdentifier) {
       blocked.push({ identifier, customers: list.length })
       continue
     }
-    links.push({ identifier, customers: [...list].sort((a, b) => a - b) })
-    const a = find(list[0]!)
-    for (const c of list.slice(1)) {
-      const b = find(c)
-      if (a !== b) parent.set(b, a)
+    const sorted = [...list].sort((a, b) => a - b)
+    for (const c of sorted.slice(1)) union(sorted[0]!, c)
+  }
+  // Why members are together: each identifier shared by two or more members of one profile.
+  const links: Link[] = []
+  for (const [identifier, list] of ordered) {
+    if (list.length < 2 || list.length > settings.maxCustomersPerIdentifier) continue
+    const groups = new Map<number, number[]>()
+    for (const c of list) {
+      const r = find(c)
+      groups.set(r, [...(groups.get(r) ?? []), c])
     }
+    for (const g of groups.values()) if (g.length > 1) links.push({ identifier, customers: g.sort((a, b) => a - b) })
   }
   // Members per component, oldest first; the oldest names the profile.
   const older = (a: number, b: number) => byId.get(a)!.firstSeenAt - byId.get(b)!.firstSeenAt || a - b

@@ -89,6 +89,7 @@ export class IdentityStore {
     const [row] = await rs.json<{ merge_kinds: string[]; max_customers_per_identifier: number }>()
     if (!row) return DEFAULT_IDENTITY_SETTINGS
     return {
+      ...DEFAULT_IDENTITY_SETTINGS,
       mergeKinds: row.merge_kinds.filter((k): k is IdentifierKind => (IDENTIFIER_KINDS as readonly string[]).includes(k)),
       maxCustomersPerIdentifier: Number(row.max_customers_per_identifier),
     }

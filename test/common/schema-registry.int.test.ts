@@ -94,7 +94,8 @@ describe('EventCodec on the real registry', () => {
       expect(subjects).toContain(subjectFor(t.name))
       expect(codec.schemaId(t.name)).toBeGreaterThan(0)
     }
-    expect(ALL_TOPICS).toHaveLength(6)
+    expect(ALL_TOPICS).toHaveLength(7)
+    expect(subjects).toContain('cdp.profile-changes.v1-value')
     const cfg = await fetch(`${url}/config/${encodeURIComponent(subjectFor(TOPICS.orders.name))}`)
     expect(cfg.ok).toBe(true)
     expect(((await cfg.json()) as { compatibilityLevel: string }).compatibilityLevel.toUpperCase()).toBe('BACKWARD')

@@ -22,6 +22,7 @@ import {
   formatCuil,
   formatDni,
   formatPhone,
+  type Phone,
   mobilePhone,
   type EmailRegistry,
 } from './identity.ts'
@@ -48,6 +49,8 @@ export interface Profile {
   /** The customer's id on the marketplace, when registered there. */
   marketplaceId: string | null
   dirty: boolean
+  /** What the formatted fields were made from (the overlap generator writes them again another way). */
+  truth: { dni: number; cuil: string; phone: Phone | null }
 }
 
 /** Zipf-like weight by rank, tilted towards names typical of the customer's generation. */
@@ -188,5 +191,6 @@ export function drawProfile(rng: Rng, ctx: ProfileContext): Profile {
     registrationSource,
     marketplaceId,
     dirty: ctx.dirty,
+    truth: { dni, cuil, phone },
   }
 }
