@@ -8,6 +8,7 @@ const BENCHES: Record<string, () => Promise<{ run(argv: string[]): Promise<numbe
   hashing: () => import('../../bench/hashing.ts'),
   demographics: () => import('../../bench/demographics.ts'),
   sync: () => import('../../bench/sync.ts'),
+  identity: () => import('../../bench/identity.ts'),
 }
 
 export async function run(argv: string[]): Promise<number | void> {

@@ -128,11 +128,12 @@ export function resolveProfiles(customers: readonly SourceCustomer[], settings: 
     return true
   }
   const blocked: Resolution['blocked'] = []
-  const ordered = [...carriers].sort(([a], [b]) => {
-    const ka = KIND_ORDER[a.slice(0, a.indexOf(':')) as IdentifierKind]
-    const kb = KIND_ORDER[b.slice(0, b.indexOf(':')) as IdentifierKind]
-    return ka - kb || (a < b ? -1 : a > b ? 1 : 0)
-  })
+  // Sorted once by a precomputed key (kind rank, then the identifier): comparing plain strings.
+  const ordered = [...carriers]
+    .filter(([, list]) => list.length > 1)
+    .map(([identifier, list]) => ({ sortKey: `${KIND_ORDER[identifier.slice(0, identifier.indexOf(':')) as IdentifierKind]}${identifier}`, identifier, list }))
+    .sort((a, b) => (a.sortKey < b.sortKey ? -1 : a.sortKey > b.sortKey ? 1 : 0))
+    .map(({ identifier, list }) => [identifier, list] as const)
   for (const [identifier, list] of ordered) {
     if (list.length < 2) continue
     if (list.length > settings.maxCustomersPerIdentifier) {
@@ -149,12 +150,15 @@ export function resolveProfiles(customers: readonly SourceCustomer[], settings: 
     const groups = new Map<number, number[]>()
     for (const c of list) {
       const r = find(c)
-      groups.set(r, [...(groups.get(r) ?? []), c])
+      const g = groups.get(r)
+      if (g) g.push(c)
+      else groups.set(r, [c])
     }
     for (const g of groups.values()) if (g.length > 1) links.push({ identifier, customers: g.sort((a, b) => a - b) })
   }
   // Members per component, oldest first; the oldest names the profile.
   const older = (a: number, b: number) => byId.get(a)!.firstSeenAt - byId.get(b)!.firstSeenAt || a - b
+  // Single-member components need no sort; most profiles are one customer.
   const components = new Map<number, number[]>()
   for (const id of byId.keys()) {
     const r = find(id)
@@ -172,7 +176,7 @@ export function resolveProfiles(customers: readonly SourceCustomer[], settings: 
     else linksOf.set(r, [l])
   }
   for (const [root, members] of components) {
-    members.sort(older)
+    if (members.length > 1) members.sort(older)
     const profileId = members[0]!
     for (const m of members) profileOf.set(m, profileId)
     profiles.push({ profileId, members, links: (linksOf.get(root) ?? []).sort((a, b) => (a.identifier < b.identifier ? -1 : a.identifier > b.identifier ? 1 : 0)) })
