@@ -1,4 +1,5 @@
-import type { ErrorRequestHandler, RequestHandler, Response } from 'express'
+import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express'
+import { fieldErrorsFromZod } from '../../pipelines/ingest/validation.ts'
 import { z } from 'zod'
 import { DomainError, type DomainErrorKind } from '../../common/domain-errors.ts'
 import { json, type ResponseSpec } from './routes.ts'
@@ -65,4 +66,16 @@ declare module 'express-serve-static-core' {
   interface Request {
     log?: import('pino').Logger
   }
+}
+
+/**
+ * Validates a request's path parameters and query with their zod schemas; on failure answers 400
+ * (`error` as given) with every field error of both at once, and returns null.
+ */
+export function parseRequest<P, Q>(req: Request, res: Response, schemas: { params: z.ZodType<P>; query: z.ZodType<Q> }, error = 'Invalid request'): { params: P; query: Q } | null {
+  const params = schemas.params.safeParse(req.params)
+  const query = schemas.query.safeParse(req.query)
+  if (params.success && query.success) return { params: params.data, query: query.data }
+  sendError(res, 400, error, { errors: [...(params.success ? [] : fieldErrorsFromZod(params.error.issues)), ...(query.success ? [] : fieldErrorsFromZod(query.error.issues))] })
+  return null
 }

@@ -8,7 +8,7 @@ import express, { type Router } from 'express'
 import { z } from 'zod'
 import { IdentityService, type IdentityServiceDeps } from '../../pipelines/identity/index.ts'
 import { fieldErrorsFromZod } from '../../pipelines/ingest/validation.ts'
-import { failure, sendError } from './errors.ts'
+import { failure, parseRequest, sendError } from './errors.ts'
 import { json, route, shared, type Operation, type RouteGroup } from './routes.ts'
 import { Count, success, Timestamp } from './response-schemas.ts'
 
@@ -70,11 +70,8 @@ export function profilesRouter(deps: IdentityServiceDeps & { onChange?: (tenantI
   const router = express.Router()
   const service = new IdentityService(deps)
   const parse = (req: express.Request, res: express.Response) => {
-    const params = Params.safeParse(req.params)
-    const query = Query.safeParse(req.query)
-    if (params.success && query.success) return { profileId: params.data.profileId, tenantId: query.data.tenant_id }
-    sendError(res, 400, 'Invalid request', { errors: [...(params.success ? [] : fieldErrorsFromZod(params.error.issues)), ...(query.success ? [] : fieldErrorsFromZod(query.error.issues))] })
-    return null
+    const p = parseRequest(req, res, { params: Params, query: Query })
+    return p && { profileId: p.params.profileId, tenantId: p.query.tenant_id }
   }
   route(router, getProfile, async (req, res, next) => {
     try {

@@ -8,13 +8,13 @@
  */
 import express, { type Router } from 'express'
 import { z } from 'zod'
-import { fieldErrorsFromZod } from '../../../pipelines/ingest/validation.ts'
-import { failure, sendError } from '../errors.ts'
+import { failure, parseRequest, sendError } from '../errors.ts'
 import { json, route, shared, type Operation, type RouteGroup } from '../routes.ts'
 import { Count, DateOnly, Fraction, NullableTimestamp, Timestamp } from '../response-schemas.ts'
 import { iso } from '../../../common/time.ts'
 import { referenceMetadata } from '../../../common/reference-date.ts'
 import { CHURN_RISKS } from '../../../pipelines/features/churn.ts'
+import type { FeatureValues } from '../../../pipelines/features/features.ts'
 import { CLV_TIERS } from './clv.ts'
 import { CustomerItemSchema, customerPage } from './customers.ts'
 import { analyticsBody, round2, select, type AnalyticsContext } from './endpoint.ts'
@@ -99,7 +99,11 @@ export const CUSTOMER_RECORD_ROUTES: RouteGroup = {
   operations: [getRecord],
 }
 
-interface FeatureRow {
+/** The stored row as read: the CLV and churn columns as the feature values name and type them. */
+type FeatureRow = Pick<
+  FeatureValues,
+  'predicted_value' | 'total_clv' | 'clv_tier' | 'expected_purchases' | 'p_alive' | 'churn_risk' | 'churn_probability' | 'order_frequency_days' | 'expected_order_date' | 'days_overdue' | 'potential_loss' | 'recommended_action'
+> & {
   email: string
   recency_days: number | null
   frequency: number
@@ -111,18 +115,6 @@ interface FeatureRow {
   segment: string | null
   processed_ms: string
   historical_value: string
-  predicted_value: number | null
-  total_clv: number | null
-  clv_tier: string | null
-  expected_purchases: number | null
-  p_alive: number | null
-  churn_risk: string | null
-  churn_probability: number | null
-  order_frequency_days: number | null
-  expected_order_date: string | null
-  days_overdue: number | null
-  potential_loss: number | null
-  recommended_action: string | null
   purchase_days: number
   counting: number
   spent_cents: string
@@ -219,14 +211,10 @@ export function customerRecordRouter(deps: AnalyticsDeps): Router {
   const references = deps.references ?? new ReferenceSource(deps.store, deps.now)
   route(router, getRecord, async (req, res, next) => {
     try {
-      const params = Params.safeParse(req.params)
-      const query = Query.safeParse(req.query)
-      if (!params.success || !query.success) {
-        const errors = [...(params.success ? [] : fieldErrorsFromZod(params.error.issues)), ...(query.success ? [] : fieldErrorsFromZod(query.error.issues))]
-        return sendError(res, 400, 'Invalid request', { errors })
-      }
-      const { tenant_id } = query.data
-      const { customerId } = params.data
+      const parsed = parseRequest(req, res, { params: Params, query: Query })
+      if (!parsed) return
+      const { tenant_id } = parsed.query
+      const { customerId } = parsed.params
       const record = await customerRecord(ctx, tenant_id, customerId)
       if (!record) return sendError(res, 404, 'Customer not found', { tenant_id, customer_id: customerId })
       const ref = await references.reference(tenant_id)
