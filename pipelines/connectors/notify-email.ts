@@ -66,16 +66,22 @@ export async function notifyEmail(mail: MailSettings | null, recipients: readonl
   if (!to.length) return { status: 'skipped', recipients: to, attempts: 0, at: at() }
   if (!mail) return { status: 'skipped', recipients: to, attempts: 0, at: at(), error: 'no SMTP server configured (CDP_SMTP_URL)' }
   const sleep = opts.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)))
-  const url = new URL(mail.url)
-  const transport = nodemailer.createTransport({
-    host: url.hostname,
-    port: url.port ? Number(url.port) : url.protocol === 'smtps:' ? 465 : 587,
-    secure: url.protocol === 'smtps:',
-    auth: url.username ? { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) } : undefined,
-    connectionTimeout: 10_000,
-    greetingTimeout: 10_000,
-    socketTimeout: 20_000,
-  })
+  let transport: ReturnType<typeof nodemailer.createTransport>
+  try {
+    const url = new URL(mail.url)
+    transport = nodemailer.createTransport({
+      host: url.hostname,
+      port: url.port ? Number(url.port) : url.protocol === 'smtps:' ? 465 : 587,
+      secure: url.protocol === 'smtps:',
+      auth: url.username ? { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) } : undefined,
+      connectionTimeout: 10_000,
+      greetingTimeout: 10_000,
+      socketTimeout: 20_000,
+    })
+  } catch {
+    // A malformed URL (say a % in the password not written %25): never a reason to fail the sync.
+    return { status: 'failed', recipients: to, attempts: 0, at: at(), error: 'CDP_SMTP_URL cannot be read (percent-encode special characters of the user and password)' }
+  }
   const { subject, text } = syncMail(content)
   const attempts = opts.attempts ?? 3
   let error = ''

@@ -12,10 +12,11 @@ import { fitGammaGamma, REFERENCE_FITS, REFERENCE_PRIOR_PRECISION, TRANSACTION_M
  * Gamma-Gamma is fitted on currency units (zbar in pesos, not cents) for conditioning.
  */
 /**
- * How a tenant's CLV parameters were estimated: `maximum_likelihood` on its own customers (20 or
- * more), or `reference_prior` below that: a MAP estimate that starts from the reference shop's fit
- * and moves toward the tenant's data as customers arrive (clv/reference-prior.ts), with each
- * customer's own mean spend per purchase day as the spend (too few repeat buyers for Gamma-Gamma).
+ * How a tenant's CLV parameters were estimated: `maximum_likelihood` on its own customers
+ * (PRIOR_BELOW or more), or `reference_prior` below that: a MAP estimate that starts from the
+ * reference shop's fit and moves toward the tenant's data as customers arrive
+ * (clv/reference-prior.ts), with each customer's own mean spend per purchase day as the spend
+ * below 20 buyers (too few repeat buyers for Gamma-Gamma).
  */
 export type ClvMethod = 'maximum_likelihood' | 'reference_prior'
 
@@ -44,8 +45,16 @@ export interface TenantModel {
   medianIntervalDays: number | null
 }
 
-/** Fewer customers than this and the CLV parameters are not identifiable on their own: the reference prior answers (ClvMethod). */
-export const MIN_CUSTOMERS_FOR_CLV = 20
+/**
+ * Below this many buyers the CLV parameters are a MAP estimate under the reference prior
+ * (ClvMethod `reference_prior`): twenty customers cannot identify four parameters, and a few
+ * hundred can still run the plain fit to a degenerate corner (no heterogeneity, no dropout). The
+ * prior's weight is fixed while the likelihood grows with every customer, so the estimate moves
+ * to the tenant's own maximum smoothly; at 1,000 buyers the difference is below the fit's noise.
+ */
+export const PRIOR_BELOW = 1_000
+/** Gamma-Gamma (the spend model) needs at least this many buyers; below, each customer's own spend. */
+export const MIN_CUSTOMERS_FOR_SPEND_MODEL = 20
 
 /** RFM inputs of the customers with a counting order; F = purchase days (same-day orders are one purchase, as in the models). */
 export function rfmInputs(aggs: readonly CustomerAggregates[]) {
@@ -74,16 +83,15 @@ export function fitClv(aggs: readonly CustomerAggregates[], nowMs: number, model
     if (a.repeatPurchases > 0 && a.repeatAvgCents > 0) spend.push({ x: a.repeatPurchases, zbar: a.repeatAvgCents / 100 })
   }
   if (data.length === 0) return null
-  if (data.length < MIN_CUSTOMERS_FOR_CLV) {
-    const fit = TRANSACTION_MODELS[modelName].fit(data, { prior: { params: REFERENCE_FITS[modelName], precision: REFERENCE_PRIOR_PRECISION } })
-    return { model: modelName, method: 'reference_prior', params: fit.params, ll: fit.ll, gg: null, fittedAt: nowMs, referenceDay: today, customers: data.length, repeaters: spend.length }
-  }
-  const fit = TRANSACTION_MODELS[modelName].fit(data)
-  // Without usable repeat buyers the spend model is not identifiable: CLV falls back to each
-  // customer's own mean spend per purchase day (features.ts).
-  const ggFit = spend.length >= 2 ? fitGammaGamma(spend) : null
+  // Below PRIOR_BELOW buyers the prior steadies the fit (its weight fades as customers accumulate:
+  // no cliff where it stops); from there on the tenant's own maximum likelihood.
+  const method: ClvMethod = data.length < PRIOR_BELOW ? 'reference_prior' : 'maximum_likelihood'
+  const fit = TRANSACTION_MODELS[modelName].fit(data, method === 'reference_prior' ? { prior: { params: REFERENCE_FITS[modelName], precision: REFERENCE_PRIOR_PRECISION } } : undefined)
+  // Without usable repeat buyers, or with a handful of customers, the spend model is not
+  // identifiable: CLV falls back to each customer's own mean spend per purchase day (features.ts).
+  const ggFit = spend.length >= 2 && data.length >= MIN_CUSTOMERS_FOR_SPEND_MODEL ? fitGammaGamma(spend) : null
   const gg = ggFit && ggFit.customers > 0 ? ggFit.params : null
-  return { model: modelName, method: 'maximum_likelihood', params: fit.params, ll: fit.ll, gg, fittedAt: nowMs, referenceDay: today, customers: data.length, repeaters: spend.length }
+  return { model: modelName, method, params: fit.params, ll: fit.ll, gg, fittedAt: nowMs, referenceDay: today, customers: data.length, repeaters: spend.length }
 }
 
 /**

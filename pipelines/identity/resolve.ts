@@ -1,7 +1,7 @@
 /**
  * Resolving a tenant: its customers' identifiers read, the profiles computed (graph.ts), the
  * customers whose profile changed written to `customer_profiles`, and every profile that changed
- * published on `cdp.profile-changes.v1` (key tenant:profile_id, compacted). The whole tenant is
+ * published on `cdp.profile-changes.v1` (key tenant:profile_id, compacted; at least once). The whole tenant is
  * resolved from its stored customers each time its data changed, so the outcome does not depend on
  * the order the events arrived in, on duplicates or on a crash in between (a resolution that did
  * not finish is simply done again). docs/identity.md.
@@ -87,12 +87,14 @@ export async function resolveTenant(deps: ResolveDeps, tenantId: number): Promis
   const reassigned: [number, number][] = []
   for (const [customer, profile] of after.profileOf) if (before.get(customer) !== profile) reassigned.push([customer, profile])
   const events = profileEvents(tenantId, before, after, now())
-  // The rows first, then the events: a subscriber reading an event finds the rows it describes.
-  await ids.writeProfiles(tenantId, reassigned)
+  // The events first, then the rows: a resolution that fails between them finds the same
+  // difference again and publishes it again (at least once; the records say the same), where rows
+  // written first would hide the change from the retry and its events would be lost.
   if (events.length) {
     const records = await Promise.all(events.map(async (e) => ({ key: `${e.tenant_id}:${e.profile_id}`, value: await deps.codec.encode(TOPICS.profileChanges.name, e) })))
     await deps.log.send(TOPICS.profileChanges.name, records)
   }
+  await ids.writeProfiles(tenantId, reassigned)
   await ids.recordResolution(tenantId, { startedAt, dataVersion, customers: customers.length, profiles: after.profiles.length, blocked: after.blocked })
   if (after.blocked.length) deps.logger.warn({ tenant_id: tenantId, blocked: after.blocked.slice(0, 10) }, 'identifiers carried by too many customers link none of them')
   if (events.length) deps.logger.info({ tenant_id: tenantId, reassigned: reassigned.length, events: events.length }, 'profiles changed')

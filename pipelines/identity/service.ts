@@ -11,6 +11,7 @@ import { InvalidInputError, NotFoundError } from '../../common/domain-errors.ts'
 import { resolveProfiles, type Link } from './graph.ts'
 import { identifierKey } from './identifiers.ts'
 import { resolveTenant, type TenantResolved } from './resolve.ts'
+import { markTenantsChanged } from '../../common/store/data-changes.ts'
 import { IdentityStore } from './store.ts'
 
 export interface IdentityServiceDeps {
@@ -45,12 +46,10 @@ export class IdentityService {
 
   /** The profile as the last resolution left it; NotFoundError when the tenant has no such profile. */
   async profile(tenantId: number, profileId: number): Promise<ProfileView> {
-    const profiles = await this.#ids.profiles(tenantId)
-    const memberIds = [...profiles].filter(([, p]) => p === profileId).map(([c]) => c)
+    const memberIds = await this.#ids.membersOf(tenantId, profileId)
     if (!memberIds.length) throw new NotFoundError('Profile not found', { tenant_id: tenantId, profile_id: profileId })
-    const [customers, settings, exclusions, last] = await Promise.all([this.#ids.sourceCustomers(tenantId), this.#ids.settings(tenantId), this.#ids.exclusions(tenantId), this.#ids.lastResolution(tenantId)])
+    const [members, settings, exclusions, last] = await Promise.all([this.#ids.sourceCustomers(tenantId, memberIds), this.#ids.settings(tenantId), this.#ids.exclusions(tenantId), this.#ids.lastResolution(tenantId)])
     const wanted = new Set(memberIds)
-    const members = customers.filter((c) => wanted.has(c.customerId))
     // Why they are together: the members' own resolution reproduces the links between them (the
     // guard counts every customer of the tenant, so blocked identifiers come from the last resolution).
     const blocked = new Map((last?.blocked ?? []).map((b) => [b.identifier, b.customers]))
@@ -82,10 +81,14 @@ export class IdentityService {
     const view = await this.profile(tenantId, profileId)
     const member = view.members.find((m) => m.customer_id === customerId)
     if (!member) throw new InvalidInputError([{ path: 'customer_id', code: 'not_a_member', message: `customer ${customerId} is not in profile ${profileId}` }])
-    const own = (await this.#ids.sourceCustomers(tenantId)).find((c) => c.customerId === customerId)!
+    const [own] = await this.#ids.sourceCustomers(tenantId, [customerId])
+    if (!own) throw new InvalidInputError([{ path: 'customer_id', code: 'not_a_member', message: `customer ${customerId} has no profile data` }])
     const key = own.identifiers.map(identifierKey).find((k) => k === identifier || maskIdentifier(k) === identifier)
     if (!key) throw new InvalidInputError([{ path: 'identifier', code: 'unknown_identifier', message: `customer ${customerId} has no identifier ${identifier}` }])
     await this.#ids.exclude(tenantId, { customerId, identifier: key })
+    // A resolution that started before the exclusion (the features role's) may still write what it
+    // computed without it: marking the tenant changed makes it due again, so the split holds.
+    await markTenantsChanged(this.deps.store, [tenantId])
     this.deps.logger.info({ tenant_id: tenantId, profile_id: profileId, customer_id: customerId, identifier: maskIdentifier(key) }, 'identity link split by an admin')
     return resolveTenant(this.deps, tenantId)
   }

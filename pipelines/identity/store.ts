@@ -15,18 +15,21 @@ export class IdentityStore {
   ) {}
 
   /**
-   * Every customer of the tenant with its identifiers, from the latest profile of each. First
-   * seen: the profile's created_at, else its first order, else its latest update; all facts of
-   * the data, so the same customers resolve the same way whatever order their events arrived in.
+   * Every customer of the tenant (or `only` these) with its identifiers, from the latest profile
+   * of each. First seen: the profile's created_at, else its first order (neither: last, and the
+   * smaller id decides); facts of the data, so the same customers resolve the same way whatever
+   * order their events arrived in.
    */
-  async sourceCustomers(tenantId: number): Promise<SourceCustomer[]> {
+  async sourceCustomers(tenantId: number, only?: readonly number[]): Promise<SourceCustomer[]> {
+    const these = only ? 'AND customer_id IN {ids:Array(UInt64)}' : ''
     const rs = await this.store.query({
+      // First seen never reads updated_at: it moves with every update, and the profile id with it.
       query: `SELECT c.customer_id AS customer_id, c.email AS email, c.phone AS phone, c.national_id AS national_id, c.source_ids AS source_ids,
-                     toUnixTimestamp64Milli(least(coalesce(c.created_at, toDateTime64('2299-12-31', 3, 'UTC')), coalesce(o.first_at, toDateTime64('2299-12-31', 3, 'UTC')), c.updated_at)) AS first_seen
-              FROM (SELECT customer_id, email, phone, national_id, source_ids, created_at, updated_at FROM customers FINAL WHERE tenant_id = {t:UInt64}) AS c
-              LEFT JOIN (SELECT customer_id, min(placed_at) AS first_at FROM orders WHERE tenant_id = {t:UInt64} GROUP BY customer_id) AS o ON o.customer_id = c.customer_id
+                     toUnixTimestamp64Milli(least(coalesce(c.created_at, toDateTime64('2299-12-31', 3, 'UTC')), coalesce(o.first_at, toDateTime64('2299-12-31', 3, 'UTC')))) AS first_seen
+              FROM (SELECT customer_id, email, phone, national_id, source_ids, created_at FROM customers FINAL WHERE tenant_id = {t:UInt64} ${these}) AS c
+              LEFT JOIN (SELECT customer_id, min(placed_at) AS first_at FROM orders WHERE tenant_id = {t:UInt64} ${these} GROUP BY customer_id) AS o ON o.customer_id = c.customer_id
               SETTINGS join_use_nulls = 1`,
-      query_params: { t: tenantId },
+      query_params: { t: tenantId, ids: only ?? [] },
       format: 'JSONEachRow',
     })
     const rows = await rs.json<{ customer_id: string; email: string | null; phone: string | null; national_id: string | null; source_ids: { source: string; id: string }[] | [string, string][]; first_seen: string }>()
@@ -40,6 +43,16 @@ export class IdentityStore {
         source_ids: (r.source_ids ?? []).map((s) => (Array.isArray(s) ? { source: s[0], id: s[1] } : s)),
       }),
     }))
+  }
+
+  /** The customers a profile holds now. */
+  async membersOf(tenantId: number, profileId: number): Promise<number[]> {
+    const rs = await this.store.query({
+      query: 'SELECT customer_id FROM customer_profiles FINAL WHERE tenant_id = {t:UInt64} AND profile_id = {p:UInt64} ORDER BY customer_id',
+      query_params: { t: tenantId, p: profileId },
+      format: 'JSONCompactEachRow',
+    })
+    return (await rs.json<[string]>()).map(([c]) => Number(c))
   }
 
   /** The stored profile of each customer of the tenant that has one. */
@@ -130,7 +143,7 @@ export class IdentityStore {
       query: `SELECT d.tenant_id AS tenant_id FROM (SELECT tenant_id, max(changed_at) AS changed FROM tenant_data_changes GROUP BY tenant_id) AS d
               LEFT JOIN (SELECT tenant_id, argMax(resolved_at, version) AS resolved FROM identity_resolutions GROUP BY tenant_id) AS r ON r.tenant_id = d.tenant_id
               WHERE r.resolved IS NULL OR d.changed >= r.resolved
-              ORDER BY d.tenant_id LIMIT {n:UInt32}
+              ORDER BY r.resolved ASC NULLS FIRST, d.tenant_id LIMIT {n:UInt32}
               SETTINGS join_use_nulls = 1`,
       query_params: { n: limit },
       format: 'JSONCompactEachRow',

@@ -253,13 +253,16 @@ export class JobRunner {
     this.cache.dropLocal(job.tenant_id)
     logger.info({ ...logFields(job), batch_size: job.batch_size, force: job.force }, 'processing job started')
     const t0 = performance.now()
-    // Read before the engine reads the data: a change that lands during the run makes the results stale.
-    job.data_version = await tenantDataVersion(this.deps.store, job.tenant_id).catch(() => '')
     const heartbeat = this.#heartbeat(job, controller)
+    // Read before the engine reads the data (a change that lands during the run makes the results
+    // stale), under the heartbeat: a slow read must not let the lease lapse.
+    job.data_version = await tenantDataVersion(this.deps.store, job.tenant_id).catch(() => '')
     let outcome: RunOutcome
     let raw: ProcessingResults | undefined
     let failure: Error | undefined
     try {
+      // A cancel that landed during the read: never hand the engine an already-aborted signal.
+      if (controller.signal.aborted) throw controller.signal.reason
       raw = await engine.run(job.tenant_id, {
         analyses: job.analyses,
         batchSize: job.batch_size,

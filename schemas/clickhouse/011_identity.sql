@@ -58,3 +58,7 @@ CREATE TABLE IF NOT EXISTS identity_settings
 )
 ENGINE = ReplacingMergeTree(version)
 ORDER BY tenant_id;
+
+-- Tenants whose customers were stored before tenant_data_changes existed (migration 010) have no
+-- change mark, and would never be resolved: mark each once. On a new database this inserts nothing.
+INSERT INTO tenant_data_changes SELECT tenant_id, now64(3, 'UTC') FROM customers GROUP BY tenant_id;

@@ -74,6 +74,10 @@ describe('sync e-mails', () => {
     expect(down).toMatchObject({ status: 'failed', attempts: 3 })
     expect(waits).toEqual([1000, 2000])
     expect(await notifyEmail(null, ['ana@shop.example'], content)).toMatchObject({ status: 'skipped', error: 'no SMTP server configured (CDP_SMTP_URL)' })
+    // A % in the password not written %25: a failed e-mail (never a thrown error that would fail the sync), no password in it.
+    const malformed = await notifyEmail({ url: 'smtp://cdp:p%zz@127.0.0.1:25', from: 'cdp@shop.example' }, ['ana@shop.example'], content, noWait)
+    expect(malformed).toMatchObject({ status: 'failed', attempts: 0 })
+    expect(JSON.stringify(malformed)).not.toContain('p%zz')
     expect(await notifyEmail({ url: `smtp://127.0.0.1:${port}`, from: 'cdp@shop.example' }, [], content)).toMatchObject({ status: 'skipped', recipients: [], attempts: 0 })
   })
 })

@@ -501,11 +501,19 @@ describe('CLV for small shops: the reference prior', () => {
     expect(value(tenShop[9]!)).toBeGreaterThan(value(tenShop[2]!))
   })
 
-  it('20 customers and more: the tenant\'s own maximum-likelihood fit, as before', () => {
-    const shop = [...tenShop, ...tenShop]
-    const fit = fitClv(shop, TODAY, 'mbgnbd')!
+  it('no cliff at 20 customers; from 1,000 buyers the tenant\'s own maximum-likelihood fit', () => {
+    // 19 and 20 customers of the same shop: the same method and nearly the same parameters
+    // (a plain fit of 20 such customers runs r and α to millions: no heterogeneity, no dropout).
+    const shop = (n: number) => Array.from({ length: n }, (_, i) => (i % 5 === 0 ? customer(300 - i, 100 - i) : customer(200 + i * 7)))
+    const f19 = fitClv(shop(19), TODAY, 'mbgnbd')!
+    const f20 = fitClv(shop(20), TODAY, 'mbgnbd')!
+    expect([f19.method, f20.method]).toEqual(['reference_prior', 'reference_prior'])
+    for (const k of ['r', 'alpha', 'a', 'b'] as const) within(f20.params[k], f19.params[k], 0.05)
+    expect(mbgNbd.fit(shop(20).map((a) => ({ x: a.repeatPurchases, tx: a.repeatSpanDays, T: Math.floor(TODAY / DAY) - a.firstDay! }))).params.r).toBeGreaterThan(1_000)
+    const big = Array.from({ length: 100 }, () => tenShop).flat()
+    const fit = fitClv(big, TODAY, 'mbgnbd')!
     expect(fit.method).toBe('maximum_likelihood')
-    expect(fit.params).toEqual(mbgNbd.fit(shop.map((a) => ({ x: a.repeatPurchases, tx: a.repeatSpanDays, T: Math.floor(TODAY / DAY) - a.firstDay! }))).params)
+    expect(fit.params).toEqual(mbgNbd.fit(big.map((a) => ({ x: a.repeatPurchases, tx: a.repeatSpanDays, T: Math.floor(TODAY / DAY) - a.firstDay! }))).params)
     expect(fitClv([], TODAY, 'mbgnbd')).toBeNull()
   })
 

@@ -381,7 +381,7 @@ describe('feature consumer (embedded log, chdb)', () => {
       for (const s of rfm.segments) expect(s.percentage).toBeCloseTo((100 * s.count) / buyers.length, 2)
       expect(Object.keys(clv).sort()).toEqual(['avg_clv', 'processed', 'processing_time'])
       expect(clv.processed).toBe(buyers.length)
-      expect(body.metadata).toMatchObject({ clv_model: 'mbgnbd', clv_method: 'maximum_likelihood' })
+      expect(body.metadata).toMatchObject({ clv_model: 'mbgnbd', clv_method: 'reference_prior' }) // 60 buyers: below PRIOR_BELOW
       expect(clv.avg_clv).toBeGreaterThan(0)
       expect(Object.keys(churn).sort()).toEqual(['at_risk', 'churn_rate', 'processed', 'processing_time'])
       expect(churn.processed).toBe(buyers.length)
