@@ -8,7 +8,7 @@ import type { EventLog } from '../../common/eventlog/port.ts'
 import type { Logger } from '../../common/logger.ts'
 import type { Store } from '../../common/store/clickhouse.ts'
 import { InvalidInputError, NotFoundError } from '../../common/domain-errors.ts'
-import { resolveProfiles, type Link } from './graph.ts'
+import { DEFAULT_IDENTITY_SETTINGS, resolveProfiles, type IdentitySettings, type Link } from './graph.ts'
 import { identifierKey } from './identifiers.ts'
 import { resolveTenant, type TenantResolved } from './resolve.ts'
 import { markTenantsChanged } from '../../common/store/data-changes.ts'
@@ -42,6 +42,17 @@ export class IdentityService {
 
   constructor(private readonly deps: IdentityServiceDeps) {
     this.#ids = new IdentityStore(deps.store, deps.now)
+  }
+
+  settings(tenantId: number): Promise<IdentitySettings> {
+    return this.#ids.settings(tenantId)
+  }
+
+  /** Stores the tenant's settings and marks it changed: the resolver's next round applies them. */
+  async putSettings(tenantId: number, s: Pick<IdentitySettings, 'mergeKinds' | 'maxCustomersPerIdentifier'>): Promise<void> {
+    await this.#ids.putSettings(tenantId, { ...DEFAULT_IDENTITY_SETTINGS, ...s })
+    await markTenantsChanged(this.deps.store, [tenantId])
+    this.deps.logger.info({ tenant_id: tenantId, merge_kinds: s.mergeKinds, max_customers_per_identifier: s.maxCustomersPerIdentifier }, 'identity settings changed')
   }
 
   /** The profile as the last resolution left it; NotFoundError when the tenant has no such profile. */

@@ -6,7 +6,7 @@
  */
 import express, { type Router } from 'express'
 import { z } from 'zod'
-import { IdentityService, type IdentityServiceDeps } from '../../pipelines/identity/index.ts'
+import { IDENTIFIER_KINDS, IdentityService, type IdentityServiceDeps } from '../../pipelines/identity/index.ts'
 import { fieldErrorsFromZod } from '../../pipelines/ingest/validation.ts'
 import { failure, parseRequest, sendError } from './errors.ts'
 import { json, route, shared, type Operation, type RouteGroup } from './routes.ts'
@@ -61,9 +61,34 @@ const splitProfile: Operation = {
   },
 }
 
+const SETTINGS_PATH = '/api/cdp/v2/identity/settings'
+const IdentitySettingsSchema = z.strictObject({
+  merge_kinds: z.array(z.enum(IDENTIFIER_KINDS)).max(IDENTIFIER_KINDS.length).meta({ description: 'The identifier kinds that link source customers (default all four)' }),
+  max_customers_per_identifier: z.int().min(2).max(1000).meta({ description: 'An identifier carried by more source customers than this links none of them (default 4)' }),
+})
+const SettingsAnswer = json('The tenant\'s identity settings in `data`', success({ data: IdentitySettingsSchema.extend({ tenant_id: z.int().min(1) }) }))
+
+const getSettings: Operation = {
+  method: 'get',
+  path: SETTINGS_PATH,
+  operationId: 'getIdentitySettings',
+  summary: "A tenant's identity settings: which identifier kinds link customers, and the guard's limit",
+  request: { query: Query },
+  responses: { 200: SettingsAnswer, 400: failure('Invalid tenant_id'), 403: shared('Forbidden') },
+}
+
+const putSettings: Operation = {
+  method: 'put',
+  path: SETTINGS_PATH,
+  operationId: 'putIdentitySettings',
+  summary: "Change a tenant's identity settings; its profiles are resolved again at the resolver's next round",
+  request: { query: Query, body: { schema: IdentitySettingsSchema, required: true, example: { merge_kinds: ['email', 'phone', 'source_id'], max_customers_per_identifier: 4 } } },
+  responses: { 200: SettingsAnswer, 400: failure('Invalid tenant_id or settings (`details.errors[]`)'), 403: shared('Forbidden') },
+}
+
 export const PROFILE_ROUTES: RouteGroup = {
   tag: { name: 'Profiles', description: 'One profile per person across sources: identity resolution (docs/identity.md).' },
-  operations: [getProfile, splitProfile],
+  operations: [getProfile, splitProfile, getSettings, putSettings],
 }
 
 export function profilesRouter(deps: IdentityServiceDeps & { onChange?: (tenantId: number) => void }): Router {
@@ -90,6 +115,30 @@ export function profilesRouter(deps: IdentityServiceDeps & { onChange?: (tenantI
       const r = await service.split(p.tenantId, p.profileId, body.data.customer_id, body.data.identifier)
       if (r.reassigned > 0) deps.onChange?.(p.tenantId)
       res.json({ success: true, data: { profiles: r.profiles, changes: r.events.map((e) => ({ profile_id: e.profile_id, change: e.change, members: e.members })) } })
+    } catch (err) {
+      next(err)
+    }
+  })
+  const view = async (tenantId: number) => {
+    const s = await service.settings(tenantId)
+    return { tenant_id: tenantId, merge_kinds: [...s.mergeKinds], max_customers_per_identifier: s.maxCustomersPerIdentifier }
+  }
+  route(router, getSettings, async (req, res, next) => {
+    try {
+      const q = Query.safeParse(req.query)
+      if (!q.success) return sendError(res, 400, 'Invalid request', { errors: fieldErrorsFromZod(q.error.issues) })
+      res.json({ success: true, data: await view(q.data.tenant_id) })
+    } catch (err) {
+      next(err)
+    }
+  })
+  route(router, putSettings, async (req, res, next) => {
+    try {
+      const q = Query.safeParse(req.query)
+      const body = IdentitySettingsSchema.safeParse(req.body)
+      if (!q.success || !body.success) return sendError(res, 400, 'Invalid request', { errors: [...(q.success ? [] : fieldErrorsFromZod(q.error.issues)), ...(body.success ? [] : fieldErrorsFromZod(body.error.issues))] })
+      await service.putSettings(q.data.tenant_id, { mergeKinds: [...new Set(body.data.merge_kinds)], maxCustomersPerIdentifier: body.data.max_customers_per_identifier })
+      res.json({ success: true, data: await view(q.data.tenant_id) })
     } catch (err) {
       next(err)
     }

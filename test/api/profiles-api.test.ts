@@ -13,6 +13,7 @@ import { markTenantsChanged } from '../../common/store/data-changes.ts'
 import { TOPICS } from '../../common/topics.ts'
 import { createApp } from '../../services/api/app.ts'
 import { resolveTenant } from '../../pipelines/identity/index.ts'
+import { IdentityStore } from '../../pipelines/identity/store.ts'
 import { silentLogger, testConfig, tmpDir, serve } from '../helpers.ts'
 import { readDocumented } from './documented.ts'
 
@@ -117,5 +118,23 @@ describe('profiles', () => {
     // Tenant B's profile 1 is another person.
     expect((await call('GET', `/api/cdp/v2/profiles/1?tenant_id=${OTHER}`, undefined, keyB.key)).body.data.members).toHaveLength(1)
     expect((await call('GET', `/api/cdp/v2/profiles/1?tenant_id=${OTHER}`, undefined, ADMIN)).status).toBe(200)
+  })
+  it('identity settings: the defaults, a change that the next resolution applies, refusals', async () => {
+    const got = await call('GET', `/api/cdp/v2/identity/settings?tenant_id=${T}`)
+    expect(got.body.data).toEqual({ tenant_id: T, merge_kinds: ['email', 'phone', 'national_id', 'source_id'], max_customers_per_identifier: 4 })
+    // Without e-mails linking, 1 and 2 (joined by their e-mail only, since 3 was split off) are two people.
+    const put = await call('PUT', `/api/cdp/v2/identity/settings?tenant_id=${T}`, { merge_kinds: ['phone', 'national_id', 'source_id'], max_customers_per_identifier: 6 })
+    expect(put.body.data).toEqual({ tenant_id: T, merge_kinds: ['phone', 'national_id', 'source_id'], max_customers_per_identifier: 6 })
+    expect(await new IdentityStore(store).tenantsToResolve()).toContain(T)
+    const r = await resolveTenant({ store, log, codec, logger: silentLogger }, T)
+    expect(r.events.map((e) => [e.profile_id, e.change, e.members])).toEqual([
+      [1, 'split', [1]],
+      [2, 'split', [2]],
+    ])
+    for (const bad of [{ merge_kinds: ['email', 'fax'], max_customers_per_identifier: 4 }, { merge_kinds: ['email'], max_customers_per_identifier: 1 }, { merge_kinds: ['email'] }]) {
+      const b = await call('PUT', `/api/cdp/v2/identity/settings?tenant_id=${T}`, bad)
+      expect(b.status, JSON.stringify(bad)).toBe(400)
+    }
+    expect((await call('GET', `/api/cdp/v2/identity/settings?tenant_id=${T}`, undefined, keyB.key)).status).toBe(403)
   })
 })
