@@ -100,7 +100,19 @@ export function retryDelayMs(attempt: number, policy: RetryPolicy = DEFAULT_RETR
 
 export type Sleep = (ms: number) => Promise<void>
 
-export const sleep: Sleep = (ms) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+/** Resolves after `ms`, or at once when `signal` aborts. */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve()
+    const t = setTimeout(done, ms)
+    function done() {
+      clearTimeout(t)
+      signal?.removeEventListener('abort', done)
+      resolve()
+    }
+    signal?.addEventListener('abort', done, { once: true })
+  })
+}
 
 /**
  * What to do with one failure: `false` fails at once (the failure is thrown as is), `true`

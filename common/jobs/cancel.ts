@@ -3,6 +3,7 @@
  * the process running the job aborts it at once (other processes see the job's cancel mark at
  * their next heartbeat), and a shutdown aborts an owner's jobs and waits for them to end.
  */
+import { sleep } from '../retry.ts'
 
 interface LocalJob {
   /** Which replica (process identity in job rows) runs it. */
@@ -49,17 +50,3 @@ export class LocalJobs {
 
 /** The process-wide registry. */
 export const localJobs = new LocalJobs()
-
-/** Resolves after `ms`, or at once when `signal` aborts. */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve()
-    const t = setTimeout(done, ms)
-    function done() {
-      clearTimeout(t)
-      signal?.removeEventListener('abort', done)
-      resolve()
-    }
-    signal?.addEventListener('abort', done, { once: true })
-  })
-}

@@ -7,6 +7,9 @@
  * recorded, only the host.
  */
 import nodemailer from 'nodemailer'
+import { withRetry } from '../../common/retry.ts'
+
+type SmtpError = { responseCode?: number; code?: string }
 
 export interface MailSettings {
   /** smtp:// or smtps:// URL of the deployment's SMTP server, with credentials if it needs them. */
@@ -65,7 +68,6 @@ export async function notifyEmail(mail: MailSettings | null, recipients: readonl
   const to = [...recipients]
   if (!to.length) return { status: 'skipped', recipients: to, attempts: 0, at: at() }
   if (!mail) return { status: 'skipped', recipients: to, attempts: 0, at: at(), error: 'no SMTP server configured (CDP_SMTP_URL)' }
-  const sleep = opts.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)))
   let transport: ReturnType<typeof nodemailer.createTransport>
   try {
     const url = new URL(mail.url)
@@ -83,24 +85,24 @@ export async function notifyEmail(mail: MailSettings | null, recipients: readonl
     return { status: 'failed', recipients: to, attempts: 0, at: at(), error: 'CDP_SMTP_URL cannot be read (percent-encode special characters of the user and password)' }
   }
   const { subject, text } = syncMail(content)
-  const attempts = opts.attempts ?? 3
-  let error = ''
+  let tried = 0
   try {
-    for (let i = 1; i <= attempts; i++) {
-      try {
-        const info = await transport.sendMail({ from: mail.from, to, subject, text, headers: { 'X-CDP-Event': content.event, 'X-CDP-Sync-Id': content.sync_id } })
-        return { status: 'delivered', recipients: to, attempts: i, at: at(), message_id: info.messageId }
-      } catch (err) {
-        const e = err as { responseCode?: number; code?: string; message?: string }
-        // The server's reply, never the URL (it carries the credentials).
-        error = e.responseCode ? `SMTP ${e.responseCode}` : (e.code ?? 'no answer')
-        // A permanent refusal (5xx: bad recipient, authentication) does not get better by retrying.
-        if (e.responseCode && e.responseCode >= 500) return { status: 'failed', recipients: to, attempts: i, at: at(), error }
-      }
-      if (i < attempts) await sleep(1000 * 2 ** (i - 1))
-    }
+    const info = await withRetry(
+      (attempt) => {
+        tried = attempt
+        return transport.sendMail({ from: mail.from, to, subject, text, headers: { 'X-CDP-Event': content.event, 'X-CDP-Sync-Id': content.sync_id } })
+      },
+      // 1 s, then 2 s between attempts.
+      { maxAttempts: opts.attempts ?? 3, initialDelayMs: 1000, maxDelayMs: 2000 },
+      // A permanent refusal (5xx: bad recipient, authentication) does not get better by retrying.
+      { classify: (err) => !(((err as SmtpError).responseCode ?? 0) >= 500), exhausted: 'last', sleep: opts.sleep },
+    )
+    return { status: 'delivered', recipients: to, attempts: tried, at: at(), message_id: info.messageId }
+  } catch (err) {
+    const e = err as SmtpError
+    // The server's reply, never the URL (it carries the credentials).
+    return { status: 'failed', recipients: to, attempts: tried, at: at(), error: e.responseCode ? `SMTP ${e.responseCode}` : (e.code ?? 'no answer') }
   } finally {
     transport.close()
   }
-  return { status: 'failed', recipients: to, attempts, at: at(), error }
 }

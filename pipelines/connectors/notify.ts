@@ -10,6 +10,7 @@
 import { createHmac, randomUUID } from 'node:crypto'
 import type { Notification } from './queue.ts'
 import { checkWebhookDestination, type LookupAll } from './webhook-guard.ts'
+import { sleep as defaultSleep } from '../../common/retry.ts'
 
 export const SIGNATURE_HEADER = 'x-cdp-signature'
 
@@ -31,7 +32,7 @@ export interface NotifyOptions {
 
 export async function notifyWebhook(url: string, event: string, payload: Record<string, unknown>, secret: string | null, opts: NotifyOptions = {}): Promise<Notification> {
   const doFetch = opts.fetch ?? globalThis.fetch
-  const sleep = opts.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)))
+  const sleep = opts.sleep ?? defaultSleep
   const now = opts.now ?? Date.now
   const body = JSON.stringify({ event, ...payload, sent_at: new Date(now()).toISOString() })
   const headers: Record<string, string> = { 'content-type': 'application/json', 'user-agent': 'cdp-connectors', 'x-cdp-event': event, 'x-cdp-delivery': randomUUID() }

@@ -5,7 +5,8 @@ import { isFinal, isLive, lockClaim, type JobKind, type JobRow, type JobsTable }
 import { afterClaim, afterStart, blockerOf, RACE_RECHECK_MS, raceWaitMs } from '../../common/jobs/lock.ts'
 import { Heartbeat } from '../../common/jobs/lease.ts'
 import { tenantDataVersion } from '../../common/store/data-changes.ts'
-import { localJobs, sleep } from '../../common/jobs/cancel.ts'
+import { localJobs } from '../../common/jobs/cancel.ts'
+import { sleep } from '../../common/retry.ts'
 import { pickResults, type ResultsCache } from './results-cache.ts'
 
 /** Abort reason of DELETE .../cancel. */

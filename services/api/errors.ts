@@ -69,13 +69,19 @@ declare module 'express-serve-static-core' {
 }
 
 /**
- * Validates a request's path parameters and query with their zod schemas; on failure answers 400
- * (`error` as given) with every field error of both at once, and returns null.
+ * Validates a request's path parameters, query and (when given) body with their zod schemas; on
+ * failure answers 400 (`error` as given) with every field error of all of them at once, and
+ * returns null.
  */
-export function parseRequest<P, Q>(req: Request, res: Response, schemas: { params: z.ZodType<P>; query: z.ZodType<Q> }, error = 'Invalid request'): { params: P; query: Q } | null {
-  const params = schemas.params.safeParse(req.params)
-  const query = schemas.query.safeParse(req.query)
-  if (params.success && query.success) return { params: params.data, query: query.data }
-  sendError(res, 400, error, { errors: [...(params.success ? [] : fieldErrorsFromZod(params.error.issues)), ...(query.success ? [] : fieldErrorsFromZod(query.error.issues))] })
+export function parseRequest<P, Q, B = undefined>(
+  req: Request,
+  res: Response,
+  schemas: { params?: z.ZodType<P>; query: z.ZodType<Q>; body?: z.ZodType<B> },
+  error = 'Invalid request',
+): { params: P; query: Q; body: B } | null {
+  const parts = { params: schemas.params?.safeParse(req.params), query: schemas.query.safeParse(req.query), body: schemas.body?.safeParse(req.body) }
+  const failed = Object.values(parts).filter((p) => p !== undefined && !p.success)
+  if (!failed.length) return { params: parts.params?.data as P, query: parts.query.data as Q, body: parts.body?.data as B }
+  sendError(res, 400, error, { errors: failed.flatMap((p) => fieldErrorsFromZod(p!.error!.issues)) })
   return null
 }

@@ -7,8 +7,7 @@
 import express, { type Router } from 'express'
 import { z } from 'zod'
 import { IDENTIFIER_KINDS, IdentityService, type IdentityServiceDeps } from '../../pipelines/identity/index.ts'
-import { fieldErrorsFromZod } from '../../pipelines/ingest/validation.ts'
-import { failure, parseRequest, sendError } from './errors.ts'
+import { failure, parseRequest } from './errors.ts'
 import { json, route, shared, type Operation, type RouteGroup } from './routes.ts'
 import { Count, success, Timestamp } from './response-schemas.ts'
 
@@ -94,26 +93,21 @@ export const PROFILE_ROUTES: RouteGroup = {
 export function profilesRouter(deps: IdentityServiceDeps & { onChange?: (tenantId: number) => void }): Router {
   const router = express.Router()
   const service = new IdentityService(deps)
-  const parse = (req: express.Request, res: express.Response) => {
-    const p = parseRequest(req, res, { params: Params, query: Query })
-    return p && { profileId: p.params.profileId, tenantId: p.query.tenant_id }
-  }
   route(router, getProfile, async (req, res, next) => {
     try {
-      const p = parse(req, res)
-      if (p) res.json({ success: true, data: await service.profile(p.tenantId, p.profileId) })
+      const p = parseRequest(req, res, { params: Params, query: Query })
+      if (p) res.json({ success: true, data: await service.profile(p.query.tenant_id, p.params.profileId) })
     } catch (err) {
       next(err)
     }
   })
   route(router, splitProfile, async (req, res, next) => {
     try {
-      const p = parse(req, res)
+      const p = parseRequest(req, res, { params: Params, query: Query, body: SplitBody })
       if (!p) return
-      const body = SplitBody.safeParse(req.body)
-      if (!body.success) return sendError(res, 400, 'Invalid request', { errors: fieldErrorsFromZod(body.error.issues) })
-      const r = await service.split(p.tenantId, p.profileId, body.data.customer_id, body.data.identifier)
-      if (r.reassigned > 0) deps.onChange?.(p.tenantId)
+      const tenantId = p.query.tenant_id
+      const r = await service.split(tenantId, p.params.profileId, p.body.customer_id, p.body.identifier)
+      if (r.reassigned > 0) deps.onChange?.(tenantId)
       res.json({ success: true, data: { profiles: r.profiles, changes: r.events.map((e) => ({ profile_id: e.profile_id, change: e.change, members: e.members })) } })
     } catch (err) {
       next(err)
@@ -125,20 +119,18 @@ export function profilesRouter(deps: IdentityServiceDeps & { onChange?: (tenantI
   }
   route(router, getSettings, async (req, res, next) => {
     try {
-      const q = Query.safeParse(req.query)
-      if (!q.success) return sendError(res, 400, 'Invalid request', { errors: fieldErrorsFromZod(q.error.issues) })
-      res.json({ success: true, data: await view(q.data.tenant_id) })
+      const p = parseRequest(req, res, { query: Query })
+      if (p) res.json({ success: true, data: await view(p.query.tenant_id) })
     } catch (err) {
       next(err)
     }
   })
   route(router, putSettings, async (req, res, next) => {
     try {
-      const q = Query.safeParse(req.query)
-      const body = IdentitySettingsSchema.safeParse(req.body)
-      if (!q.success || !body.success) return sendError(res, 400, 'Invalid request', { errors: [...(q.success ? [] : fieldErrorsFromZod(q.error.issues)), ...(body.success ? [] : fieldErrorsFromZod(body.error.issues))] })
-      await service.putSettings(q.data.tenant_id, { mergeKinds: [...new Set(body.data.merge_kinds)], maxCustomersPerIdentifier: body.data.max_customers_per_identifier })
-      res.json({ success: true, data: await view(q.data.tenant_id) })
+      const p = parseRequest(req, res, { query: Query, body: IdentitySettingsSchema })
+      if (!p) return
+      await service.putSettings(p.query.tenant_id, { mergeKinds: [...new Set(p.body.merge_kinds)], maxCustomersPerIdentifier: p.body.max_customers_per_identifier })
+      res.json({ success: true, data: await view(p.query.tenant_id) })
     } catch (err) {
       next(err)
     }

@@ -7,14 +7,13 @@
  */
 import express, { type Router } from 'express'
 import { z } from 'zod'
-import { fieldErrorsFromZod } from '../../../pipelines/ingest/validation.ts'
 import { predictionQuality } from '../../../pipelines/features/prediction-quality.ts'
 import { VALIDATION_BUCKETS, ValidationRangeError } from '../../../pipelines/features/validation.ts'
 import { loadModels } from '../../../pipelines/features/feature-store.ts'
 import { CHURN_RISKS } from '../../../pipelines/features/churn.ts'
 import { tenantExists } from '../../../common/store/tenants.ts'
 import { referenceDate, referenceMetadata } from '../../../common/reference-date.ts'
-import { failure, sendError } from '../errors.ts'
+import { failure, parseRequest, sendError } from '../errors.ts'
 import { json, route, shared, type Operation, type RouteGroup } from '../routes.ts'
 import { Count, DateOnly, Fraction } from '../response-schemas.ts'
 import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
@@ -89,9 +88,9 @@ export function clvValidationRouter(deps: AnalyticsDeps): Router {
   const references = deps.references ?? new ReferenceSource(deps.store, deps.now)
   route(router, getValidation, async (req, res, next) => {
     try {
-      const parsed = Query.safeParse(req.query)
-      if (!parsed.success) return sendError(res, 400, 'Invalid query parameters', { errors: fieldErrorsFromZod(parsed.error.issues) })
-      const q = parsed.data
+      const parsed = parseRequest(req, res, { query: Query }, 'Invalid query parameters')
+      if (!parsed) return
+      const q = parsed.query
       if (!(await tenantExists(ctx.store, q.tenant_id))) return sendError(res, 404, 'Tenant not found', { tenant_id: q.tenant_id })
       const ref = await references.reference(q.tenant_id)
       if (q.calibration_end >= referenceDate(ref)) {
