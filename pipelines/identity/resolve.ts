@@ -11,7 +11,6 @@ import type { EventCodec } from '../../common/eventlog/codec.ts'
 import type { EventLog } from '../../common/eventlog/port.ts'
 import type { Logger } from '../../common/logger.ts'
 import type { Store } from '../../common/store/clickhouse.ts'
-import { tenantDataVersion } from '../../common/store/data-changes.ts'
 import { TOPICS } from '../../common/topics.ts'
 import { resolveProfiles, type Resolution } from './graph.ts'
 import { IdentityStore } from './store.ts'
@@ -81,7 +80,6 @@ export async function resolveTenant(deps: ResolveDeps, tenantId: number): Promis
   const now = deps.now ?? Date.now
   const ids = new IdentityStore(deps.store, now)
   const startedAt = now()
-  const dataVersion = await tenantDataVersion(deps.store, tenantId)
   const [customers, settings, exclusions, before] = await Promise.all([ids.sourceCustomers(tenantId), ids.settings(tenantId), ids.exclusions(tenantId), ids.profiles(tenantId)])
   const after = resolveProfiles(customers, settings, exclusions)
   const reassigned: [number, number][] = []
@@ -95,7 +93,7 @@ export async function resolveTenant(deps: ResolveDeps, tenantId: number): Promis
     await deps.log.send(TOPICS.profileChanges.name, records)
   }
   await ids.writeProfiles(tenantId, reassigned)
-  await ids.recordResolution(tenantId, { startedAt, dataVersion, customers: customers.length, profiles: after.profiles.length, blocked: after.blocked })
+  await ids.recordResolution(tenantId, { startedAt, customers: customers.length, profiles: after.profiles.length, blocked: after.blocked })
   if (after.blocked.length) deps.logger.warn({ tenant_id: tenantId, blocked: after.blocked.slice(0, 10) }, 'identifiers carried by too many customers link none of them')
   if (events.length) deps.logger.info({ tenant_id: tenantId, reassigned: reassigned.length, events: events.length }, 'profiles changed')
   return { customers: customers.length, profiles: after.profiles.length, reassigned: reassigned.length, events, blocked: after.blocked }

@@ -116,24 +116,24 @@ export class IdentityStore {
     })
   }
 
-  /** The data version the tenant's last resolution saw ('' when never resolved), and what it blocked. */
-  async lastResolution(tenantId: number): Promise<{ dataVersion: string; blocked: { identifier: string; customers: number }[] } | null> {
+  /** What the tenant's last resolution refused to link (too many customers carry them); null when never resolved. */
+  async lastResolution(tenantId: number): Promise<{ blocked: { identifier: string; customers: number }[] } | null> {
     const rs = await this.store.query({
-      query: 'SELECT data_version, blocked FROM identity_resolutions FINAL WHERE tenant_id = {t:UInt64}',
+      query: 'SELECT blocked FROM identity_resolutions FINAL WHERE tenant_id = {t:UInt64}',
       query_params: { t: tenantId },
       format: 'JSONEachRow',
     })
-    const [row] = await rs.json<{ data_version: string; blocked: [string, string][] | { identifier: string; customers: string }[] }>()
+    const [row] = await rs.json<{ blocked: [string, string][] | { identifier: string; customers: string }[] }>()
     if (!row) return null
-    return { dataVersion: row.data_version, blocked: row.blocked.map((b) => (Array.isArray(b) ? { identifier: b[0], customers: Number(b[1]) } : { identifier: b.identifier, customers: Number(b.customers) })) }
+    return { blocked: row.blocked.map((b) => (Array.isArray(b) ? { identifier: b[0], customers: Number(b[1]) } : { identifier: b.identifier, customers: Number(b.customers) })) }
   }
 
   /** `startedAt`: before the resolution read anything, so a change during it makes the tenant due again. */
-  async recordResolution(tenantId: number, r: { startedAt: number; dataVersion: string; customers: number; profiles: number; blocked: { identifier: string; customers: number }[] }): Promise<void> {
+  async recordResolution(tenantId: number, r: { startedAt: number; customers: number; profiles: number; blocked: { identifier: string; customers: number }[] }): Promise<void> {
     await this.store.insert({
       table: 'identity_resolutions',
       format: 'JSONEachRow',
-      values: [{ tenant_id: tenantId, data_version: r.dataVersion, resolved_at: iso(r.startedAt), customers: r.customers, profiles: r.profiles, blocked: r.blocked.map((b) => ({ identifier: b.identifier, customers: b.customers })), version: nextSeq() }],
+      values: [{ tenant_id: tenantId, resolved_at: iso(r.startedAt), customers: r.customers, profiles: r.profiles, blocked: r.blocked.map((b) => ({ identifier: b.identifier, customers: b.customers })), version: nextSeq() }],
     })
   }
 

@@ -30,13 +30,12 @@ CREATE TABLE IF NOT EXISTS identity_exclusions
 ENGINE = ReplacingMergeTree(version)
 ORDER BY (tenant_id, customer_id, identifier);
 
--- What the last resolution of a tenant saw: its data version (common/store/data-changes.ts), so a
--- tenant is resolved again only when its customers changed, and the identifiers it refused to
--- link (too many customers carry them), for the alert.
+-- The last resolution of a tenant: when it started (a tenant whose data changed since is due
+-- again, common/store/data-changes.ts), its counts, and the identifiers it refused to link (too
+-- many customers carry them), for the alert.
 CREATE TABLE IF NOT EXISTS identity_resolutions
 (
     tenant_id     UInt64,
-    data_version  String,
     resolved_at   DateTime64(3, 'UTC'),
     customers     UInt64,
     profiles      UInt64,
