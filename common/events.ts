@@ -86,6 +86,16 @@ export interface SegmentChanged extends EventHeader {
   rfm_score: string | null
 }
 
+/** A profile (one person) after a merge, a split or its creation (pipelines/identity, profile-changed.avsc). */
+export interface ProfileChanged extends EventHeader {
+  profile_id: number
+  change: 'created' | 'merged' | 'split' | 'absorbed'
+  /** Its source customers, oldest first; empty when absorbed. */
+  members: number[]
+  previous_profile_ids: number[]
+  absorbed_into: number | null
+}
+
 export interface CustomerDemographics extends EventHeader {
   customer_id: number
   estimated_age: number | null

@@ -200,36 +200,60 @@ export class AudienceSyncStore implements LimitStore {
     await this.store.insert({ table: 'audience_customer_segments', format: 'JSONEachRow', values: rows.map((r) => ({ ...r, received_at: at })) })
   }
 
+  /** Profiles whose membership changed; versioned like audience_members (nextVersion), which the delta compares them with. */
+  async recordProfileChanges(rows: { tenant_id: number; profile_id: number }[]): Promise<void> {
+    if (!rows.length) return
+    const at = iso(this.now())
+    await this.store.insert({ table: 'audience_profile_changes', format: 'JSONEachRow', values: rows.map((r) => ({ ...r, received_at: at, version: nextVersion() })) })
+  }
+
   /**
    * Customers whose membership the audience should change: in the segment but not held, or held
    * but no longer in it; only those whose latest change is older than `settleMs` (coalescing: a
    * customer who moves A → B → A within the window shows no difference and uploads nothing).
+   * `refresh`: held and still in the segment, but the profile's members changed after its row was
+   * uploaded (a merge or a split): its row is replaced by one with the profile's identifiers now.
    */
-  async delta(c: AudienceSyncConfig, settleMs: number, limit: number): Promise<{ customer_id: number; want: 0 | 1 }[]> {
+  async delta(c: AudienceSyncConfig, settleMs: number, limit: number): Promise<{ customer_id: number; want: 0 | 1; refresh: boolean }[]> {
     const rs = await this.store.query({
-      query: `SELECT s.customer_id AS customer_id, toUInt8(ifNull(s.segment = {segment:String}, 0)) AS want
+      query: `SELECT s.customer_id AS customer_id, toUInt8(ifNull(s.segment = {segment:String}, 0)) AS want,
+                     ifNull(want = 1 AND m.member = 1 AND p.version > m.version, 0) AS refresh
               FROM (SELECT customer_id, segment, received_at FROM audience_customer_segments FINAL WHERE tenant_id = {t:UInt64}) AS s
-              LEFT JOIN (SELECT customer_id, member FROM audience_members FINAL WHERE tenant_id = {t:UInt64} AND config_id = {c:String}) AS m
+              LEFT JOIN (SELECT customer_id, member, version FROM audience_members FINAL WHERE tenant_id = {t:UInt64} AND config_id = {c:String}) AS m
                 ON m.customer_id = s.customer_id
-              WHERE toUInt8(ifNull(s.segment = {segment:String}, 0)) != m.member
-                AND s.received_at <= fromUnixTimestamp64Milli({settled:Int64}, 'UTC')
+              LEFT JOIN (SELECT profile_id, received_at, version FROM audience_profile_changes FINAL WHERE tenant_id = {t:UInt64}) AS p
+                ON p.profile_id = s.customer_id
+              WHERE (want != ifNull(m.member, 0) OR refresh)
+                AND greatest(s.received_at, ifNull(p.received_at, s.received_at)) <= fromUnixTimestamp64Milli({settled:Int64}, 'UTC')
               ORDER BY want DESC, customer_id
-              LIMIT {limit:UInt64}`,
+              LIMIT {limit:UInt64}
+              SETTINGS join_use_nulls = 1`,
       query_params: { t: c.tenant_id, c: c.config_id, segment: c.segment, settled: this.now() - settleMs, limit },
       format: 'JSONEachRow',
     })
-    return (await rs.json<{ customer_id: string; want: number }>()).map((r) => ({ customer_id: Number(r.customer_id), want: Number(r.want) ? 1 : 0 }))
+    return (await rs.json<{ customer_id: string; want: number; refresh: number | boolean }>()).map((r) => ({ customer_id: Number(r.customer_id), want: Number(r.want) ? 1 : 0, refresh: Number(r.refresh) === 1 }))
   }
 
-  /** Email, phone and names of customers (the raw customers projection). */
+  /**
+   * The email, phone and names of profiles (pipelines/identity): each value is the profile's own
+   * customer's, else the first of its other members (by customer id) that has one, so a person
+   * who gave the phone to one shop and the email to the other is one row with both. A customer
+   * no resolution has placed is its own profile.
+   */
   async identifiers(tenantId: number, ids: number[]): Promise<Map<number, { email: string | null; phone: string | null; first_name: string | null; last_name: string | null }>> {
     const rs = await this.store.query({
-      query: `SELECT customer_id, email, phone, first_name, last_name FROM customers FINAL WHERE tenant_id = {t:UInt64} AND customer_id IN {ids:Array(UInt64)}`,
+      query: `SELECT c.customer_id AS customer_id, ifNull(p.profile_id, c.customer_id) AS profile_id, c.email AS email, c.phone AS phone, c.first_name AS first_name, c.last_name AS last_name
+              FROM (SELECT customer_id, email, phone, first_name, last_name FROM customers FINAL
+                    WHERE tenant_id = {t:UInt64}
+                      AND (customer_id IN {ids:Array(UInt64)} OR customer_id IN (SELECT customer_id FROM customer_profiles FINAL WHERE tenant_id = {t:UInt64} AND profile_id IN {ids:Array(UInt64)}))) AS c
+              LEFT JOIN (SELECT customer_id, profile_id FROM customer_profiles FINAL WHERE tenant_id = {t:UInt64}) AS p ON p.customer_id = c.customer_id
+              ORDER BY c.customer_id
+              SETTINGS join_use_nulls = 1`,
       query_params: { t: tenantId, ids },
       format: 'JSONEachRow',
     })
-    const rows = await rs.json<{ customer_id: string; email: string | null; phone: string | null; first_name: string | null; last_name: string | null }>()
-    return new Map(rows.map((r) => [Number(r.customer_id), { email: r.email, phone: r.phone, first_name: r.first_name, last_name: r.last_name }]))
+    const rows = await rs.json<{ customer_id: string; profile_id: string; email: string | null; phone: string | null; first_name: string | null; last_name: string | null }>()
+    return profileIdentifiers(ids, rows.map((r) => ({ ...r, customer_id: Number(r.customer_id), profile_id: Number(r.profile_id) })))
   }
 
   async recordMembers(c: AudienceSyncConfig, batchId: string, rows: { customer_id: number; member: 0 | 1; rejected: boolean; schema?: string[]; row?: string[] }[]): Promise<void> {
@@ -384,4 +408,26 @@ export class AudienceSyncStore implements LimitStore {
   async save(key: string, timestamps: number[]): Promise<void> {
     await this.store.insert({ table: 'ads_call_windows', format: 'JSONEachRow', values: [{ key, timestamps, version: nextVersion() }] })
   }
+}
+
+type Identifiers = { email: string | null; phone: string | null; first_name: string | null; last_name: string | null }
+
+/**
+ * Each profile's identifiers from its members' rows (pure; `rows` ordered by customer id): the
+ * profile's own customer's value first, else the first member's that has one. A profile id whose
+ * customer is now in another profile (its segment change to none is on its way) keeps its own.
+ */
+export function profileIdentifiers(ids: readonly number[], rows: readonly (Identifiers & { customer_id: number; profile_id: number })[]): Map<number, Identifiers> {
+  const own = new Map(rows.map((r) => [r.customer_id, r]))
+  const members = new Map<number, Identifiers[]>()
+  for (const r of rows) members.set(r.profile_id, [...(members.get(r.profile_id) ?? []), r])
+  const out = new Map<number, Identifiers>()
+  for (const id of ids) {
+    const self = own.get(id)
+    const list = self && self.profile_id === id ? [self, ...(members.get(id) ?? []).filter((m) => m !== self)] : self ? [self] : (members.get(id) ?? [])
+    if (!list.length) continue
+    const pick = (k: keyof Identifiers) => list.map((m) => m[k]).find((v) => v !== null && v !== '') ?? null
+    out.set(id, { email: pick('email'), phone: pick('phone'), first_name: pick('first_name'), last_name: pick('last_name') })
+  }
+  return out
 }

@@ -60,6 +60,12 @@ export function batchId(configId: string, operation: 'add' | 'remove', customerI
 
 type Item = { customer_id: number; want: 0 | 1 }
 
+/** Two hashed rows hold the same person when their non-empty columns hold the same digests (the schemas may differ in empty columns). */
+function sameRow(schemaA: readonly string[], rowA: readonly string[], schemaB: readonly string[], rowB: readonly string[]): boolean {
+  const pairs = (schema: readonly string[], row: readonly string[]) => schema.map((col, i) => `${col}=${row[i] ?? ''}`).filter((p) => !p.endsWith('=')).sort().join('|')
+  return pairs(schemaA, rowA) === pairs(schemaB, rowB)
+}
+
 /**
  * The sync of every active configuration: checks the token, creates the audience once, and
  * uploads the difference between the segment and what the audience holds, batch by batch:
@@ -206,25 +212,49 @@ export class AudienceSyncer {
       return { EMAIL: p?.email, PHONE: p?.phone, FN: p?.first_name, LN: p?.last_name }
     }
     const work: { operation: 'add' | 'remove'; batch: UploadBatch<Item> }[] = []
-    // Adds: the customers' identifiers now. One without any is not sent and not recorded, so it is
-    // tried again once its profile has an email, a phone or a name.
-    const adds = delta.filter((d) => d.want === 1)
-    if (adds.length) for (const batch of prepareUpload(adds, current, { maxRows: this.o.maxRows }).batches) work.push({ operation: 'add', batch })
-    // Removals: exactly the rows that were added (the email or phone may have changed since),
-    // grouped by their schema; members added without a kept row by their identifiers now.
-    const removes = delta.filter((d) => d.want === 0)
-    if (removes.length) {
-      const held = await this.o.store.heldRows(c, removes.map((d) => d.customer_id))
+    /** Removals send exactly the rows that were added (the email or phone may have changed since), grouped by their schema. */
+    const removeHeld = (items: Item[], held: Map<number, { schema: string[]; row: string[] }>) => {
       const bySchema = new Map<string, Item[]>()
-      for (const d of removes.filter((r) => held.has(r.customer_id))) {
+      for (const d of items) {
         const key = held.get(d.customer_id)!.schema.join(',')
         bySchema.set(key, [...(bySchema.get(key) ?? []), d])
       }
-      for (const [key, items] of bySchema) {
-        for (const part of chunk(items, this.o.maxRows ?? MAX_ROWS_PER_REQUEST)) {
-          work.push({ operation: 'remove', batch: { index: work.length, items: part, payload: { schema: key.split(',') as AudienceColumn[], data: part.map((d) => held.get(d.customer_id)!.row) } } })
+      for (const [key, part] of bySchema) {
+        for (const rows of chunk(part, this.o.maxRows ?? MAX_ROWS_PER_REQUEST)) {
+          work.push({ operation: 'remove', batch: { index: work.length, items: rows, payload: { schema: key.split(',') as AudienceColumn[], data: rows.map((d) => held.get(d.customer_id)!.row) } } })
         }
       }
+    }
+    // Profiles whose members changed (a merge, a split): the held row is removed first, then the
+    // profile's row now is added; when both are the same row, it is only recorded again.
+    const refreshed: Item[] = []
+    const refresh = delta.filter((d) => d.refresh)
+    if (refresh.length) {
+      const held = await this.o.store.heldRows(c, refresh.map((d) => d.customer_id))
+      const same: { customer_id: number; member: 1; rejected: false; schema: string[]; row: string[] }[] = []
+      const replace: Item[] = []
+      for (const d of refresh) {
+        const now = prepareUpload([d], current).batches[0]?.payload
+        const was = held.get(d.customer_id)
+        if (now && was && sameRow(now.schema, now.data[0]!, was.schema, was.row)) {
+          same.push({ customer_id: d.customer_id, member: 1, rejected: false, schema: was.schema, row: was.row })
+          continue
+        }
+        if (was) replace.push({ customer_id: d.customer_id, want: 0 })
+        refreshed.push({ customer_id: d.customer_id, want: 1 })
+      }
+      if (same.length) await this.o.store.recordMembers(c, 'identifiers-unchanged', same)
+      removeHeld(replace, held)
+    }
+    // Adds: the customers' identifiers now. One without any is not sent and not recorded, so it is
+    // tried again once its profile has an email, a phone or a name.
+    const adds = [...delta.filter((d) => d.want === 1 && !d.refresh), ...refreshed]
+    if (adds.length) for (const batch of prepareUpload(adds, current, { maxRows: this.o.maxRows }).batches) work.push({ operation: 'add', batch })
+    // Removals: members added without a kept row by their identifiers now.
+    const removes = delta.filter((d) => d.want === 0)
+    if (removes.length) {
+      const held = await this.o.store.heldRows(c, removes.map((d) => d.customer_id))
+      removeHeld(removes.filter((r) => held.has(r.customer_id)), held)
       const rest = removes.filter((r) => !held.has(r.customer_id))
       if (rest.length) for (const batch of prepareUpload(rest, current, { maxRows: this.o.maxRows }).batches) work.push({ operation: 'remove', batch })
     }

@@ -1,24 +1,34 @@
-import { customerKey } from '../../common/events.ts'
+import { customerKey, type ProfileChanged } from '../../common/events.ts'
+import { partitionFor } from '../../common/eventlog/partitioner.ts'
 import { TOPICS } from '../../common/topics.ts'
 import type { Store } from '../../common/store/clickhouse.ts'
 import type { EventLog, LogRecord, OutRecord } from '../../common/eventlog/port.ts'
 import type { EventCodec } from '../../common/eventlog/codec.ts'
 import type { Logger } from '../../common/logger.ts'
 import type { PipelineDefinition } from '../../common/runtime/pipeline.ts'
-import { decodeInputEvent, type InputEvent } from '../ingest/index.ts'
+import { decodeInputEvent, decodeRecord, type InputEvent } from '../ingest/index.ts'
+import { ok } from '../../common/runtime/pipeline.ts'
 import type { TransactionModelName } from './clv/index.ts'
 import { aggregate, EMPTY_AGGREGATES, factOf, mergeFact, orderHistory, utcDay, type CustomerAggregates, type OrderFact } from './order-facts.ts'
 import { clvFeatures, computeFeatures, DEFAULT_FEATURE_OPTIONS, sameFeatures, type ClvPart, type FeatureOptions, type FeatureValues } from './features.ts'
 import { buildTenantModel, type TenantModel } from './model.ts'
-import { factRow, featureRow, featuresEvent, segmentChangedEvent, segmentChangeRow, type CustomerIdentity } from './rows.ts'
-import { loadModels, loadPartitionCustomers, loadPartitionFacts, saveModel, tenantAggregates, writeSegmentSnapshot } from './feature-store.ts'
+import { deletedFeatureRow, factRow, featureRow, featuresEvent, segmentChangedEvent, segmentChangeRow, type CustomerIdentity } from './rows.ts'
+import { loadCustomerFacts, loadModels, loadPartitionCustomers, loadPartitionFacts, loadPartitionProfiles, profileRow, saveModel, tenantAggregates, writeSegmentSnapshot, type StoredFact } from './feature-store.ts'
+import { ProfileMemberships, type ProfileRecord } from './profiles.ts'
 import { TenantCurrencies, TenantSettingsStore } from '../../common/store/tenant-settings.ts'
 import { resolveReference, type Reference } from '../../common/reference-date.ts'
 import { segmentChangesEmitted } from './metrics.ts'
 
 export const FEATURES_GROUP = 'cdp-features'
 
-/** One customer's state, owned by the partition its key hashes to. */
+/** What the consumer folds: the input topics' events and the identity lane's profile records. */
+type EngineInput = InputEvent | { kind: 'profile'; event: ProfileChanged }
+
+/**
+ * One source customer's state, owned by the partition its key hashes to. A customer that is a
+ * profile (its own, or the surviving customer of a merge) carries the features of the profile:
+ * `agg` folds the orders of all its members. One absorbed into another's profile has none.
+ */
 interface CustomerState {
   id: CustomerIdentity
   orders: Map<string, OrderFact>
@@ -33,6 +43,8 @@ interface CustomerState {
   dirty: boolean
   /** Version of the customer's last stored row; the next one must be higher, whatever the clocks. */
   rowVersion: number
+  /** Its stored row is a delete marker (absorbed into another profile). */
+  deleted: boolean
 }
 
 export interface FeatureEngineOptions {
@@ -72,6 +84,14 @@ export class FeatureEngine {
   private readonly refs = new Map<number, Reference>()
   /** Each tenant's latest order time seen (stored or folded): its `data_end`. */
   private readonly dataEnds = new Map<number, number>()
+  /** The profiles of the partitions held (the fold of their profile-change records). */
+  private readonly memberships = new ProfileMemberships()
+  /** Order facts of profile members whose partition this consumer does not hold, read from the state store. */
+  private readonly foreign = new Map<string, Map<string, OrderFact>>()
+  /** Profile records folded since the last write, persisted with the batch that folded them. */
+  private pendingProfiles: { partition: number; record: ProfileRecord }[] = []
+  /** Profiles whose members' orders changed outside a batch (a partition restored): written with the next one. */
+  private readonly stale = new Set<CustomerState>()
   private readonly settings: TenantSettingsStore
   private readonly currencies: TenantCurrencies
   private readonly now: () => number
@@ -99,13 +119,15 @@ export class FeatureEngine {
     return run
   }
 
-  definition(): PipelineDefinition<InputEvent> {
+  definition(): PipelineDefinition<EngineInput> {
     return {
       name: this.name,
-      topics: [TOPICS.orders.name, TOPICS.customers.name],
+      topics: [TOPICS.orders.name, TOPICS.customers.name, TOPICS.profileChanges.name],
       process: async (record, codec) => {
         await this.exclusive(() => this.observe(record))
-        return decodeInputEvent(record, codec, this.now(), this.currencies)
+        if (record.topic !== TOPICS.profileChanges.name) return decodeInputEvent(record, codec, this.now(), this.currencies)
+        const r = await decodeRecord<ProfileChanged>(record, codec)
+        return r.kind === 'ok' ? ok({ kind: 'profile' as const, event: r.value }) : r
       },
       sink: (items) => this.exclusive(() => this.apply(items)),
       onAssign: (assignment) => void this.exclusive(async () => this.assign(assignment.map((a) => a.partition))),
@@ -127,7 +149,70 @@ export class FeatureEngine {
   private unload(p: number): void {
     for (const [k, c] of this.customers) if (c.id.partition === p) this.customers.delete(k)
     for (const k of this.nextOffset.keys()) if (k.endsWith(`:${p}`)) this.nextOffset.delete(k)
+    this.memberships.forget((r) => this.partitionOf(r.tenantId, r.profileId) === p)
     this.loaded.delete(p)
+  }
+
+  private partitionOf(tenantId: number, customerId: number): number {
+    return partitionFor(customerKey(tenantId, customerId), this.deps.partitions, () => 0)
+  }
+
+  /** A customer with its own row: not absorbed into another's profile. */
+  private isProfile(c: CustomerState): boolean {
+    return this.memberships.isProfile(c.id.tenantId, c.id.customerId)
+  }
+
+  /** The orders a profile's features fold: its members', from memory where this consumer holds them, else from the state store. */
+  private *profileFacts(c: CustomerState): Iterable<OrderFact> {
+    const t = c.id.tenantId
+    for (const m of this.memberships.membersOf(t, c.id.customerId)) {
+      if (m === c.id.customerId) yield* c.orders.values()
+      else if (this.loaded.has(this.partitionOf(t, m))) yield* this.customers.get(customerKey(t, m))?.orders.values() ?? []
+      else yield* this.foreign.get(customerKey(t, m))?.values() ?? []
+    }
+  }
+
+  /** Members of these profiles that live in partitions this consumer has not loaded. */
+  private foreignMembers(profiles: Iterable<CustomerState>): Map<number, Set<number>> {
+    const out = new Map<number, Set<number>>()
+    for (const c of profiles) {
+      const t = c.id.tenantId
+      for (const m of this.memberships.membersOf(t, c.id.customerId)) {
+        if (m === c.id.customerId || this.loaded.has(this.partitionOf(t, m))) continue
+        if (!out.has(t)) out.set(t, new Set())
+        out.get(t)!.add(m)
+      }
+    }
+    return out
+  }
+
+  /**
+   * Reads the stored facts of foreign members (`all`: every one of these profiles', else those not
+   * read yet); returns the profiles whose foreign facts changed.
+   */
+  private async readForeign(profiles: CustomerState[], all: boolean): Promise<Set<CustomerState>> {
+    const changed = new Set<string>()
+    // Members in partitions this consumer holds are read from memory: load those partitions first.
+    for (const [t, members] of this.foreignMembers(profiles)) {
+      for (const m of members) {
+        const q = this.partitionOf(t, m)
+        if (this.assigned?.has(q) && !this.loaded.has(q)) await this.loadPartition(q)
+      }
+    }
+    for (const [t, members] of this.foreignMembers(profiles)) {
+      const ids = [...members].filter((m) => all || !this.foreign.has(customerKey(t, m)))
+      if (!ids.length) continue
+      const byCustomer = new Map<number, StoredFact[]>(ids.map((m) => [m, []]))
+      for (const f of await loadCustomerFacts(this.deps.store, t, ids)) byCustomer.get(f.customerId)?.push(f)
+      for (const [m, facts] of byCustomer) {
+        const k = customerKey(t, m)
+        const next = new Map<string, OrderFact>()
+        for (const f of facts) next.set(f.orderId, { version: f.version, eventId: f.eventId, placedAt: f.placedAt, cents: f.cents, cancelled: f.cancelled })
+        if (!sameFacts(this.foreign.get(k), next)) changed.add(k)
+        this.foreign.set(k, next)
+      }
+    }
+    return new Set(profiles.filter((c) => this.memberships.membersOf(c.id.tenantId, c.id.customerId).some((m) => changed.has(customerKey(c.id.tenantId, m)))))
   }
 
   /**
@@ -146,17 +231,36 @@ export class FeatureEngine {
   private async loadPartition(p: number): Promise<void> {
     const started = Date.now()
     this.unload(p)
-    const [facts, stored] = await Promise.all([loadPartitionFacts(this.deps.store, p), loadPartitionCustomers(this.deps.store, p)])
+    const [facts, stored, profiles] = await Promise.all([loadPartitionFacts(this.deps.store, p), loadPartitionCustomers(this.deps.store, p), loadPartitionProfiles(this.deps.store, p)])
     for (const s of stored) {
       const c = this.customer(s.tenantId, s.customerId, p)
       c.id.email = s.email
       c.id.emailVersion = s.emailVersion
       c.emitted = { segment: s.segment, rfmScore: s.rfmScore }
       c.rowVersion = s.version
+      c.deleted = s.deleted
     }
     for (const f of facts) this.customer(f.tenantId, f.customerId, p).orders.set(f.orderId, f)
-    for (const c of this.customers.values()) if (c.id.partition === p) this.refold(c, this.refs.get(c.id.tenantId)?.cutoffMs ?? Infinity)
+    for (const r of profiles) {
+      this.memberships.apply(r)
+      this.customer(r.tenantId, r.profileId, p)
+    }
     this.loaded.add(p)
+    // This partition's profiles may count members elsewhere, and profiles elsewhere members here.
+    const multi = new Set([...this.customers.values()].filter((c) => this.memberships.membersOf(c.id.tenantId, c.id.customerId).length > 1))
+    await this.readForeign([...multi], false)
+    for (const c of this.customers.values()) {
+      if (c.id.partition === p) this.refold(c, this.refs.get(c.id.tenantId)?.cutoffMs ?? Infinity)
+      else if (multi.has(c)) {
+        // A profile held before whose members here were read from the store: rescored with the next write.
+        const before = c.agg
+        this.refold(c, c.aggCutoff)
+        if (JSON.stringify(before) !== JSON.stringify(c.agg)) {
+          c.dirty = true
+          this.stale.add(c)
+        }
+      }
+    }
     this.deps.logger.info({ pipeline: this.name, partition: p, orders: facts.length, customers: stored.length, ms: Date.now() - started }, 'partition state restored')
   }
 
@@ -175,20 +279,44 @@ export class FeatureEngine {
         dirtyOrders: new Set(),
         dirty: false,
         rowVersion: 0,
+        deleted: false,
       }
       this.customers.set(key, c)
     }
     return c
   }
 
-  private async apply(items: { record: LogRecord; value: InputEvent }[]): Promise<void> {
+  private async apply(items: { record: LogRecord; value: EngineInput }[]): Promise<void> {
     const touched = new Set<CustomerState>()
     const latest = new Map<number, number>()
+    /** Profiles whose orders or members changed: refolded once after the batch. */
+    const profiles = new Set<CustomerState>()
     for (const { record, value } of items) {
+      if (value.kind === 'profile') {
+        const e = value.event
+        const r: ProfileRecord = { tenantId: e.tenant_id, profileId: e.profile_id, members: e.members, absorbedInto: e.absorbed_into, at: e.occurred_at, eventId: e.event_id }
+        // Keyed tenant:profile like the customer's events, so it is on the partition of the profile's own customer.
+        const c = this.customer(e.tenant_id, e.profile_id, record.partition)
+        if (this.memberships.apply(r)) this.pendingProfiles.push({ partition: record.partition, record: r })
+        c.dirty = true
+        touched.add(c)
+        profiles.add(c)
+        continue
+      }
       const e = value.event
       const c = this.customer(e.tenant_id, e.customer_id, record.partition)
+      // The profile this customer's orders count for, when it is another customer's and held here.
+      const owner = this.memberships.profileOf(e.tenant_id, e.customer_id)
+      if (owner !== undefined && owner !== e.customer_id && this.assigned?.has(this.partitionOf(e.tenant_id, owner)) !== false) {
+        const op = this.partitionOf(e.tenant_id, owner)
+        if (!this.loaded.has(op)) await this.loadPartition(op)
+        const o = this.customer(e.tenant_id, owner, op)
+        o.dirty = true
+        touched.add(o)
+        profiles.add(o)
+      }
       if (value.kind === 'order') {
-        if (mergeFact(c.orders, value.event.order_id, factOf(value.event))) this.refold(c, c.aggCutoff)
+        if (mergeFact(c.orders, value.event.order_id, factOf(value.event))) profiles.add(c)
         c.dirtyOrders.add(value.event.order_id)
         latest.set(e.tenant_id, Math.max(latest.get(e.tenant_id) ?? 0, e.occurred_at))
       } else {
@@ -203,6 +331,10 @@ export class FeatureEngine {
       c.dirty = true
       touched.add(c)
     }
+    await this.readForeign([...profiles], false)
+    for (const c of profiles) this.refold(c, c.aggCutoff)
+    for (const c of this.stale) if (this.customers.get(customerKey(c.id.tenantId, c.id.customerId)) === c) touched.add(c)
+    this.stale.clear()
     // A tenant aged to its data's end moves with its newest order.
     await this.references(latest.keys(), this.now())
     for (const [t, ms] of latest) {
@@ -215,7 +347,7 @@ export class FeatureEngine {
   }
 
   private refold(c: CustomerState, cutoff: number): void {
-    c.agg = aggregate(c.orders.values(), cutoff)
+    c.agg = aggregate(this.profileFacts(c), cutoff)
     c.aggCutoff = cutoff
   }
 
@@ -249,7 +381,7 @@ export class FeatureEngine {
       return stored
     }
     const aggs: CustomerAggregates[] = []
-    for (const c of this.customers.values()) if (c.id.tenantId === tenantId) aggs.push(this.aggregates(c, ref))
+    for (const c of this.customers.values()) if (c.id.tenantId === tenantId && this.isProfile(c)) aggs.push(this.aggregates(c, ref))
     const m = buildTenantModel(aggs, now, { clvModel: this.clvModel, refitClv: true, referenceMs: ref.ms })
     await saveModel(this.deps.store, tenantId, m)
     this.models.set(tenantId, m)
@@ -295,21 +427,35 @@ export class FeatureEngine {
     const rows: ReturnType<typeof featureRow>[] = []
     const featureRecords: Promise<OutRecord>[] = []
     const changes: ReturnType<typeof segmentChangedEvent>[] = []
-    const updates: { c: CustomerState; v: FeatureValues; version: number }[] = []
+    const updates: { c: CustomerState; v: FeatureValues | null; version: number }[] = []
     for (const c of customers) {
       const ref = refs.get(c.id.tenantId)!
+      if (!this.isProfile(c)) {
+        // Absorbed into another's profile: its facts are stored (the profile's owner reads them), its row is deleted once.
+        if (!c.dirty && c.deleted) continue
+        for (const orderId of c.dirtyOrders) facts.push(factRow(c.id, orderId, c.orders.get(orderId)!))
+        const version = c.deleted ? c.rowVersion : this.version(c, now)
+        if (!c.deleted) {
+          const empty = computeFeatures(EMPTY_AGGREGATES, null, ref.ms, this.opts, null)
+          rows.push(deletedFeatureRow(c.id, empty, now, version))
+          if (c.emitted.segment !== null) changes.push(segmentChangedEvent(c.id, c.emitted, empty, now))
+        }
+        updates.push({ c, v: null, version })
+        continue
+      }
       const v = this.valuesOf(c, models.get(c.id.tenantId) ?? null, ref)
       const moved = !c.last || !sameFeatures(c.last, v)
-      if (!touched && !moved && !c.dirty) continue
+      if (!touched && !moved && !c.dirty && !c.deleted) continue
       for (const orderId of c.dirtyOrders) facts.push(factRow(c.id, orderId, c.orders.get(orderId)!))
       const version = this.version(c, now)
-      rows.push(featureRow(c.id, c.agg, orderHistory(c.orders.values(), ref.cutoffMs), v, now, version))
+      rows.push(featureRow(c.id, c.agg, orderHistory(this.profileFacts(c), ref.cutoffMs), v, now, version))
       const key = customerKey(c.id.tenantId, c.id.customerId)
       if (moved) featureRecords.push(this.deps.codec.encode(TOPICS.customerFeatures.name, featuresEvent(c.id, c.agg, v, now)).then((value) => ({ key, value })))
       if (v.segment !== c.emitted.segment) changes.push(segmentChangedEvent(c.id, c.emitted, v, now))
       updates.push({ c, v, version })
     }
-    if (!updates.length) return { changed: 0, segmentChanges: 0 }
+    const profileRows = this.pendingProfiles.map((p) => profileRow(p.partition, p.record))
+    if (!updates.length && !profileRows.length) return { changed: 0, segmentChanges: 0 }
     // Publish before storing: a crash in between re-publishes (at least once) instead of losing a change.
     const changeRecords = await Promise.all(changes.map(async (e) => ({ key: customerKey(e.tenant_id, e.customer_id), value: await this.deps.codec.encode(TOPICS.segmentChanges.name, e) })))
     await Promise.all([
@@ -318,18 +464,21 @@ export class FeatureEngine {
     ])
     await Promise.all([
       facts.length ? this.deps.store.insert({ table: 'feature_order_facts', values: facts, format: 'JSONEachRow' }) : undefined,
-      this.deps.store.insert({ table: 'customer_features', values: rows, format: 'JSONEachRow' }),
+      rows.length ? this.deps.store.insert({ table: 'customer_features', values: rows, format: 'JSONEachRow' }) : undefined,
       changes.length ? this.deps.store.insert({ table: 'segment_changes', values: changes.map(segmentChangeRow), format: 'JSONEachRow' }) : undefined,
+      profileRows.length ? this.deps.store.insert({ table: 'feature_profiles', values: profileRows, format: 'JSONEachRow' }) : undefined,
     ])
+    this.pendingProfiles = this.pendingProfiles.slice(profileRows.length)
     for (const { c, v, version } of updates) {
       c.rowVersion = version
-      c.emitted = { segment: v.segment, rfmScore: v.rfm_score }
+      c.emitted = { segment: v?.segment ?? null, rfmScore: v?.rfm_score ?? null }
       c.last = v
+      c.deleted = v === null
       c.dirtyOrders.clear()
       c.dirty = false
     }
     for (const e of changes) segmentChangesEmitted.inc({ pipeline: this.name, to: e.segment ?? 'none' })
-    return { changed: updates.length, segmentChanges: changes.length }
+    return { changed: rows.length, segmentChanges: changes.length }
   }
 
   /**
@@ -344,6 +493,12 @@ export class FeatureEngine {
       for (const p of this.assigned ?? []) if (!this.loaded.has(p)) await this.loadPartition(p)
       const tenants = [...new Set([...this.customers.values()].map((c) => c.id.tenantId))]
       if (!tenants.length) return { tenants: 0, changed: 0, segmentChanges: 0 }
+      // Members another consumer owns may have new orders (it stores them; this consumer scores their profile).
+      const multi = [...this.customers.values()].filter((c) => this.memberships.membersOf(c.id.tenantId, c.id.customerId).length > 1)
+      for (const c of await this.readForeign(multi, true)) {
+        c.dirty = true
+        this.refold(c, c.aggCutoff)
+      }
       // Settings may have changed (PUT .../settings): read every tenant's reference again.
       const before = new Map(tenants.map((t) => [t, this.refs.get(t)]))
       await this.references(tenants, now, true)
@@ -360,7 +515,7 @@ export class FeatureEngine {
         }
         // A new cutoff changes every aggregate: score against the consumer's refolded customers
         // rather than the stored rows, which still hold the old cutoff.
-        const aggs = moved && prev ? [...this.customers.values()].filter((c) => c.id.tenantId === t).map((c) => this.aggregates(c, ref)) : await tenantAggregates(this.deps.store, t)
+        const aggs = moved && prev ? [...this.customers.values()].filter((c) => c.id.tenantId === t && this.isProfile(c)).map((c) => this.aggregates(c, ref)) : await tenantAggregates(this.deps.store, t)
         const clv = current?.clv
         const refit = !clv || moved || now - clv.fittedAt >= this.refitMs || aggs.length >= 2 * clv.customers
         const m = buildTenantModel(aggs, now, { clvModel: this.clvModel, refitClv: refit, previous: current, referenceMs: ref.ms })
@@ -378,6 +533,15 @@ export class FeatureEngine {
     this.models.delete(tenantId)
   }
 
+}
+
+function sameFacts(a: ReadonlyMap<string, OrderFact> | undefined, b: ReadonlyMap<string, OrderFact>): boolean {
+  if (!a || a.size !== b.size) return false
+  for (const [id, f] of b) {
+    const o = a.get(id)
+    if (!o || o.version !== f.version || o.eventId !== f.eventId) return false
+  }
+  return true
 }
 
 function newest(a: TenantModel | undefined, b: TenantModel | undefined): TenantModel | undefined {

@@ -2,6 +2,7 @@ import type { Store } from '../../common/store/clickhouse.ts'
 import type { CustomerAggregates } from './order-facts.ts'
 import { utcDay } from './order-facts.ts'
 import type { TenantModel } from './model.ts'
+import type { ProfileRecord } from './profiles.ts'
 
 /**
  * ClickHouse I/O of the feature pipeline: the partition state store, tenant models, the inputs
@@ -28,6 +29,8 @@ export interface StoredCustomer {
   rfmScore: string | null
   /** Highest row version stored: the next row of the customer must be above it. */
   version: number
+  /** Its latest row is a delete marker (absorbed into another customer's profile). */
+  deleted: boolean
 }
 
 async function rows<T>(store: Store, query: string, params: Record<string, unknown>): Promise<T[]> {
@@ -35,16 +38,24 @@ async function rows<T>(store: Store, query: string, params: Record<string, unkno
   return (await rs.json()) as T[]
 }
 
-/** The latest fact of every order of a partition (ties on version broken by event id, as in memory). */
-export async function loadPartitionFacts(store: Store, partition: number): Promise<StoredFact[]> {
-  const out = await rows<[number, number, string, [number, string, number, number, number]]>(
-    store,
-    `SELECT tenant_id, customer_id, order_id,
+const LATEST_FACTS = `SELECT tenant_id, customer_id, order_id,
             argMax(tuple(version, event_id, toUnixTimestamp64Milli(placed_at), total_cents, cancelled), tuple(version, event_id))
-     FROM feature_order_facts WHERE partition = {p:UInt16}
-     GROUP BY tenant_id, customer_id, order_id`,
-    { p: partition },
-  )
+     FROM feature_order_facts WHERE %WHERE%
+     GROUP BY tenant_id, customer_id, order_id`
+
+/** The latest fact of every order of a partition (ties on version broken by event id, as in memory). */
+export function loadPartitionFacts(store: Store, partition: number): Promise<StoredFact[]> {
+  return loadFacts(store, 'partition = {p:UInt16}', { p: partition })
+}
+
+/** The latest fact of every order of some customers of a tenant (profile members another consumer owns). */
+export function loadCustomerFacts(store: Store, tenantId: number, customerIds: readonly number[]): Promise<StoredFact[]> {
+  if (!customerIds.length) return Promise.resolve([])
+  return loadFacts(store, 'tenant_id = {t:UInt64} AND customer_id IN {ids:Array(UInt64)}', { t: tenantId, ids: customerIds })
+}
+
+async function loadFacts(store: Store, where: string, params: Record<string, unknown>): Promise<StoredFact[]> {
+  const out = await rows<[number, number, string, [number, string, number, number, number]]>(store, LATEST_FACTS.replace('%WHERE%', where), params)
   return out.map(([tenantId, customerId, orderId, [version, eventId, placedAt, cents, cancelled]]) => ({
     tenantId,
     customerId,
@@ -59,14 +70,46 @@ export async function loadPartitionFacts(store: Store, partition: number): Promi
 
 /** What a consumer must remember about each customer of a partition besides its orders. */
 export async function loadPartitionCustomers(store: Store, partition: number): Promise<StoredCustomer[]> {
-  const out = await rows<[number, number, [string, number, string | null, string | null], number]>(
+  const out = await rows<[number, number, [string, number, string | null, string | null, number], number]>(
     store,
-    `SELECT tenant_id, customer_id, argMax(tuple(email, email_version, segment, rfm_score), version), max(version)
+    `SELECT tenant_id, customer_id, argMax(tuple(email, email_version, segment, rfm_score, is_deleted), version), max(version)
      FROM customer_features WHERE partition = {p:UInt16}
      GROUP BY tenant_id, customer_id`,
     { p: partition },
   )
-  return out.map(([tenantId, customerId, [email, emailVersion, segment, rfmScore], version]) => ({ tenantId, customerId, email, emailVersion: Number(emailVersion), segment, rfmScore, version: Number(version) }))
+  return out.map(([tenantId, customerId, [email, emailVersion, segment, rfmScore, deleted], version]) => ({
+    tenantId,
+    customerId,
+    email,
+    emailVersion: Number(emailVersion),
+    segment,
+    rfmScore,
+    version: Number(version),
+    deleted: Number(deleted) === 1,
+  }))
+}
+
+/** The profile records a consumer folded for the profiles of a partition (its membership state store). */
+export async function loadPartitionProfiles(store: Store, partition: number): Promise<ProfileRecord[]> {
+  const out = await rows<[number, number, [number[], number | null, string, number]]>(
+    store,
+    `SELECT tenant_id, profile_id, argMax(tuple(members, absorbed_into, event_id, version), tuple(version, event_id))
+     FROM feature_profiles WHERE partition = {p:UInt16}
+     GROUP BY tenant_id, profile_id`,
+    { p: partition },
+  )
+  return out.map(([tenantId, profileId, [members, absorbedInto, eventId, at]]) => ({
+    tenantId: Number(tenantId),
+    profileId: Number(profileId),
+    members: members.map(Number),
+    absorbedInto: absorbedInto === null ? null : Number(absorbedInto),
+    eventId,
+    at: Number(at),
+  }))
+}
+
+export function profileRow(partition: number, r: ProfileRecord) {
+  return { partition, tenant_id: r.tenantId, profile_id: r.profileId, members: r.members, absorbed_into: r.absorbedInto, event_id: r.eventId, version: r.at }
 }
 
 export async function loadModels(store: Store, tenantIds?: number[]): Promise<Map<number, TenantModel>> {

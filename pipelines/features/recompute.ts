@@ -9,7 +9,7 @@ import { TenantSettingsStore } from '../../common/store/tenant-settings.ts'
 import { referenceDate, referenceMetadata, resolveReference, type Reference } from '../../common/reference-date.ts'
 import { clvFeatures, computeFeatures, DEFAULT_FEATURE_OPTIONS, type FeatureOptions, type FeatureValues } from './features.ts'
 import { buildTenantModel } from './model.ts'
-import { featureRow } from './rows.ts'
+import { deletedFeatureRow, featureRow } from './rows.ts'
 import { loadModels, saveModel, writeSegmentSnapshot } from './feature-store.ts'
 import { SEGMENTS } from './segments.ts'
 import { churnRate } from './churn.ts'
@@ -38,24 +38,34 @@ export interface BatchCustomer {
   history: OrderHistory
 }
 
+/** Customers absorbed into another customer's profile (pipelines/identity): their orders count for that profile. */
+const ABSORBED = `(SELECT customer_id, profile_id FROM customer_profiles FINAL WHERE tenant_id = {t:UInt64} AND profile_id != customer_id)`
+
+/** The latest state of every order of the tenant, with the profile it counts for (`customer_id`). */
+const PROFILE_ORDERS = `(
+        SELECT coalesce(p.profile_id, o.customer_id) AS customer_id, o.f AS f
+        FROM (
+            SELECT customer_id, order_id,
+                   argMax(tuple(toUnixTimestamp64Milli(placed_at), toInt64(total * 100), is_cancelled), tuple(version, last_event_id)) AS f
+            FROM orders WHERE tenant_id = {t:UInt64} %ORDERS%
+            GROUP BY customer_id, order_id
+        ) AS o
+        LEFT JOIN ${ABSORBED} AS p ON p.customer_id = o.customer_id
+    )`
+
 const AGGREGATES_SQL = `
 SELECT customer_id, sum(n), sum(day_cents), min(first_at), max(last_at), count(), min(day), max(day), argMin(day_cents, day),
        arraySort(x -> (x.1, x.2), arrayFlatten(groupArray(day_orders))) AS history
 FROM (
     SELECT customer_id, intDiv(placed_ms, 86400000) AS day, sum(cents) AS day_cents, count() AS n, min(placed_ms) AS first_at, max(placed_ms) AS last_at,
            groupArray((placed_ms, cents)) AS day_orders
-    FROM (
-        SELECT customer_id, order_id,
-               argMax(tuple(toUnixTimestamp64Milli(placed_at), toInt64(total * 100), is_cancelled), tuple(version, last_event_id)) AS f
-        FROM orders WHERE tenant_id = {t:UInt64}
-        GROUP BY customer_id, order_id
-    )
+    FROM ${PROFILE_ORDERS.replace('%ORDERS%', '')}
     ARRAY JOIN [f.1] AS placed_ms, [f.2] AS cents, [f.3] AS cancelled
     WHERE cancelled = 0 AND cents > 0 AND placed_ms <= {cutoff:Int64}
     GROUP BY customer_id, day
 )
 GROUP BY customer_id
-SETTINGS optimize_aggregation_in_order = 1`
+SETTINGS optimize_aggregation_in_order = 1, join_use_nulls = 1`
 
 /**
  * Each customer's credited cents: credit notes (the only orders ever with a negative total) whose
@@ -63,26 +73,41 @@ SETTINGS optimize_aggregation_in_order = 1`
  */
 const CREDITS_SQL = `
 SELECT customer_id, sum(-f.2)
-FROM (
-    SELECT customer_id, order_id, argMax(tuple(toUnixTimestamp64Milli(placed_at), toInt64(total * 100), is_cancelled), tuple(version, last_event_id)) AS f
-    FROM orders WHERE tenant_id = {t:UInt64}
-      AND (customer_id, order_id) IN (SELECT customer_id, order_id FROM orders WHERE tenant_id = {t:UInt64} AND total < 0)
-    GROUP BY customer_id, order_id
-)
+FROM ${PROFILE_ORDERS.replace('%ORDERS%', 'AND (customer_id, order_id) IN (SELECT customer_id, order_id FROM orders WHERE tenant_id = {t:UInt64} AND total < 0)')}
 WHERE f.3 = 0 AND f.2 < 0 AND f.1 <= {cutoff:Int64}
-GROUP BY customer_id`
+GROUP BY customer_id
+SETTINGS join_use_nulls = 1`
 
 /** Int64 bound for "no cutoff". */
 const NO_CUTOFF = '9223372036854775807'
 
 const PROFILES_SQL = `
 SELECT customer_id, argMax(coalesce(email, ''), tuple(version, coalesce(email, ''))), max(version)
-FROM customers WHERE tenant_id = {t:UInt64}
+FROM customers WHERE tenant_id = {t:UInt64} AND customer_id NOT IN (SELECT customer_id FROM ${ABSORBED})
 GROUP BY customer_id`
 
 /**
- * Every customer of a tenant (with or without orders) and their aggregates, from the raw
- * projections; orders and credit notes placed after `cutoffMs` left out.
+ * The customers of a tenant absorbed into another customer's profile (they have no row of their
+ * own), with their email: a split can make one a profile again before its next event.
+ */
+export async function absorbedCustomers(store: Store, tenantId: number): Promise<{ customerId: number; email: string; emailVersion: number }[]> {
+  const rs = await store.query({
+    query: `SELECT a.customer_id, coalesce(c.email, ''), coalesce(c.v, 0)
+            FROM ${ABSORBED} AS a
+            LEFT JOIN (SELECT customer_id, argMax(coalesce(email, ''), tuple(version, coalesce(email, ''))) AS email, max(version) AS v FROM customers WHERE tenant_id = {t:UInt64} GROUP BY customer_id) AS c ON c.customer_id = a.customer_id
+            ORDER BY a.customer_id
+            SETTINGS join_use_nulls = 1`,
+    query_params: { t: tenantId },
+    format: 'JSONCompactEachRow',
+  })
+  return (await rs.json<[string, string, string]>()).map(([c, email, v]) => ({ customerId: Number(c), email, emailVersion: Number(v) }))
+}
+
+/**
+ * Every profile of a tenant (a customer with or without orders, or the surviving customer of a
+ * merge: pipelines/identity) and the aggregates of all its members' orders, from the raw
+ * projections; orders and credit notes placed after `cutoffMs` left out. The email is the
+ * profile's own customer's.
  */
 export async function loadTenantCustomers(store: Store, tenantId: number, cutoffMs = Infinity): Promise<BatchCustomer[]> {
   const cutoff = Number.isFinite(cutoffMs) ? cutoffMs : NO_CUTOFF
@@ -178,6 +203,7 @@ export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine {
     }
     t0 = performance.now()
     const baseVersion = at * 1000
+    const identity = (customerId: number, email: string, emailVersion = 0) => ({ tenantId, customerId, partition: partitionFor(customerKey(tenantId, customerId), deps.partitions, () => 0), email, emailVersion })
     for (let i = 0; i < customers.length; i += run.batchSize) {
       check()
       const rows = []
@@ -185,12 +211,21 @@ export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine {
         const c = customers[j]!
         const v = values[j]
         if (!v) continue
-        const id = { tenantId, customerId: c.customerId, partition: partitionFor(customerKey(tenantId, c.customerId), deps.partitions, () => 0), email: c.email, emailVersion: c.emailVersion }
-        const row = featureRow(id, c.agg, c.history, v, at, baseVersion + j)
+        const row = featureRow(identity(c.customerId, c.email, c.emailVersion), c.agg, c.history, v, at, baseVersion + j)
         rows.push(target.table === 'customer_features' ? row : { ...row, as_of: target.asOf })
       }
       if (rows.length) await deps.store.insert({ table: target.table, values: rows, format: 'JSONEachRow' })
       run.onProgress?.(Math.min(customers.length, i + run.batchSize), customers.length)
+    }
+    // Customers absorbed into another's profile: a delete marker over any row of their own.
+    const absorbed = await absorbedCustomers(deps.store, tenantId)
+    if (absorbed.length) {
+      const empty = computeFeatures(EMPTY_AGGREGATES, null, ref.ms, opts, null)
+      const markers = absorbed.map((a, k) => {
+        const row = deletedFeatureRow(identity(a.customerId, a.email, a.emailVersion), empty, at, baseVersion + customers.length + k)
+        return target.table === 'customer_features' ? row : { ...row, as_of: target.asOf }
+      })
+      await deps.store.insert({ table: target.table, values: markers, format: 'JSONEachRow' })
     }
     if (own) await writeSegmentSnapshot(deps.store, [tenantId], ref.ms, at)
     const writeMs = performance.now() - t0

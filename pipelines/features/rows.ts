@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { CustomerFeatures, SegmentChanged } from '../../common/events.ts'
 import { fromCents } from '../../common/decimal.ts'
-import type { CustomerAggregates, OrderFact, OrderHistory } from './order-facts.ts'
+import { EMPTY_AGGREGATES, EMPTY_HISTORY, type CustomerAggregates, type OrderFact, type OrderHistory } from './order-facts.ts'
 import type { FeatureValues } from './features.ts'
 import { iso } from '../../common/time.ts'
 
@@ -72,6 +72,14 @@ export function featureRow(c: CustomerIdentity, agg: CustomerAggregates, history
     model_version: v.model_version,
     version,
   }
+}
+
+/**
+ * The delete marker of a customer absorbed into another's profile (ReplacingMergeTree's
+ * is_deleted): a newer row than its last live one, so FINAL leaves the customer out.
+ */
+export function deletedFeatureRow(c: CustomerIdentity, empty: FeatureValues, processedAt: number, version: number) {
+  return { ...featureRow(c, EMPTY_AGGREGATES, EMPTY_HISTORY, empty, processedAt, version), is_deleted: 1 }
 }
 
 /** Header of every event the feature pipeline publishes about a customer. */

@@ -12,20 +12,11 @@ import type { EventLog } from '../../common/eventlog/port.ts'
 import type { Logger } from '../../common/logger.ts'
 import type { Store } from '../../common/store/clickhouse.ts'
 import { TOPICS } from '../../common/topics.ts'
+import type { ProfileChanged } from '../../common/events.ts'
 import { resolveProfiles, type Resolution } from './graph.ts'
 import { IdentityStore } from './store.ts'
 
-export interface ProfileChanged {
-  event_id: string
-  tenant_id: number
-  occurred_at: number
-  source: string
-  profile_id: number
-  change: 'created' | 'merged' | 'split' | 'absorbed'
-  members: number[]
-  previous_profile_ids: number[]
-  absorbed_into: number | null
-}
+export type { ProfileChanged }
 
 export interface ResolveDeps {
   store: Store
@@ -47,7 +38,8 @@ export interface TenantResolved {
 /**
  * The records that describe how `after` differs from the stored `before` (pure): one per profile
  * whose membership changed (created: all new customers; merged: it took in other profiles or new
- * customers; split: it lost members), and an `absorbed` record for a profile that no longer exists.
+ * customers; split: it lost members), and an `absorbed` record for a profile that no longer exists,
+ * including a new customer's own (every customer is its own profile until it is resolved).
  */
 export function profileEvents(tenantId: number, before: ReadonlyMap<number, number>, after: Resolution, now: number): ProfileChanged[] {
   const header = (profile_id: number) => ({ event_id: randomUUID(), tenant_id: tenantId, occurred_at: now, source: 'identity', profile_id })
@@ -66,6 +58,11 @@ export function profileEvents(tenantId: number, before: ReadonlyMap<number, numb
     const lostMembers = previous.length === 1 && [...(membersBefore.get(previous[0]!) ?? [])].some((m) => after.profileOf.get(m) !== p.profileId)
     const change = previous.length === 0 ? 'created' : previous.length > 1 ? 'merged' : lostMembers ? 'split' : 'merged'
     out.push({ ...header(p.profileId), change, members: p.members, previous_profile_ids: previous, absorbed_into: null })
+  }
+  // A customer is its own profile until it is resolved: a new customer resolved into another's
+  // profile ends that implicit one, so the owner of its partition (and every subscriber) hears it.
+  for (const p of after.profiles) {
+    for (const m of p.members) if (m !== p.profileId && !before.has(m)) out.push({ ...header(m), change: 'absorbed', members: [], previous_profile_ids: [m], absorbed_into: p.profileId })
   }
   const exists = new Set(after.profiles.map((p) => p.profileId))
   for (const [old, members] of [...membersBefore].sort((a, b) => a[0] - b[0])) {

@@ -365,6 +365,49 @@ describe('audience sync', () => {
     expect((await syncStore.statusOf(t, [c.config_id]))[0]).toMatchObject({ approximate_count: 2 })
   })
 
+  it('one row per profile with the identifiers of all its members: a merge replaces the row and removes the absorbed customer, a split undoes it', async () => {
+    const t = tenant
+    // One person: the commerce account has the e-mail, the marketplace account (2) only a phone.
+    await customers(t, [1], () => ({ phone: null, first_name: null, last_name: null }))
+    await customers(t, [2], () => ({ email: null, phone: '+54 9 11 4123-4567', first_name: null, last_name: null }))
+    await segments(t, [[1, 'At Risk'], [2, 'At Risk']])
+    const c = await config(t)
+    const s = syncer()
+    const rows = async () => sim.state.members((await syncStore.getConfig(t, c.config_id))!.audience_id!).sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)))
+    const person = { EMAIL: hashValue('EMAIL', email(t, 1)), PHONE: hashValue('PHONE', '+54 9 11 4123-4567') }
+    expect(await s.cycle()).toBe(2)
+    expect(await rows()).toEqual([{ PHONE: person.PHONE }, { EMAIL: person.EMAIL }].sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b))))
+
+    // The identity lane merges 2 into 1: the features give 2 no segment, and the profile changed.
+    const profiles = (pairs: [number, number][]) =>
+      store.insert({ table: 'customer_profiles', format: 'JSONEachRow', values: pairs.map(([customer_id, profile_id]) => ({ tenant_id: t, customer_id, profile_id, updated_at: '2025-07-01 00:00:00.000', version: ++version })) })
+    await profiles([[1, 1], [2, 1]])
+    await segments(t, [[2, null]])
+    clock += 1000
+    await syncStore.recordProfileChanges([{ tenant_id: t, profile_id: 1 }])
+    const before = uploads().length
+    expect(await s.cycle()).toBe(3)
+    // The old row of 1 and the row of 2 are removed, one row with both identifiers added.
+    expect(uploads().slice(before).map((r) => [r.method, r.rows])).toEqual([['DELETE', 1], ['POST', 1], ['DELETE', 1]])
+    expect(await rows()).toEqual([person])
+    expect(await s.cycle()).toBe(0)
+
+    // An admin splits them again: 2 is its own profile (and back in the segment); 1 loses the phone.
+    await profiles([[2, 2]])
+    await segments(t, [[2, 'At Risk']])
+    clock += 1000
+    await syncStore.recordProfileChanges([{ tenant_id: t, profile_id: 1 }, { tenant_id: t, profile_id: 2 }])
+    expect(await s.cycle()).toBe(3)
+    expect(await rows()).toEqual([{ PHONE: person.PHONE }, { EMAIL: person.EMAIL }].sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b))))
+    // A profile change that leaves the row as it was sends nothing.
+    clock += 1000
+    await syncStore.recordProfileChanges([{ tenant_id: t, profile_id: 1 }])
+    const quiet = uploads().length
+    expect(await s.cycle()).toBe(0)
+    expect(uploads().length).toBe(quiet)
+    expect(await s.cycle()).toBe(0)
+  })
+
   it('reads audience size and delivery status into ClickHouse', async () => {
     const t = tenant
     await customers(t, [1, 2])

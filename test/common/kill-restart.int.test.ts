@@ -1,6 +1,8 @@
 /**
  * Acceptance: publishing 100,000 events, killing the consumer with SIGKILL halfway and restarting
- * it leaves exactly 100,000 distinct orders in ClickHouse: nothing lost, nothing doubled.
+ * it leaves exactly 100,000 distinct orders in ClickHouse: nothing lost, nothing doubled. The
+ * profile-change records of two resolutions (merges, then a split and a merge) are published too,
+ * shuffled and partly twice: the features equal the batch recompute per profile.
  *
  * The consumer is the real product process (`cdp start --roles features`) in a child process.
  * chdb admits one on-disk path per process at a time, so this process opens the child's chdb
@@ -24,7 +26,9 @@ import { buildTenantModel, type TenantModel } from '../../pipelines/features/mod
 import { computeFeatures } from '../../pipelines/features/features.ts'
 import { loadModels, saveModel } from '../../pipelines/features/feature-store.ts'
 import { migrate } from '../../common/store/clickhouse.ts'
-import type { OrderEvent } from '../../common/events.ts'
+import type { OrderEvent, ProfileChanged } from '../../common/events.ts'
+import { profileEvents } from '../../pipelines/identity/resolve.ts'
+import { factsByProfile, resolutions, rng, shuffle } from '../features/histories.ts'
 import type { EventLog, PartitionOffset } from '../../common/eventlog/port.ts'
 import type { Config } from '../../common/config.ts'
 import { kafkaBrokers, registryUrl, silentLogger, testConfig, tmpDir, waitFor } from '../helpers.ts'
@@ -33,6 +37,7 @@ const ROOT = path.resolve(import.meta.dirname, '../..')
 const TOTAL = 100_000
 const CHUNK = 2_000
 const ORDERS = TOPICS.orders.name
+const PROFILES = TOPICS.profileChanges.name
 const TEST_TIMEOUT = 300_000
 
 // ---------------------------------------------------------------------------------------------
@@ -138,6 +143,24 @@ async function publishOrders(log: EventLog, codec: EventCodec, tenant: number): 
   await publishEvents(log, codec, 'orders', chunk)
 }
 
+/** Two resolutions of the tenant's customers (test/features/histories.ts) and the final memberships. */
+function profilesOf(tenant: number) {
+  const ids = [...new Set(Array.from(ordersOf(tenant), (e) => (e.value as OrderEvent).customer_id))].sort((a, b) => a - b)
+  const { r1, r2 } = resolutions(ids)
+  const at = Date.UTC(2025, 0, 10)
+  const events = [...profileEvents(tenant, new Map(), r1, at), ...profileEvents(tenant, r1.profileOf, r2, at + 3600_000)]
+  const rand = rng(tenant % 1000)
+  return { events: shuffle([...events, ...events.filter(() => rand() < 0.3)], rand), profileOf: r2.profileOf }
+}
+
+/** Publishes the profile-change records, keyed tenant:profile like the resolver's. */
+async function publishProfiles(log: EventLog, codec: EventCodec, events: ProfileChanged[]): Promise<void> {
+  for (let i = 0; i < events.length; i += CHUNK) {
+    const chunk = events.slice(i, i + CHUNK)
+    await log.send(PROFILES, await Promise.all(chunk.map(async (e) => ({ key: `${e.tenant_id}:${e.profile_id}`, value: await codec.encode(PROFILES, e) }))))
+  }
+}
+
 /** Records of [from, to) per partition that a group has committed (Kafka offsets are per partition). */
 function committedWithin(committed: PartitionOffset[], from: PartitionOffset[], to: PartitionOffset[]): number {
   let done = 0
@@ -203,9 +226,10 @@ async function pinModel(chdbPath: string, tenant: number): Promise<TenantModel> 
   return model
 }
 
-/** Stream equals batch: each stored feature row equals the pure recompute from the generated events. */
+/** Stream equals batch: each stored feature row equals the pure recompute, per profile, from the generated events. */
 async function assertFeaturesEqualBatch(chdbPath: string, tenant: number, pinned: TenantModel): Promise<void> {
-  const aggs = aggregateEvents(Array.from(ordersOf(tenant), (e) => e.value as OrderEvent))
+  const facts = factsByProfile(Array.from(ordersOf(tenant), (e) => e.value as OrderEvent), profilesOf(tenant).profileOf)
+  const aggs = new Map([...facts].map(([p, f]) => [`${tenant}:${p}`, aggregate(f.values())]))
   const store = await openChildStore(chdbPath)
   try {
     expect((await loadModels(store, [tenant])).get(tenant)).toEqual(pinned)
@@ -242,7 +266,7 @@ async function assertFeaturesEqualBatch(chdbPath: string, tenant: number, pinned
         history_sorted: 1,
       })
     }
-    console.info(`[kill-restart] features of ${rows.length} customers equal the batch recompute`)
+    console.info(`[kill-restart] features of ${rows.length} profiles equal the batch recompute`)
   } finally {
     await store.close()
   }
@@ -258,6 +282,8 @@ async function killHalfwayAndRestart(opts: {
   /** Records of ours committed by the group, out of `total`. */
   progress: () => Promise<number>
   total: number
+  /** Other records the restarted consumer must have committed before it is stopped. */
+  settled: () => Promise<boolean>
 }): Promise<{ committedAtKill: number }> {
   const first = Consumer.start('first consumer', opts.env)
   let seen = 0
@@ -288,7 +314,7 @@ async function killHalfwayAndRestart(opts: {
   await waitFor(
     async () => {
       second.assertAlive()
-      return (await opts.progress()) === opts.total
+      return (await opts.progress()) === opts.total && (await opts.settled())
     },
     { what: `all ${opts.total} records committed after the restart`, timeoutMs: 200_000, intervalMs: 250 },
   ).catch(async (e: Error) => {
@@ -316,9 +342,12 @@ describe('SIGKILL halfway and restart: nothing lost, nothing doubled', () => {
     try {
       const codec = opened
       const before = await log.endOffsets(ORDERS)
+      const profilesBefore = await log.endOffsets(PROFILES)
       const t0 = Date.now()
       await publishOrders(log, codec, tenant)
+      await publishProfiles(log, codec, profilesOf(tenant).events)
       const after = await log.endOffsets(ORDERS)
+      const profilesAfter = await log.endOffsets(PROFILES)
       const total = span(before, after)
       console.info(`[kill-restart] distributed: published ${TOTAL} order events in ${Date.now() - t0} ms (${total} records in our offset range)`)
       // Other test files may write to the shared topic meanwhile: our range holds at least ours.
@@ -328,11 +357,13 @@ describe('SIGKILL halfway and restart: nothing lost, nothing doubled', () => {
       // the beginning of the shared topic (other files' records come first): progress counts our range only.
       const prefix = `kill-${tenant}-`
       // Both consumers of the role (raw projections and features) must have committed our records.
+      const profileRecords = span(profilesBefore, profilesAfter)
       const progress = async () =>
         Math.min(
           committedWithin(await log.committedOffsets(prefix + PROJECTION_GROUP, ORDERS), before, after),
           committedWithin(await log.committedOffsets(prefix + FEATURES_GROUP, ORDERS), before, after),
         )
+      const settled = async () => committedWithin(await log.committedOffsets(prefix + FEATURES_GROUP, PROFILES), profilesBefore, profilesAfter) === profileRecords
       pinned = await pinModel(path.join(dataDir, 'clickhouse'), tenant)
       const t1 = Date.now()
       await killHalfwayAndRestart({
@@ -348,6 +379,7 @@ describe('SIGKILL halfway and restart: nothing lost, nothing doubled', () => {
         },
         progress,
         total,
+        settled,
       })
       console.info(`[kill-restart] distributed: consume, kill, restart and drain took ${Date.now() - t1} ms`)
       expect(await progress()).toBe(total)
@@ -368,11 +400,14 @@ describe('SIGKILL halfway and restart: nothing lost, nothing doubled', () => {
     // The embedded log is locked by one process: publish everything, then hand it to the child.
     const { log, codec: opened } = await openEventLog(config, silentLogger)
     let ends: PartitionOffset[]
+    let profileEnds: PartitionOffset[]
     try {
       const codec = opened
       const t0 = Date.now()
       await publishOrders(log, codec, tenant)
+      await publishProfiles(log, codec, profilesOf(tenant).events)
       ends = await log.endOffsets(ORDERS)
+      profileEnds = await log.endOffsets(PROFILES)
       console.info(`[kill-restart] embedded: published ${TOTAL} order events in ${Date.now() - t0} ms`)
     } finally {
       await log.close()
@@ -384,14 +419,16 @@ describe('SIGKILL halfway and restart: nothing lost, nothing doubled', () => {
 
     // The child's commits, read from the group's offsets file (atomically replaced on each commit).
     const groupFile = (group: string) => path.join(logDir, 'groups', `${encodeURIComponent(group)}.json`)
-    const committed = (group: string): PartitionOffset[] => {
+    const committed = (group: string, topic: string = ORDERS): PartitionOffset[] => {
       const file = groupFile(group)
       if (!fs.existsSync(file)) return []
       const g = JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, Record<string, string>>
-      return Object.entries(g[ORDERS] ?? {}).map(([p, offset]) => ({ partition: Number(p), offset }))
+      return Object.entries(g[topic] ?? {}).map(([p, offset]) => ({ partition: Number(p), offset }))
     }
     const zero = ends.map((e) => ({ partition: e.partition, offset: '0' }))
+    const profileRecords = span(zero, profileEnds!)
     const progress = async () => Math.min(committedWithin(committed(PROJECTION_GROUP), zero, ends), committedWithin(committed(FEATURES_GROUP), zero, ends))
+    const settled = async () => committedWithin(committed(FEATURES_GROUP, PROFILES), zero, profileEnds!) === profileRecords
     const pinned = await pinModel(path.join(dataDir, 'clickhouse'), tenant)
 
     const t1 = Date.now()
@@ -405,6 +442,7 @@ describe('SIGKILL halfway and restart: nothing lost, nothing doubled', () => {
       },
       progress,
       total: TOTAL,
+      settled,
     })
     console.info(`[kill-restart] embedded: consume, kill, restart and drain took ${Date.now() - t1} ms`)
 

@@ -1,6 +1,7 @@
 /**
  * Schema migrations on an existing database: 008 adds the order history of the feature rows and
- * fills it for rows written before it, from the raw `orders` projection.
+ * fills it for rows written before it, from the raw `orders` projection; 012 turns the feature
+ * rows into a table with delete markers (profiles), keeping every row.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import fs from 'node:fs'
@@ -66,7 +67,7 @@ beforeAll(async () => {
 
 /** Every column of the rows as they were before the migration (so without the history), version aside. */
 async function everyColumn(migrated: boolean): Promise<Record<string, unknown>[]> {
-  const except = migrated ? 'version, order_times, order_cents' : 'version'
+  const except = migrated ? 'version, order_times, order_cents, is_deleted' : 'version'
   const rs = await store.query({ query: `SELECT * EXCEPT (${except}) FROM customer_features FINAL ORDER BY tenant_id, customer_id`, format: 'JSONEachRow' })
   return rs.json<Record<string, unknown>>()
 }
@@ -102,5 +103,24 @@ describe('migration 008 (order history on the feature rows)', () => {
       values: [{ tenant_id: T, customer_id: 3, email: 'c3@t.test', frequency: 2, monetary: '100.00', processed_at: at('2025-06-02'), order_times: [ms('2025-05-05'), ms('2025-06-01')], order_cents: [7000, 3000], version: 5000 }],
     })
     expect(await featureRow(3)).toMatchObject({ frequency: 2, order_times: [ms('2025-05-05'), ms('2025-06-01')], order_cents: [7000, 3000], version: '5000' })
+  })
+})
+
+describe('migration 012 (delete markers on the feature rows)', () => {
+  it('keeps every row; a newer row with is_deleted = 1 hides a customer and a newer live row brings it back; running it again changes nothing', async () => {
+    const rows = await everyColumn(true)
+    const [engine] = await (await store.query({ query: "SELECT engine_full FROM system.tables WHERE database = currentDatabase() AND name = 'customer_features'", format: 'JSONCompactEachRow' })).json<[string]>()
+    expect(engine![0]).toMatch(/^ReplacingMergeTree\(version, is_deleted\)/)
+    // The statements again (as after an interruption before the migration was recorded).
+    const sql = fs.readFileSync(path.join(MIGRATIONS_DIR, '012_profile_features.sql'), 'utf8')
+    const { splitStatements } = await import('../../common/store/clickhouse.ts')
+    for (const q of splitStatements(sql)) await store.command({ query: q })
+    expect(await everyColumn(true)).toEqual(rows)
+    const mark = (version: number, is_deleted: number) =>
+      store.insert({ table: 'customer_features', format: 'JSONEachRow', values: [{ tenant_id: T, customer_id: 3, email: 'c3@t.test', frequency: 2, monetary: '100.00', processed_at: at('2025-06-03'), version, is_deleted }] })
+    await mark(6000, 1)
+    expect(await featureRow(3)).toBeUndefined()
+    await mark(7000, 0)
+    expect(await featureRow(3)).toMatchObject({ frequency: 2, version: '7000' })
   })
 })

@@ -12,7 +12,6 @@ import { runPipeline } from '../../common/runtime/pipeline.ts'
 import { TOPICS } from '../../common/topics.ts'
 import type { CustomerUpserted, OrderEvent, SegmentChanged } from '../../common/events.ts'
 import { publishEvents } from '../../pipelines/ingest/publisher.ts'
-import { generateEvents } from '../../pipelines/ingest/synthetic/generate.ts'
 import { projectionPipeline } from '../../pipelines/projection/pipeline.ts'
 import { runFeatures } from '../../pipelines/features/run.ts'
 import { aggregate, aggregateEvents, factOf, mergeFact, orderHistory, type CustomerAggregates, type OrderFact } from '../../pipelines/features/order-facts.ts'
@@ -24,40 +23,7 @@ import { SEGMENTS } from '../../pipelines/features/segments.ts'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { silentLogger, testConfig, uniqueName, waitFor } from '../helpers.ts'
-
-const WINDOW = { start: new Date(Date.UTC(2024, 0, 1)), end: new Date(Date.UTC(2025, 6, 1)) }
-const NOW = Date.UTC(2025, 6, 15, 12)
-
-/** mulberry32: a small seeded generator, so a failing seed can be replayed. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
-
-function shuffle<T>(xs: T[], rand: () => number): T[] {
-  const out = [...xs]
-  for (let i = out.length - 1; i > 0; i--) {
-    const j = Math.floor(rand() * (i + 1))
-    ;[out[i], out[j]] = [out[j]!, out[i]!]
-  }
-  return out
-}
-
-/** A tenant's generated history, every event once, plus a delivery with duplicates in random order. */
-function history(tenant: number, seed: number, customers: number) {
-  const all = [...generateEvents({ tenantId: tenant, customers, seed: `features-${seed}`, ...WINDOW })]
-  const orders = all.filter((e) => e.topic === 'orders').map((e) => e.value as OrderEvent)
-  const profiles = all.filter((e) => e.topic === 'customers').map((e) => e.value as CustomerUpserted)
-  const rand = rng(seed)
-  const dupes = <T>(xs: T[]) => [...xs, ...xs.filter(() => rand() < 0.25)]
-  return { orders, profiles, delivery: { orders: shuffle(dupes(orders), rand), profiles: shuffle(dupes(profiles), rand) } }
-}
+import { history, NOW, rng, shuffle } from './histories.ts'
 
 const byCustomer = (aggs: Map<string, CustomerAggregates>, tenant: number) =>
   new Map([...aggs].filter(([k]) => k.startsWith(`${tenant}:`)).map(([k, v]) => [Number(k.split(':')[1]), v]))

@@ -130,9 +130,16 @@ describe('profiles', () => {
     const bridged = resolveProfiles([...people, c(60, 950, { email: 'juan@hotmail.com', dni: '30987654' })])
     expect(events(merged.profileOf, bridged)).toEqual([
       { profile_id: 40, change: 'merged', members: [40, 50, 60], previous_profile_ids: [40, 50], absorbed_into: null },
+      // 60 was its own profile until now (every customer is, until resolved).
+      { profile_id: 60, change: 'absorbed', members: [], previous_profile_ids: [60], absorbed_into: 40 },
       { profile_id: 50, change: 'absorbed', members: [], previous_profile_ids: [50], absorbed_into: 40 },
     ])
-    expect(events(new Map(), merged).map((e) => e.change)).toEqual(['created', 'created', 'created'])
+    const first = events(new Map(), merged)
+    expect(first.filter((e) => e.change === 'created').map((e) => e.profile_id)).toEqual(merged.profiles.map((p) => p.profileId))
+    // Every customer that is not its profile's id ends its implicit own profile.
+    expect(first.filter((e) => e.change === 'absorbed').map((e) => [e.profile_id, e.absorbed_into])).toEqual(
+      merged.profiles.flatMap((p) => p.members.filter((m) => m !== p.profileId).map((m) => [m, p.profileId])),
+    )
     expect(events(merged.profileOf, merged)).toEqual([])
   })
 })

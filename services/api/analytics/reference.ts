@@ -92,7 +92,7 @@ const FEATURES_FROM = /\bcustomer_features(\s+AS\s+f)?\s+FINAL\b/g
  * `customer_features_as_of` instead. Every such query of the analytics binds `{tenant_id}`.
  */
 export function asOfStore(store: Store, asOf: string): Store {
-  const sub = '(SELECT * FROM customer_features_as_of FINAL WHERE tenant_id = {tenant_id:UInt64} AND as_of = {as_of_date:Date})'
+  const sub = '(SELECT * FROM customer_features_as_of FINAL WHERE tenant_id = {tenant_id:UInt64} AND as_of = {as_of_date:Date} AND is_deleted = 0)'
   return new Proxy(store, {
     get(target, prop, receiver) {
       if (prop !== 'query') return Reflect.get(target, prop, receiver)
