@@ -8,8 +8,8 @@
  *    resolution of the tenant (resolveTenant: read, resolve, write every profile, publish every
  *    new profile on the embedded log).
  * 3. One merge in the stream: one new customer who bridges two profiles, then the resolution the
- *    features role would run (the whole tenant is resolved again: this is the incremental cost
- *    today).
+ *    features role would run (incremental: the customers written since the last resolution and
+ *    what their identifiers reach).
  *
  * Progress on stderr; a table and one JSON line on stdout.
  */
@@ -22,7 +22,7 @@ import { openEventLog } from '../common/runtime/context.ts'
 import { loadConfig } from '../common/config.ts'
 import { createLogger } from '../common/logger.ts'
 import { markTenantsChanged } from '../common/store/data-changes.ts'
-import { identifiersOf, resolveProfiles, resolveTenant } from '../pipelines/identity/index.ts'
+import { identifiersOf, INGEST_OVERLAP_MS, resolveProfiles, resolveTenant } from '../pipelines/identity/index.ts'
 import { overlappingAccounts, type SourceAccount } from '../pipelines/ingest/synthetic/overlap.ts'
 import { benchFlags, intFlag, loadAverages, machineInfo, noteLoad, progress, sig3 } from './common.ts'
 
@@ -91,6 +91,10 @@ export async function run(argv: string[]): Promise<number> {
     }
     await markTenantsChanged(store, [TENANT])
     progress(`stored in ${((performance.now() - t) / 1000).toFixed(1)} s`)
+    // A resolution reads again what was written shortly before the last one began (inserts in
+    // flight): let that window pass, as it has in a running stream, so the merge below measures
+    // the steady state.
+    await new Promise((r) => setTimeout(r, INGEST_OVERLAP_MS))
     const deps = { store, log, codec, logger }
     t = performance.now()
     const first = await resolveTenant(deps, TENANT)
@@ -115,7 +119,7 @@ export async function run(argv: string[]): Promise<number> {
     const merge = await resolveTenant(deps, TENANT)
     const mergeS = (performance.now() - t) / 1000
     const changes = merge.events.map((e) => e.change).join(', ')
-    progress(`one merge: ${merge.reassigned} customers reassigned (${changes || 'no change'}) in ${mergeS.toFixed(1)} s`)
+    progress(`one merge (${merge.mode}, ${merge.customers} customers read): ${merge.reassigned} customers reassigned (${changes || 'no change'}) in ${mergeS.toFixed(1)} s`)
 
     const out = {
       customers: accounts.length,
@@ -124,7 +128,7 @@ export async function run(argv: string[]): Promise<number> {
       in_memory: { normalise_s: sig3(normaliseS), resolve_s: sig3(resolveS), customers_per_second: sig3(accounts.length / (normaliseS + resolveS)) },
       stored_from_scratch_s: sig3(storedS),
       one_merge_s: sig3(mergeS),
-      one_merge: { reassigned: merge.reassigned, events: merge.events.length },
+      one_merge: { mode: merge.mode, customers_read: merge.customers, reassigned: merge.reassigned, events: merge.events.length },
       target_from_scratch_s: TARGET_SCRATCH_S,
       machine,
       loadavg: { start: loadAtStart, end: loadAverages() },
@@ -135,7 +139,7 @@ export async function run(argv: string[]): Promise<number> {
         `identity benchmark: ${accounts.length.toLocaleString('en-US')} source customers -> ${memory.profiles.length.toLocaleString('en-US')} profiles; ${machine.cpus} cpus, node ${machine.node}`,
         `  in memory (normalise + resolve)     ${(normaliseS + resolveS).toFixed(1)} s   (${out.in_memory.customers_per_second.toLocaleString('en-US')} customers/s)`,
         `  stored, from scratch                ${storedS.toFixed(1)} s   (target <= ${TARGET_SCRATCH_S} s: ${pass(storedS)})`,
-        `  one merge in the stream             ${mergeS.toFixed(1)} s   (the whole tenant is resolved again)`,
+        `  one merge in the stream             ${mergeS.toFixed(2)} s   (${merge.mode}: ${merge.customers} customers read)`,
         JSON.stringify(out),
       ].join('\n') + '\n',
     )

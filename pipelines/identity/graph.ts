@@ -64,22 +64,32 @@ export interface Resolution {
   blocked: { identifier: string; customers: number }[]
 }
 
-export function resolveProfiles(customers: readonly SourceCustomer[], settings: IdentitySettings = DEFAULT_IDENTITY_SETTINGS, exclusions: readonly Exclusion[] = []): Resolution {
+/**
+ * `carriers`: how many customers of the whole tenant carry an identifier, when `customers` is only
+ * part of it (an incremental resolution: every customer an identifier below the guard's limit
+ * reaches is among them, but a blocked identifier's other carriers need not be).
+ */
+export function resolveProfiles(
+  customers: readonly SourceCustomer[],
+  settings: IdentitySettings = DEFAULT_IDENTITY_SETTINGS,
+  exclusions: readonly Exclusion[] = [],
+  carriers: ReadonlyMap<string, number> = new Map(),
+): Resolution {
   const byId = new Map<number, SourceCustomer>()
   for (const c of customers) byId.set(c.customerId, c)
   const excluded = new Set(exclusions.map((e) => `${e.customerId}\u0000${e.identifier}`))
   const kinds = new Set(settings.mergeKinds)
   // identifier key → the customers carrying it.
-  const carriers = new Map<string, number[]>()
+  const carrying = new Map<string, number[]>()
   for (const c of byId.values()) {
     for (const i of c.identifiers) {
       if (!kinds.has(i.kind)) continue
       const key = identifierKey(i)
       if (excluded.has(`${c.customerId}\u0000${key}`)) continue
-      const list = carriers.get(key)
+      const list = carrying.get(key)
       if (list) {
         if (list[list.length - 1] !== c.customerId) list.push(c.customerId)
-      } else carriers.set(key, [c.customerId])
+      } else carrying.set(key, [c.customerId])
     }
   }
   const parent = new Map<number, number>()
@@ -129,24 +139,25 @@ export function resolveProfiles(customers: readonly SourceCustomer[], settings: 
   }
   const blocked: Resolution['blocked'] = []
   // Sorted once by a precomputed key (kind rank, then the identifier): comparing plain strings.
-  const ordered = [...carriers]
-    .filter(([, list]) => list.length > 1)
+  const count = (identifier: string, list: readonly number[]) => Math.max(list.length, carriers.get(identifier) ?? 0)
+  const ordered = [...carrying]
+    .filter(([identifier, list]) => count(identifier, list) > 1)
     .map(([identifier, list]) => ({ sortKey: `${KIND_ORDER[identifier.slice(0, identifier.indexOf(':')) as IdentifierKind]}${identifier}`, identifier, list }))
     .sort((a, b) => (a.sortKey < b.sortKey ? -1 : a.sortKey > b.sortKey ? 1 : 0))
     .map(({ identifier, list }) => [identifier, list] as const)
   for (const [identifier, list] of ordered) {
-    if (list.length < 2) continue
-    if (list.length > settings.maxCustomersPerIdentifier) {
-      blocked.push({ identifier, customers: list.length })
+    if (count(identifier, list) > settings.maxCustomersPerIdentifier) {
+      blocked.push({ identifier, customers: count(identifier, list) })
       continue
     }
+    if (list.length < 2) continue
     const sorted = [...list].sort((a, b) => a - b)
     for (const c of sorted.slice(1)) union(sorted[0]!, c)
   }
   // Why members are together: each identifier shared by two or more members of one profile.
   const links: Link[] = []
   for (const [identifier, list] of ordered) {
-    if (list.length < 2 || list.length > settings.maxCustomersPerIdentifier) continue
+    if (list.length < 2 || count(identifier, list) > settings.maxCustomersPerIdentifier) continue
     const groups = new Map<number, number[]>()
     for (const c of list) {
       const r = find(c)

@@ -4,6 +4,6 @@
  */
 export { IdentityService, maskIdentifier, type IdentityServiceDeps, type ProfileView } from './service.ts'
 export { runIdentity, type RunningIdentity } from './run.ts'
-export { resolveTenant, type ProfileChanged, type TenantResolved } from './resolve.ts'
+export { INGEST_OVERLAP_MS, resolveTenant, type ProfileChanged, type TenantResolved } from './resolve.ts'
 export { resolveProfiles, DEFAULT_IDENTITY_SETTINGS, type IdentitySettings, type Resolution } from './graph.ts'
 export { identifiersOf, IDENTIFIER_KINDS, type IdentifierKind } from './identifiers.ts'

@@ -13,7 +13,8 @@ import type { Logger } from '../../common/logger.ts'
 import type { Store } from '../../common/store/clickhouse.ts'
 import { TOPICS } from '../../common/topics.ts'
 import type { ProfileChanged } from '../../common/events.ts'
-import { resolveProfiles, type Resolution } from './graph.ts'
+import { resolveProfiles, type IdentitySettings, type Resolution, type SourceCustomer } from './graph.ts'
+import { identifierKey } from './identifiers.ts'
 import { IdentityStore } from './store.ts'
 
 export type { ProfileChanged }
@@ -24,6 +25,8 @@ export interface ResolveDeps {
   codec: EventCodec
   logger: Logger
   now?: () => number
+  /** Default INGEST_OVERLAP_MS. */
+  ingestOverlapMs?: number
 }
 
 export interface TenantResolved {
@@ -33,6 +36,8 @@ export interface TenantResolved {
   reassigned: number
   events: ProfileChanged[]
   blocked: Resolution['blocked']
+  /** full: every customer of the tenant was read; incremental: those changed and what they reach. */
+  mode: 'full' | 'incremental'
 }
 
 /**
@@ -73,12 +78,35 @@ export function profileEvents(tenantId: number, before: ReadonlyMap<number, numb
   return out
 }
 
-export async function resolveTenant(deps: ResolveDeps, tenantId: number): Promise<TenantResolved> {
+/** The next resolution reads customers written from this long before the last one started (an insert in flight then). */
+export const INGEST_OVERLAP_MS = 10_000
+/** An incremental resolution when at most this many customers (or this share of the tenant) changed; else a full one. */
+export const INCREMENTAL_MAX_CUSTOMERS = 10_000
+export const INCREMENTAL_MAX_SHARE = 0.1
+
+/**
+ * Resolves a tenant. The first resolution (and one after a settings change) reads every customer;
+ * later ones are incremental: the customers written since the last one (and those with an admin's
+ * split), every customer an identifier of theirs reaches (through the identifier index, within the
+ * guard's limit) and the whole stored profile of each, until nothing new is reached. Those
+ * customers are resolved together with the tenant-wide count of each identifier, so the outcome
+ * is the one a full resolution gives (test/identity/incremental.test.ts).
+ */
+export async function resolveTenant(deps: ResolveDeps, tenantId: number, opts: { full?: boolean } = {}): Promise<TenantResolved> {
   const now = deps.now ?? Date.now
   const ids = new IdentityStore(deps.store, now)
   const startedAt = now()
-  const [customers, settings, exclusions, before] = await Promise.all([ids.sourceCustomers(tenantId), ids.settings(tenantId), ids.exclusions(tenantId), ids.profiles(tenantId)])
-  const after = resolveProfiles(customers, settings, exclusions)
+  const [ingestMark, settings, settingsVersion, exclusions, last] = await Promise.all([ids.storeNow(), ids.settings(tenantId), ids.settingsVersion(tenantId), ids.exclusions(tenantId), ids.lastResolution(tenantId)])
+  const incremental = !opts.full && last !== null && last.ingestMark > 0 && last.settingsVersion === settingsVersion
+  const changed = incremental ? await ids.changedCustomers(tenantId, last.ingestMark - (deps.ingestOverlapMs ?? INGEST_OVERLAP_MS)) : []
+  // Past a share of the tenant, reading everything at once is cheaper than reaching out from each.
+  const scope = incremental && changed.length <= Math.max(INCREMENTAL_MAX_CUSTOMERS, last.customers * INCREMENTAL_MAX_SHARE) ? await reach(ids, tenantId, changed, settings) : null
+  const [customers, before, stored] = scope
+    ? [scope.customers, scope.before, await ids.keysOf(tenantId, scope.customers.map((c) => c.customerId))]
+    : await Promise.all([ids.sourceCustomers(tenantId), ids.profiles(tenantId), ids.keysOf(tenantId)])
+  // The index first: a resolution that fails after it is done again from the same mark.
+  if (!scope) await ids.writeKeys(tenantId, customers, stored)
+  const after = resolveProfiles(customers, settings, exclusions, scope?.counts)
   const reassigned: [number, number][] = []
   for (const [customer, profile] of after.profileOf) if (before.get(customer) !== profile) reassigned.push([customer, profile])
   const events = profileEvents(tenantId, before, after, now())
@@ -90,8 +118,50 @@ export async function resolveTenant(deps: ResolveDeps, tenantId: number): Promis
     await deps.log.send(TOPICS.profileChanges.name, records)
   }
   await ids.writeProfiles(tenantId, reassigned)
-  await ids.recordResolution(tenantId, { startedAt, customers: customers.length, profiles: after.profiles.length, blocked: after.blocked })
+  // An incremental resolution saw only some identifiers: the others' alert stands as it was.
+  const seen = new Set(customers.flatMap((c) => c.identifiers.map(identifierKey)))
+  const blocked = scope ? [...(last?.blocked ?? []).filter((b) => !seen.has(b.identifier)), ...after.blocked].sort((a, b) => b.customers - a.customers || (a.identifier < b.identifier ? -1 : 1)) : after.blocked
+  const profiles = scope ? (last ? await ids.profileCount(tenantId) : after.profiles.length) : after.profiles.length
+  await ids.recordResolution(tenantId, { startedAt, ingestMark, settingsVersion, mode: scope ? 'incremental' : 'full', customers: scope ? await ids.customerCount(tenantId) : customers.length, profiles, blocked })
   if (after.blocked.length) deps.logger.warn({ tenant_id: tenantId, blocked: after.blocked.slice(0, 10) }, 'identifiers carried by too many customers link none of them')
-  if (events.length) deps.logger.info({ tenant_id: tenantId, reassigned: reassigned.length, events: events.length }, 'profiles changed')
-  return { customers: customers.length, profiles: after.profiles.length, reassigned: reassigned.length, events, blocked: after.blocked }
+  if (events.length) deps.logger.info({ tenant_id: tenantId, reassigned: reassigned.length, events: events.length, mode: scope ? 'incremental' : 'full', resolved: customers.length }, 'profiles changed')
+  return { customers: customers.length, profiles: after.profiles.length, reassigned: reassigned.length, events, blocked, mode: scope ? 'incremental' : 'full' }
+}
+
+/**
+ * The customers an incremental resolution must resolve together, from the changed ones: their
+ * identifiers (written to the index first), every customer an identifier within the guard's limit
+ * reaches, and all members of each one's stored profile, until closed.
+ */
+async function reach(ids: IdentityStore, tenantId: number, changed: readonly number[], settings: IdentitySettings) {
+  const kinds = new Set(settings.mergeKinds)
+  const customers = new Map<number, SourceCustomer>()
+  const before = new Map<number, number>()
+  const counts = new Map<string, number>()
+  const asked = new Set<string>()
+  const limit = settings.maxCustomersPerIdentifier
+  let gained = new Map<string, number>()
+  let next = [...changed]
+  let first = true
+  while (next.length) {
+    const members = await ids.profileMembers(tenantId, next)
+    for (const [c, p] of members) before.set(c, p)
+    const batch = [...new Set([...next, ...members.keys()])].filter((c) => !customers.has(c))
+    const read = await ids.sourceCustomers(tenantId, batch)
+    if (first) {
+      // The changed customers' identifiers go into the index before anyone counts them.
+      gained = await ids.writeKeys(tenantId, read, await ids.keysOf(tenantId, read.map((c) => c.customerId)))
+      first = false
+    }
+    for (const c of read) customers.set(c.customerId, c)
+    const keys = [...new Set(read.flatMap((c) => c.identifiers.filter((i) => kinds.has(i.kind)).map(identifierKey)))].filter((k) => !asked.has(k))
+    for (const k of keys) asked.add(k)
+    const found = await ids.carriersOf(tenantId, keys, limit)
+    for (const [k, n] of found.counts) counts.set(k, n)
+    // An identifier the new carriers pushed over the limit linked its carriers until now: they are resolved again.
+    const crossed = [...found.counts].filter(([k, n]) => n > limit && n - (gained.get(k) ?? 0) <= limit).map(([k]) => k)
+    const unlinked = crossed.length ? (await ids.carriersOf(tenantId, crossed, 1_000_000)).carriers : new Map<string, number[]>()
+    next = [...new Set([...found.carriers.values(), ...unlinked.values()].flat())].filter((c) => !customers.has(c))
+  }
+  return { customers: [...customers.values()].sort((a, b) => a.customerId - b.customerId), before, counts }
 }

@@ -5,7 +5,7 @@
 import type { Store } from '../../common/store/clickhouse.ts'
 import { nextSeq, nextVersion } from '../../common/store/versions.ts'
 import { iso } from '../../common/time.ts'
-import { identifiersOf, IDENTIFIER_KINDS, type IdentifierKind } from './identifiers.ts'
+import { identifierKey, identifiersOf, IDENTIFIER_KINDS, type IdentifierKind } from './identifiers.ts'
 import { DEFAULT_IDENTITY_SETTINGS, type Exclusion, type IdentitySettings, type SourceCustomer } from './graph.ts'
 
 export class IdentityStore {
@@ -116,25 +116,147 @@ export class IdentityStore {
     })
   }
 
-  /** What the tenant's last resolution refused to link (too many customers carry them); null when never resolved. */
-  async lastResolution(tenantId: number): Promise<{ blocked: { identifier: string; customers: number }[] } | null> {
+  /**
+   * The tenant's last resolution: what it refused to link (too many customers carry them), its
+   * store-clock start (0: none recorded) and the settings version it applied; null when never resolved.
+   */
+  async lastResolution(tenantId: number): Promise<{ blocked: { identifier: string; customers: number }[]; ingestMark: number; settingsVersion: number; customers: number } | null> {
     const rs = await this.store.query({
-      query: 'SELECT blocked FROM identity_resolutions FINAL WHERE tenant_id = {t:UInt64}',
+      query: 'SELECT blocked, toUnixTimestamp64Milli(ingest_mark) AS ingest_mark, settings_version, customers FROM identity_resolutions FINAL WHERE tenant_id = {t:UInt64}',
       query_params: { t: tenantId },
       format: 'JSONEachRow',
     })
-    const [row] = await rs.json<{ blocked: [string, string][] | { identifier: string; customers: string }[] }>()
+    const [row] = await rs.json<{ blocked: [string, string][] | { identifier: string; customers: string }[]; ingest_mark: string; settings_version: string; customers: string }>()
     if (!row) return null
-    return { blocked: row.blocked.map((b) => (Array.isArray(b) ? { identifier: b[0], customers: Number(b[1]) } : { identifier: b.identifier, customers: Number(b.customers) })) }
+    return {
+      blocked: row.blocked.map((b) => (Array.isArray(b) ? { identifier: b[0], customers: Number(b[1]) } : { identifier: b.identifier, customers: Number(b.customers) })),
+      ingestMark: Number(row.ingest_mark),
+      settingsVersion: Number(row.settings_version),
+      customers: Number(row.customers),
+    }
   }
 
-  /** `startedAt`: before the resolution read anything, so a change during it makes the tenant due again. */
-  async recordResolution(tenantId: number, r: { startedAt: number; customers: number; profiles: number; blocked: { identifier: string; customers: number }[] }): Promise<void> {
+  /**
+   * `startedAt`: before the resolution read anything, so a change during it makes the tenant due
+   * again; `ingestMark`: the same instant on the store's clock, from which the next resolution
+   * reads the customers written since.
+   */
+  async recordResolution(
+    tenantId: number,
+    r: { startedAt: number; ingestMark: number; settingsVersion: number; mode: 'full' | 'incremental'; customers: number; profiles: number; blocked: { identifier: string; customers: number }[] },
+  ): Promise<void> {
     await this.store.insert({
       table: 'identity_resolutions',
       format: 'JSONEachRow',
-      values: [{ tenant_id: tenantId, resolved_at: iso(r.startedAt), customers: r.customers, profiles: r.profiles, blocked: r.blocked.map((b) => ({ identifier: b.identifier, customers: b.customers })), version: nextSeq() }],
+      values: [{
+        tenant_id: tenantId, resolved_at: iso(r.startedAt), customers: r.customers, profiles: r.profiles, blocked: r.blocked.map((b) => ({ identifier: b.identifier, customers: b.customers })),
+        ingest_mark: iso(r.ingestMark), settings_version: r.settingsVersion, mode: r.mode, version: nextSeq(),
+      }],
     })
+  }
+
+  async customerCount(tenantId: number): Promise<number> {
+    const rs = await this.store.query({ query: 'SELECT uniqExact(customer_id) FROM customers WHERE tenant_id = {t:UInt64}', query_params: { t: tenantId }, format: 'JSONCompactEachRow' })
+    return Number((await rs.json<[string]>())[0]![0])
+  }
+
+  async profileCount(tenantId: number): Promise<number> {
+    const rs = await this.store.query({ query: 'SELECT uniqExact(profile_id) FROM customer_profiles FINAL WHERE tenant_id = {t:UInt64}', query_params: { t: tenantId }, format: 'JSONCompactEachRow' })
+    return Number((await rs.json<[string]>())[0]![0])
+  }
+
+  /** The store's clock, epoch ms: the projections' ingested_at is written by it. */
+  async storeNow(): Promise<number> {
+    const rs = await this.store.query({ query: 'SELECT toUnixTimestamp64Milli(now64(3))', format: 'JSONCompactEachRow' })
+    return Number((await rs.json<[string]>())[0]![0])
+  }
+
+  /** The version of the tenant's identity settings (0: the defaults, never set). */
+  async settingsVersion(tenantId: number): Promise<number> {
+    const rs = await this.store.query({ query: 'SELECT max(version) FROM identity_settings WHERE tenant_id = {t:UInt64}', query_params: { t: tenantId }, format: 'JSONCompactEachRow' })
+    return Number((await rs.json<[string]>())[0]?.[0] ?? 0)
+  }
+
+  /** Customers with a customers or orders row written at or after `sinceMs` (store clock), and those with an admin's split. */
+  async changedCustomers(tenantId: number, sinceMs: number): Promise<number[]> {
+    const rs = await this.store.query({
+      query: `SELECT customer_id FROM customers WHERE tenant_id = {t:UInt64} AND ingested_at >= fromUnixTimestamp64Milli({since:Int64}, 'UTC')
+              UNION DISTINCT SELECT customer_id FROM orders WHERE tenant_id = {t:UInt64} AND ingested_at >= fromUnixTimestamp64Milli({since:Int64}, 'UTC')
+              UNION DISTINCT SELECT customer_id FROM identity_exclusions FINAL WHERE tenant_id = {t:UInt64}`,
+      query_params: { t: tenantId, since: sinceMs },
+      format: 'JSONCompactEachRow',
+    })
+    return [...new Set((await rs.json<[string]>()).map(([c]) => Number(c)))].sort((a, b) => a - b)
+  }
+
+  /** The identifiers the index holds for these customers (every customer of the tenant when `only` is absent). */
+  async keysOf(tenantId: number, only?: readonly number[]): Promise<Map<number, Set<string>>> {
+    const these = only ? 'AND customer_id IN {ids:Array(UInt64)}' : ''
+    const rs = await this.store.query({
+      query: `SELECT customer_id, identifier FROM identity_keys FINAL WHERE tenant_id = {t:UInt64} AND active = 1 ${these}`,
+      query_params: { t: tenantId, ids: only ?? [] },
+      format: 'JSONCompactEachRow',
+    })
+    const out = new Map<number, Set<string>>()
+    for (const [c, k] of await rs.json<[string, string]>()) {
+      const id = Number(c)
+      if (!out.has(id)) out.set(id, new Set())
+      out.get(id)!.add(k)
+    }
+    return out
+  }
+
+  /**
+   * Writes the customers' identifiers to the index; those a customer no longer carries (per
+   * `stored`) are deactivated. Returns how many carriers each identifier gained.
+   */
+  async writeKeys(tenantId: number, customers: readonly SourceCustomer[], stored: ReadonlyMap<number, ReadonlySet<string>>): Promise<Map<string, number>> {
+    const version = nextVersion()
+    const rows: { tenant_id: number; identifier: string; customer_id: number; active: number; version: number }[] = []
+    for (const c of customers) {
+      const now = new Set(c.identifiers.map(identifierKey))
+      const was = stored.get(c.customerId) ?? new Set<string>()
+      for (const k of now) if (!was.has(k)) rows.push({ tenant_id: tenantId, identifier: k, customer_id: c.customerId, active: 1, version })
+      for (const k of was) if (!now.has(k)) rows.push({ tenant_id: tenantId, identifier: k, customer_id: c.customerId, active: 0, version })
+    }
+    for (let i = 0; i < rows.length; i += 100_000) await this.store.insert({ table: 'identity_keys', format: 'JSONEachRow', values: rows.slice(i, i + 100_000) })
+    const gained = new Map<string, number>()
+    for (const r of rows) if (r.active) gained.set(r.identifier, (gained.get(r.identifier) ?? 0) + 1)
+    return gained
+  }
+
+  /**
+   * How many customers of the tenant carry each identifier, and who, for those carried by at most
+   * `limit` (a blocked identifier links nobody, so its carriers are not needed).
+   */
+  async carriersOf(tenantId: number, keys: readonly string[], limit: number): Promise<{ counts: Map<string, number>; carriers: Map<string, number[]> }> {
+    const counts = new Map<string, number>()
+    const carriers = new Map<string, number[]>()
+    for (let i = 0; i < keys.length; i += 50_000) {
+      const rs = await this.store.query({
+        query: `SELECT identifier, count() AS n, groupArray({cap:UInt32})(customer_id) AS who
+                FROM identity_keys FINAL WHERE tenant_id = {t:UInt64} AND identifier IN {keys:Array(String)} AND active = 1
+                GROUP BY identifier`,
+        query_params: { t: tenantId, keys: keys.slice(i, i + 50_000), cap: limit + 1 },
+        format: 'JSONCompactEachRow',
+      })
+      for (const [k, n, who] of await rs.json<[string, string, string[]]>()) {
+        counts.set(k, Number(n))
+        if (Number(n) <= limit) carriers.set(k, who.map(Number))
+      }
+    }
+    return { counts, carriers }
+  }
+
+  /** Every member of the stored profiles of these customers, with its profile (the customers themselves included when stored). */
+  async profileMembers(tenantId: number, customerIds: readonly number[]): Promise<Map<number, number>> {
+    const rs = await this.store.query({
+      query: `SELECT customer_id, profile_id FROM customer_profiles FINAL WHERE tenant_id = {t:UInt64}
+                AND profile_id IN (SELECT profile_id FROM customer_profiles FINAL WHERE tenant_id = {t:UInt64} AND customer_id IN {ids:Array(UInt64)})`,
+      query_params: { t: tenantId, ids: customerIds },
+      format: 'JSONCompactEachRow',
+    })
+    return new Map((await rs.json<[string, string]>()).map(([c, p]) => [Number(c), Number(p)]))
   }
 
   /** Tenants whose data changed since their last resolution (or never resolved). */
