@@ -16,6 +16,8 @@ import { readDocumented } from './documented.ts'
 const NOW = Date.UTC(2025, 5, 15, 12)
 const T = 701
 const OTHER = 702
+/** A tenant where customers 1 and 2 are one person (profile 1). */
+const MERGED = 703
 const ADMIN = 'an-admin-token-long-enough-for-tests'
 
 let store: Store
@@ -23,6 +25,7 @@ let closeServer: (() => Promise<void>) | undefined
 let base: string
 let keyA: CreatedKey
 let keyB: CreatedKey
+let keyM: CreatedKey
 
 let n = 0
 const day = (d: number) => new Date(NOW - d * 86_400_000).toISOString().replace('T', ' ').replace('Z', '')
@@ -47,13 +50,16 @@ beforeAll(async () => {
   const orders = [...ONE]
   for (let c = 2; c <= 30; c++) for (let k = 0; k < 1 + (c % 4); k++) orders.push(order(T, c, 30 + ((c * 37 + k * 91) % 600), 20 + ((c * 13 + k) % 200)))
   orders.push(order(OTHER, 1, 10, 5000), order(OTHER, 50, 10, 70))
+  orders.push(order(MERGED, 1, 300, 100), order(MERGED, 1, 200, 50), order(MERGED, 2, 100, 70), order(MERGED, 2, 90, 30, 1), order(MERGED, 3, 10, 10))
+  await store.insert({ table: 'customer_profiles', format: 'JSONEachRow', values: [[1, 1], [2, 1], [3, 3]].map(([customer_id, profile_id]) => ({ tenant_id: MERGED, customer_id, profile_id, updated_at: day(1), version: 1 })) })
   await store.insert({ table: 'orders', values: orders, format: 'JSONEachRow' })
-  await store.insert({ table: 'customers', values: [...Array.from({ length: 31 }, (_, i) => customer(T, i + 1)), customer(OTHER, 1), customer(OTHER, 50)], format: 'JSONEachRow' })
+  await store.insert({ table: 'customers', values: [...Array.from({ length: 31 }, (_, i) => customer(T, i + 1)), customer(OTHER, 1), customer(OTHER, 50), ...[1, 2, 3].map((c) => customer(MERGED, c))], format: 'JSONEachRow' })
   const engine = createRecomputeEngine({ store, logger: silentLogger, partitions: 4, now: () => NOW })
-  for (const t of [T, OTHER]) await engine.run(t, { analyses: ['rfm', 'clv', 'churn'], batchSize: 100, force: true, signal: new AbortController().signal })
+  for (const t of [T, OTHER, MERGED]) await engine.run(t, { analyses: ['rfm', 'clv', 'churn'], batchSize: 100, force: true, signal: new AbortController().signal })
   const keys = new ApiKeyStore(store)
   keyA = await keys.create(T, 'tenant A')
   keyB = await keys.create(OTHER, 'tenant B')
+  keyM = await keys.create(MERGED, 'tenant M')
   const app = createApp({ logger: silentLogger, log: {} as EventLog, codec: {} as EventCodec, readiness: [], analytics: { store, logger: silentLogger, now: () => NOW }, auth: { adminToken: ADMIN, keys } })
   ;({ base, close: closeServer } = await serve(app))
 }, 120_000)
@@ -129,5 +135,22 @@ describe('the per-customer record', () => {
       expect(r.status, bad).toBe(400)
       expect(r.body).toMatchObject({ success: false, error: 'Invalid request', details: { errors: expect.any(Array) } })
     }
+  })
+
+  it('a profile\'s record counts the orders of all its members; a merged customer is a 404 that names its profile', async () => {
+    const r = await get(`/api/cdp/v2/customers/1?tenant_id=${MERGED}`, keyM.key)
+    expect(r.status).toBe(200)
+    expect(r.body.data.rfm).toMatchObject({ customer_id: 1, frequency: 3, monetary: 220 })
+    expect(r.body.data.orders).toMatchObject({ counting_orders: 3, total_spent: 220, all_orders: 4, cancelled_orders: 1 })
+    expect(r.body.data.orders.recent.map((o: { order_id: string }) => o.order_id)).toHaveLength(4)
+    const merged = await get(`/api/cdp/v2/customers/2?tenant_id=${MERGED}`, keyM.key)
+    expect([merged.status, merged.body]).toEqual([404, {
+      success: false,
+      error: 'Customer merged into profile 1',
+      details: { tenant_id: MERGED, customer_id: 2, profile_id: 1, record: `/api/cdp/v2/customers/1?tenant_id=${MERGED}` },
+    }])
+    // The customer list shows the person once.
+    const list = await get(`/api/cdp/v2/customers?tenant_id=${MERGED}`, keyM.key)
+    expect(list.body.data.customers.map((c: { profile_id: string }) => c.profile_id).sort()).toEqual(['1', '3'])
   })
 })

@@ -4,7 +4,9 @@
  * an order summary with the latest orders. Read from the stored rows (customer_features as of the
  * tenant's last tick or processing run, customers, customer_demographics, orders). 404 for a
  * customer the tenant does not have; a key of another tenant is refused (403) by authorization.
- * docs/analytics-rfm-clv-churn.md, "The per-customer record".
+ * For a profile of several customers (docs/identity.md) the record is the profile's: its features
+ * and the orders of all its members; a customer merged into another's profile is a 404 that names
+ * the profile. docs/analytics-rfm-clv-churn.md, "The per-customer record".
  */
 import express, { type Router } from 'express'
 import { z } from 'zod'
@@ -90,7 +92,7 @@ const getRecord: Operation = {
     200: json('The record in `data`', analyticsBody(RecordSchema)),
     400: failure('Invalid customer id or tenant_id (`details.errors[]`)'),
     403: shared('Forbidden'),
-    404: failure('The tenant has no such customer (`Customer not found`)'),
+    404: failure('The tenant has no such customer (`Customer not found`), or it was merged into another customer\'s profile (`Customer merged into profile N`; `details.profile_id` and `details.record` name the profile\'s record)'),
   },
 }
 
@@ -124,6 +126,19 @@ type FeatureRow = Pick<
 
 const nul = <T>(v: T | null, f: (x: T) => unknown = (x) => x) => (v === null ? null : f(v))
 
+/** The customer's orders and those of the other members of its profile (pipelines/identity): the record is the profile's. */
+const MEMBERS = `(customer_id = {customer_id:UInt64} OR customer_id IN (SELECT customer_id FROM customer_profiles FINAL WHERE tenant_id = {tenant_id:UInt64} AND profile_id = {customer_id:UInt64}))`
+
+/** The profile a customer was merged into, when it is another customer's. */
+export async function absorbedInto(ctx: AnalyticsContext, tenantId: number, customerId: number): Promise<number | null> {
+  const [row] = await select<{ profile_id: string }>(
+    ctx.store,
+    'SELECT profile_id FROM customer_profiles FINAL WHERE tenant_id = {tenant_id:UInt64} AND customer_id = {customer_id:UInt64} AND profile_id != customer_id',
+    { tenant_id: tenantId, customer_id: customerId },
+  )
+  return row ? Number(row.profile_id) : null
+}
+
 export async function customerRecord(ctx: AnalyticsContext, tenantId: number, customerId: number): Promise<z.infer<typeof RecordSchema> | null> {
   const p = { tenant_id: tenantId, customer_id: customerId, recent: RECENT_ORDERS }
   const [features, [item], orderCounts, recent] = await Promise.all([
@@ -142,14 +157,14 @@ export async function customerRecord(ctx: AnalyticsContext, tenantId: number, cu
       ctx.store,
       `SELECT count() AS all, countIf(cancelled = 1) AS cancelled FROM (
          SELECT order_id, argMax(is_cancelled, tuple(version, last_event_id)) AS cancelled FROM orders
-         WHERE tenant_id = {tenant_id:UInt64} AND customer_id = {customer_id:UInt64} GROUP BY order_id)`,
+         WHERE tenant_id = {tenant_id:UInt64} AND ${MEMBERS} GROUP BY customer_id, order_id)`,
       p,
     ),
     select<{ order_id: string; placed_ms: string; status: string; total: string; currency: string; cancelled: number }>(
       ctx.store,
       `SELECT order_id, toUnixTimestamp64Milli(o.1) AS placed_ms, o.2 AS status, toString(o.3) AS total, o.4 AS currency, o.5 AS cancelled FROM (
          SELECT order_id, argMax(tuple(placed_at, status, total, currency, is_cancelled), tuple(version, last_event_id)) AS o FROM orders
-         WHERE tenant_id = {tenant_id:UInt64} AND customer_id = {customer_id:UInt64} GROUP BY order_id)
+         WHERE tenant_id = {tenant_id:UInt64} AND ${MEMBERS} GROUP BY customer_id, order_id)
        ORDER BY placed_ms DESC, order_id DESC LIMIT {recent:UInt32}`,
       p,
     ),
@@ -216,7 +231,12 @@ export function customerRecordRouter(deps: AnalyticsDeps): Router {
       const { tenant_id } = parsed.query
       const { customerId } = parsed.params
       const record = await customerRecord(ctx, tenant_id, customerId)
-      if (!record) return sendError(res, 404, 'Customer not found', { tenant_id, customer_id: customerId })
+      if (!record) {
+        // A customer merged into another's profile has no record of its own: say whose it is.
+        const profile = await absorbedInto(ctx, tenant_id, customerId)
+        if (profile !== null) return sendError(res, 404, `Customer merged into profile ${profile}`, { tenant_id, customer_id: customerId, profile_id: profile, record: `/api/cdp/v2/customers/${profile}?tenant_id=${tenant_id}` })
+        return sendError(res, 404, 'Customer not found', { tenant_id, customer_id: customerId })
+      }
       const ref = await references.reference(tenant_id)
       res.json({ success: true, data: record, metadata: referenceMetadata(ref) })
     } catch (err) {
