@@ -73,7 +73,7 @@ export async function run(argv: string[]): Promise<number> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cdp-bench-identity-'))
   const config = loadConfig({}, { runtime: 'embedded', dataDir: dir, logLevel: 'warn', partitions: 4 })
   // The resolver warns about blocked family e-mails, which this population has on purpose: stdout keeps one JSON line.
-  const logger = createLogger({ level: 'error' })
+  const logger = createLogger({ level: process.env.LOG_LEVEL ?? 'error' })
   const store = await openStore({ database: 'cdp', chdbPath: path.join(dir, 'chdb') })
   const { log, codec } = await openEventLog(config, logger)
   try {

@@ -96,6 +96,12 @@ export async function resolveTenant(deps: ResolveDeps, tenantId: number, opts: {
   const now = deps.now ?? Date.now
   const ids = new IdentityStore(deps.store, now)
   const startedAt = now()
+  const ms: Record<string, number> = {}
+  let t0 = performance.now()
+  const lap = (phase: string) => {
+    ms[phase] = Math.round(performance.now() - t0)
+    t0 = performance.now()
+  }
   const [ingestMark, settings, settingsVersion, exclusions, last] = await Promise.all([ids.storeNow(), ids.settings(tenantId), ids.settingsVersion(tenantId), ids.exclusions(tenantId), ids.lastResolution(tenantId)])
   const incremental = !opts.full && last !== null && last.ingestMark > 0 && last.settingsVersion === settingsVersion
   const changed = incremental ? await ids.changedCustomers(tenantId, last.ingestMark - (deps.ingestOverlapMs ?? INGEST_OVERLAP_MS)) : []
@@ -104,12 +110,15 @@ export async function resolveTenant(deps: ResolveDeps, tenantId: number, opts: {
   const [customers, before, stored] = scope
     ? [scope.customers, scope.before, await ids.keysOf(tenantId, scope.customers.map((c) => c.customerId))]
     : await Promise.all([ids.sourceCustomers(tenantId), ids.profiles(tenantId), ids.keysOf(tenantId)])
+  lap('read')
   // The index first: a resolution that fails after it is done again from the same mark.
   if (!scope) await ids.writeKeys(tenantId, customers, stored)
+  lap('index')
   const after = resolveProfiles(customers, settings, exclusions, scope?.counts)
   const reassigned: [number, number][] = []
   for (const [customer, profile] of after.profileOf) if (before.get(customer) !== profile) reassigned.push([customer, profile])
   const events = profileEvents(tenantId, before, after, now())
+  lap('resolve')
   // The events first, then the rows: a resolution that fails between them finds the same
   // difference again and publishes it again (at least once; the records say the same), where rows
   // written first would hide the change from the retry and its events would be lost.
@@ -117,14 +126,16 @@ export async function resolveTenant(deps: ResolveDeps, tenantId: number, opts: {
     const records = await Promise.all(events.map(async (e) => ({ key: `${e.tenant_id}:${e.profile_id}`, value: await deps.codec.encode(TOPICS.profileChanges.name, e) })))
     await deps.log.send(TOPICS.profileChanges.name, records)
   }
+  lap('publish')
   await ids.writeProfiles(tenantId, reassigned)
+  lap('write')
   // An incremental resolution saw only some identifiers: the others' alert stands as it was.
   const seen = new Set(customers.flatMap((c) => c.identifiers.map(identifierKey)))
   const blocked = scope ? [...(last?.blocked ?? []).filter((b) => !seen.has(b.identifier)), ...after.blocked].sort((a, b) => b.customers - a.customers || (a.identifier < b.identifier ? -1 : 1)) : after.blocked
   const profiles = scope ? (last ? await ids.profileCount(tenantId) : after.profiles.length) : after.profiles.length
   await ids.recordResolution(tenantId, { startedAt, ingestMark, settingsVersion, mode: scope ? 'incremental' : 'full', customers: scope ? await ids.customerCount(tenantId) : customers.length, profiles, blocked })
   if (after.blocked.length) deps.logger.warn({ tenant_id: tenantId, blocked: after.blocked.slice(0, 10) }, 'identifiers carried by too many customers link none of them')
-  if (events.length) deps.logger.info({ tenant_id: tenantId, reassigned: reassigned.length, events: events.length, mode: scope ? 'incremental' : 'full', resolved: customers.length }, 'profiles changed')
+  if (events.length) deps.logger.info({ tenant_id: tenantId, reassigned: reassigned.length, events: events.length, mode: scope ? 'incremental' : 'full', resolved: customers.length, ms }, 'profiles changed')
   return { customers: customers.length, profiles: after.profiles.length, reassigned: reassigned.length, events, blocked, mode: scope ? 'incremental' : 'full' }
 }
 

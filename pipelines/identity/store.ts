@@ -69,11 +69,13 @@ export class IdentityStore {
     if (!assignments.length) return
     const at = iso(this.now())
     const version = nextVersion()
-    await this.store.insert({
-      table: 'customer_profiles',
-      format: 'JSONEachRow',
-      values: assignments.map(([customer_id, profile_id]) => ({ tenant_id: tenantId, customer_id, profile_id, updated_at: at, version })),
-    })
+    for (let i = 0; i < assignments.length; i += 200_000) {
+      await this.store.insert({
+        table: 'customer_profiles',
+        format: 'JSONCompactEachRow',
+        values: assignments.slice(i, i + 200_000).map(([customer_id, profile_id]) => [tenantId, customer_id, profile_id, at, version]),
+      })
+    }
   }
 
   async exclusions(tenantId: number): Promise<Exclusion[]> {
@@ -212,16 +214,20 @@ export class IdentityStore {
    */
   async writeKeys(tenantId: number, customers: readonly SourceCustomer[], stored: ReadonlyMap<number, ReadonlySet<string>>): Promise<Map<string, number>> {
     const version = nextVersion()
-    const rows: { tenant_id: number; identifier: string; customer_id: number; active: number; version: number }[] = []
+    // Columns in table order (JSONCompactEachRow: arrays, about half the bytes of objects to serialise and parse).
+    const rows: [tenant_id: number, identifier: string, customer_id: number, active: number, version: number][] = []
+    const gained = new Map<string, number>()
     for (const c of customers) {
       const now = new Set(c.identifiers.map(identifierKey))
       const was = stored.get(c.customerId) ?? new Set<string>()
-      for (const k of now) if (!was.has(k)) rows.push({ tenant_id: tenantId, identifier: k, customer_id: c.customerId, active: 1, version })
-      for (const k of was) if (!now.has(k)) rows.push({ tenant_id: tenantId, identifier: k, customer_id: c.customerId, active: 0, version })
+      for (const k of now) {
+        if (was.has(k)) continue
+        rows.push([tenantId, k, c.customerId, 1, version])
+        gained.set(k, (gained.get(k) ?? 0) + 1)
+      }
+      for (const k of was) if (!now.has(k)) rows.push([tenantId, k, c.customerId, 0, version])
     }
-    for (let i = 0; i < rows.length; i += 100_000) await this.store.insert({ table: 'identity_keys', format: 'JSONEachRow', values: rows.slice(i, i + 100_000) })
-    const gained = new Map<string, number>()
-    for (const r of rows) if (r.active) gained.set(r.identifier, (gained.get(r.identifier) ?? 0) + 1)
+    for (let i = 0; i < rows.length; i += 200_000) await this.store.insert({ table: 'identity_keys', format: 'JSONCompactEachRow', values: rows.slice(i, i + 200_000) })
     return gained
   }
 
