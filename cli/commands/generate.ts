@@ -3,8 +3,9 @@ import { loadConfig } from '../../common/config.ts'
 import { createLogger } from '../../common/logger.ts'
 import { createProgress } from '../../common/progress.ts'
 import type { CustomerUpserted, OrderEvent } from '../../common/events.ts'
-import { RetriesExhaustedError, describeRetry, withRetry } from '../../common/retry.ts'
-import { generateEvents } from '../../pipelines/ingest/synthetic/generate.ts'
+import { RetriesExhaustedError, describeRetry, withRetry, type RetryPolicy } from '../../common/retry.ts'
+import { generateEvents, type GeneratedEvent } from '../../pipelines/ingest/synthetic/generate.ts'
+import { sharedPopulationEvents } from '../../pipelines/ingest/synthetic/shared-population.ts'
 import { openEventSink } from '../../pipelines/ingest/sink.ts'
 import type { IngestKind } from '../../pipelines/ingest/publisher.ts'
 import { RUNTIME_FLAGS, UsageError, configFlags, parse, retryPolicyFlag } from '../args.ts'
@@ -20,9 +21,12 @@ const FLAGS = {
   publish: { type: 'boolean' },
   api: { type: 'string' },
   'retry-for': { type: 'string' },
+  overlap: { type: 'string' },
+  truth: { type: 'string' },
 } as const
 
 const HELP = `usage: cdp generate --tenant N [--customers 1000] [--seed S] [--from YYYY-MM-DD] [--to YYYY-MM-DD]
+                    [--overlap SHARE [--truth FILE]]
                     [--out FILE | --publish [--api URL] [--retry-for SECONDS]]
 
 A realistic synthetic Argentine shop: names, emails, phones, DNI/CUIL, provinces and postal codes
@@ -34,6 +38,15 @@ embedded log, or --api URL). Defaults: 1000 customers, seed = tenant, the last t
 
   --retry-for SECONDS  with --publish: keep retrying a batch while the ingest API or the event log
                        is unreachable (backoff 0.5 s doubling to 8 s, as cdp import); default 60
+  --overlap SHARE      the shop's buyers on two platforms (default off): every customer buys on
+                       the commerce platform (source commerce_platform, customer id 1..N), the
+                       SHARE (0..1) of them also on the marketplace (source marketplace, customer
+                       id 1000000000 + N), which has their e-mail, phone and DNI/CUIL written
+                       another way or missing, and about half of their orders; a few families
+                       share one e-mail. The kind of population \`cdp simulator
+                       commerce-platform|marketplace --overlap\` serve, as events
+  --truth FILE         with --overlap: the ground truth, one JSON line per source customer:
+                       {"customer_id": N, "person_id": P, "source": "commerce_platform|marketplace"}
 `
 
 export async function run(argv: string[]): Promise<number> {
@@ -50,8 +63,24 @@ export async function run(argv: string[]): Promise<number> {
   const start = values.from ? parseDate(values.from, '--from') : new Date(end.getTime() - 730 * 86_400_000)
   if (start >= end) throw new UsageError('--from must be before --to')
   const retry = retryPolicyFlag(values['retry-for'])
-  const gen = generateEvents({ tenantId, customers, seed: values.seed ?? String(tenantId), start, end })
+  const overlap = values.overlap === undefined ? undefined : Number(values.overlap)
+  if (overlap !== undefined && !(overlap >= 0 && overlap <= 1)) throw new UsageError(`--overlap must be a number between 0 and 1, got '${values.overlap}'`)
+  if (values.truth !== undefined && overlap === undefined) throw new UsageError('--truth needs --overlap')
+  const seed = values.seed ?? String(tenantId)
+  const truth = values.truth ? new LineFile(values.truth) : null
+  const gen =
+    overlap === undefined
+      ? generateEvents({ tenantId, customers, seed, start, end })
+      : sharedPopulationEvents({ tenantId, people: customers, seed, start, end, overlapShare: overlap }, truth ? (t) => truth.write(JSON.stringify({ customer_id: t.customer_id, person_id: t.person_id, source: t.source })) : undefined)
+  try {
+    return await emit(gen, values, tenantId, retry)
+  } finally {
+    truth?.close()
+  }
+}
 
+/** Writes the events as JSONL (to --out or stdout), or with --publish publishes them. */
+async function emit(gen: Iterable<GeneratedEvent>, values: ReturnType<typeof parse<typeof FLAGS>>['values'], tenantId: number, retry: RetryPolicy): Promise<number> {
   if (!values.publish) {
     const out: NodeJS.WritableStream = values.out ? fs.createWriteStream(values.out) : process.stdout
     let n = 0
@@ -118,4 +147,32 @@ function startOfTodayUtc(): Date {
   const d = new Date()
   d.setUTCHours(0, 0, 0, 0)
   return d
+}
+
+/** Lines appended to a file synchronously, in blocks of about 64 KiB: memory stays small however many are written. */
+class LineFile {
+  private readonly fd: number
+  private buffered: string[] = []
+  private size = 0
+
+  constructor(path: string) {
+    this.fd = fs.openSync(path, 'w')
+  }
+
+  write(line: string): void {
+    this.buffered.push(line)
+    this.size += line.length + 1
+    if (this.size >= 65_536) this.flush()
+  }
+
+  private flush(): void {
+    if (this.buffered.length) fs.writeSync(this.fd, `${this.buffered.join('\n')}\n`)
+    this.buffered = []
+    this.size = 0
+  }
+
+  close(): void {
+    this.flush()
+    fs.closeSync(this.fd)
+  }
 }

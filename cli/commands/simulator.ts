@@ -182,12 +182,28 @@ function shopOptions(values: Record<string, unknown>, defaultPort: number) {
   }
 }
 
+/** The commerce-platform and marketplace simulators can serve the two sides of one population. */
+const OVERLAP_FLAG = { overlap: { type: 'string' } } as const
+
+const OVERLAP_USAGE = `  --overlap SHARE          serve one side of a population shared with the other simulator
+                           (commerce-platform: every person; marketplace: the SHARE (0..1) of
+                           people who also buy there, identifiers spelled otherwise, with the
+                           orders placed there); start both with the same --customers, --seed
+                           and --overlap (then default 200 and shared-population). GET
+                           /_sim/truth answers the person behind each customer. Default off
+`
+
+const overlapOption = (values: Record<string, unknown>) => {
+  const overlap = share(values.overlap as string | undefined, 'overlap')
+  return overlap === undefined ? {} : { overlap }
+}
+
 const requestLogger = (logger: Logger, quiet: unknown) =>
   quiet ? undefined : (e: { method: string; path: string; status: number; error: string | null; caller: string | null; durationMs: number }) =>
     logger.info({ method: e.method, path: e.path, status: e.status, error: e.error, caller: e.caller, ms: e.durationMs }, 'request')
 
 async function serveCommercePlatform(argv: string[], logger: Logger): Promise<Served | 'help'> {
-  const flags = { ...SHOP_FLAGS, account: { type: 'string' }, environment: { type: 'string' }, 'app-key': { type: 'string' }, 'app-token': { type: 'string' } } as const
+  const flags = { ...SHOP_FLAGS, ...OVERLAP_FLAG, account: { type: 'string' }, environment: { type: 'string' }, 'app-key': { type: 'string' }, 'app-token': { type: 'string' } } as const
   const { values, positionals } = parse(argv, flags)
   const usage = `usage: cdp simulator commerce-platform [--account NAME] [--environment ENV] [--app-key K --app-token T] [options]
 
@@ -197,7 +213,7 @@ endpoints under /_sim/ (services/simulators/commerce-platform/README.md).
   --environment ENV        default commerce_stable
   --app-key K --app-token T   credentials to accept (default appkey-demoshop-SIM0001 and its token)
   (default port 8091)
-${SHOP_USAGE}`
+${SHOP_USAGE}${OVERLAP_USAGE}`
   if (values.help) {
     process.stdout.write(usage)
     return 'help'
@@ -209,18 +225,19 @@ ${SHOP_USAGE}`
   const appToken = values['app-token'] ?? DEFAULTS.appToken
   const sim = await start({
     ...shopOptions(values, 8091),
+    ...overlapOption(values),
     accountName: account,
     environments: [values.environment ?? DEFAULTS.environment],
     appKeys: [{ appKey, appToken }],
     onRequest: requestLogger(logger, values.quiet),
   })
   // Simulator credentials are throwaway test values, logged on purpose so a demo can use them.
-  logger.info({ url: sim.url, api: `${sim.url}/${sim.accountName}/${sim.environment}/api`, account_name: sim.accountName, environment: sim.environment, app_key: appKey, app_token_for_demo: appToken, orders: sim.state.data.orders.length, customers: sim.state.data.customers.length, admin: `${sim.url}/_sim/state` }, 'commerce platform simulator listening')
+  logger.info({ url: sim.url, api: `${sim.url}/${sim.accountName}/${sim.environment}/api`, account_name: sim.accountName, environment: sim.environment, app_key: appKey, app_token_for_demo: appToken, orders: sim.state.data.orders.length, customers: sim.state.data.customers.length, overlap: values.overlap ?? null, admin: `${sim.url}/_sim/state` }, 'commerce platform simulator listening')
   return sim
 }
 
 async function serveMarketplace(argv: string[], logger: Logger): Promise<Served | 'help'> {
-  const flags = { ...SHOP_FLAGS, 'client-id': { type: 'string' }, 'client-secret': { type: 'string' }, 'redirect-uri': { type: 'string' }, 'token-ttl': { type: 'string' } } as const
+  const flags = { ...SHOP_FLAGS, ...OVERLAP_FLAG, 'client-id': { type: 'string' }, 'client-secret': { type: 'string' }, 'redirect-uri': { type: 'string' }, 'token-ttl': { type: 'string' } } as const
   const { values, positionals } = parse(argv, flags)
   const usage = `usage: cdp simulator marketplace [--client-id ID --client-secret S --redirect-uri URL] [--token-ttl SECONDS] [options]
 
@@ -229,7 +246,7 @@ Serves the marketplace's OAuth token endpoint (/oauth/token), /users/me, /orders
   --client-id, --client-secret, --redirect-uri   the registered application (defaults in the README)
   --token-ttl SECONDS      access-token lifetime (default 21600)
   (default port 8092)
-${SHOP_USAGE}`
+${SHOP_USAGE}${OVERLAP_USAGE}`
   if (values.help) {
     process.stdout.write(usage)
     return 'help'
@@ -238,8 +255,8 @@ ${SHOP_USAGE}`
   const { start, DEFAULTS } = await import('../../services/simulators/marketplace/index.ts')
   const client = { clientId: values['client-id'] ?? DEFAULTS.clientId, clientSecret: values['client-secret'] ?? DEFAULTS.clientSecret, redirectUri: values['redirect-uri'] ?? DEFAULTS.redirectUri }
   const ttl = nonNegativeInt(values['token-ttl'], 'token-ttl')
-  const sim = await start({ ...shopOptions(values, 8092), clients: [client], ...(ttl ? { tokenTtlMs: ttl * 1000 } : {}), onRequest: requestLogger(logger, values.quiet) })
-  logger.info({ url: sim.url, client_id: client.clientId, client_secret_for_demo: client.clientSecret, redirect_uri: client.redirectUri, seller: sim.state.opts.seller, orders: sim.state.data.orders.length, admin: `${sim.url}/_sim/state` }, 'marketplace simulator listening')
+  const sim = await start({ ...shopOptions(values, 8092), ...overlapOption(values), clients: [client], ...(ttl ? { tokenTtlMs: ttl * 1000 } : {}), onRequest: requestLogger(logger, values.quiet) })
+  logger.info({ url: sim.url, client_id: client.clientId, client_secret_for_demo: client.clientSecret, redirect_uri: client.redirectUri, seller: sim.state.opts.seller, orders: sim.state.data.orders.length, buyers: sim.state.data.customers.length, overlap: values.overlap ?? null, admin: `${sim.url}/_sim/state` }, 'marketplace simulator listening')
   return sim
 }
 

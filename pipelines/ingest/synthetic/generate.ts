@@ -13,7 +13,7 @@ import { fromCents } from '../../../common/decimal.ts'
 
 /** The generator counts money in whole cents (numbers); the contracts carry decimal strings. */
 const centsToDecimal = (cents: number): string => fromCents(BigInt(cents))
-import { drawProfile } from './profile.ts'
+import { drawProfile, type Profile } from './profile.ts'
 import { buildBasket, simulatePurchases, type Basket, type SimulatedOrder } from './purchases.ts'
 import { Rng } from './random.ts'
 
@@ -108,11 +108,24 @@ function orderEvents(ctx: OrderContext, orderId: string, order: SimulatedOrder):
   return events
 }
 
+/** One generated customer: the profile drawn (with what its formatted fields were made from) and its events. */
+export interface GeneratedCustomer {
+  customerId: number
+  profile: Profile
+  /** The customer upsert first, then the order events, in non-decreasing occurred_at order. */
+  events: GeneratedEvent[]
+}
+
 /**
  * Streams events in non-decreasing occurred_at order per customer, customer upsert before its
  * first order. Memory stays bounded for millions of customers: generated customer by customer.
  */
 export function* generateEvents(opts: GenerateOptions): Generator<GeneratedEvent> {
+  for (const c of generateCustomers(opts)) yield* c.events
+}
+
+/** generateEvents one customer at a time, with the profile each customer's events were made from. */
+export function* generateCustomers(opts: GenerateOptions): Generator<GeneratedCustomer> {
   const [startMs, endMs] = checkWindow(opts.start, opts.end)
   checkCount('customers', opts.customers, 0)
   checkCount('tenantId', opts.tenantId, 0)
@@ -169,10 +182,8 @@ export function* generateEvents(opts: GenerateOptions): Generator<GeneratedEvent
     pending.sort((a, b) => a.value.occurred_at - b.value.occurred_at)
 
     const key = customerKey(tenantId, customerId)
-    for (const event of pending) {
-      const value = { event_id: idRng.uuid(), ...event.value } as CustomerUpserted | OrderEvent
-      yield { topic: event.topic, key, value }
-    }
+    const events = pending.map((event): GeneratedEvent => ({ topic: event.topic, key, value: { event_id: idRng.uuid(), ...event.value } as CustomerUpserted | OrderEvent }))
+    yield { customerId, profile, events }
   }
 }
 

@@ -11,10 +11,14 @@ import { trafficOptions, type PlatformSimulatorOptions } from '../shared/platfor
 import { admit, type Refusal } from '../shared/platform-state.ts'
 import { loggedReply, timeRequests, type RequestLocals } from '../shared/request-log.ts'
 import { historyPeriod } from './dataset.ts'
+import { populationOptions, type SharedPopulationOption } from './shared-population.ts'
 import { CommercePlatformState, seqOfOrderId, type Anomalies, type Resource, type SeedAppKey } from './state.ts'
 
-/** The shared options' defaults here: 200 customers, seed 'commerce-platform'; 600 requests per minute per app key. */
-export interface CommercePlatformSimulatorOptions extends PlatformSimulatorOptions {
+/**
+ * The shared options' defaults here: 200 customers, seed 'commerce-platform' (with `overlap`:
+ * SHARED_DEFAULTS); 600 requests per minute per app key.
+ */
+export interface CommercePlatformSimulatorOptions extends PlatformSimulatorOptions, SharedPopulationOption {
   /** Default 'demoshop'. */
   accountName?: string
   /** Default '7d0e4a9c-…' (stable per account name). */
@@ -68,7 +72,7 @@ export function createCommercePlatformSimulator(options: CommercePlatformSimulat
       isActive: options.isActive ?? true,
       maxPerPage: options.maxPerPage ?? 100,
     },
-    { customers: options.customers ?? DEFAULTS.customers, seed: options.seed ?? DEFAULTS.seed, start, end, shippingShare: options.shippingShare },
+    { ...populationOptions(options, DEFAULTS), start, end, shippingShare: options.shippingShare },
   )
   for (const k of options.appKeys ?? [{ appKey: DEFAULTS.appKey, appToken: DEFAULTS.appToken }]) state.addAppKey(k)
   if (options.faults) state.setFaults(options.faults)

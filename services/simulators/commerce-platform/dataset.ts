@@ -10,7 +10,7 @@
 import { createHash } from 'node:crypto'
 import { toCents } from '../../../common/decimal.ts'
 import type { CustomerUpserted, OrderEvent } from '../../../common/events.ts'
-import { generateEvents } from '../../../pipelines/ingest/synthetic/generate.ts'
+import { generateEvents, type GeneratedEvent } from '../../../pipelines/ingest/synthetic/generate.ts'
 
 export interface SimCustomer {
   /** 1-based number within the dataset (the generator's customer id). */
@@ -77,10 +77,15 @@ export function unitHash(s: string): number {
 const cents = (s: string) => Number(toCents(s))
 
 export function buildDataset(opts: DatasetOptions): Dataset {
+  return foldDataset(generateEvents({ tenantId: 1, customers: opts.customers, seed: opts.seed, start: opts.start, end: opts.end, source: 'simulator' }), opts)
+}
+
+/** A dataset from generated events: customers by their customer id, orders by the generator's order number. */
+export function foldDataset(events: Iterable<GeneratedEvent>, opts: Pick<DatasetOptions, 'seed' | 'shippingShare' | 'shippingCents'>): Dataset {
   const customers: SimCustomer[] = []
   const orders = new Map<string, SimOrder>()
   const shippingShare = opts.shippingShare ?? 0.2
-  for (const { value } of generateEvents({ tenantId: 1, customers: opts.customers, seed: opts.seed, start: opts.start, end: opts.end, source: 'simulator' })) {
+  for (const { value } of events) {
     if ('event_type' in value) foldOrder(orders, value as OrderEvent, opts.seed, shippingShare, opts.shippingCents ?? 499_000)
     else customers.push(toCustomer(value as CustomerUpserted))
   }

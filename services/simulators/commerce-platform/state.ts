@@ -6,7 +6,8 @@
 import { createHash } from 'node:crypto'
 import { PRODUCTS } from '../../../pipelines/ingest/synthetic/catalog.ts'
 import { PlatformState, type PlatformStateOptions } from '../shared/platform-state.ts'
-import { buildDataset, inRange, OrderView, type Dataset, type OrderAt, type SimCustomer, type SimOrder, type TimeRange } from './dataset.ts'
+import { inRange, OrderView, type Dataset, type DatasetOptions, type OrderAt, type SimCustomer, type SimOrder, type TimeRange } from './dataset.ts'
+import { datasetOf, type AccountTruth, type SharedPopulationOption, type TruthRow } from './shared-population.ts'
 import { iso } from '../../../common/time.ts'
 
 export type Resource = 'catalog' | 'orders' | 'masterdata' | 'payments'
@@ -71,14 +72,22 @@ export class CommercePlatformState extends PlatformState<ModelOptions> {
   /** Products' last change: the catalogue is loaded when the dataset starts. */
   private readonly catalogUpdatedAt: number
 
-  constructor(opts: ModelOptions, readonly data: Dataset, catalogUpdatedAt: number) {
+  /** `sharedTruth`: the person behind each customer number, when the dataset is one side of a shared population. */
+  constructor(opts: ModelOptions, readonly data: Dataset, catalogUpdatedAt: number, private readonly sharedTruth: AccountTruth[] | null = null) {
     super(opts)
     this.view = new OrderView(data.orders)
     this.catalogUpdatedAt = catalogUpdatedAt
   }
 
-  static fromGenerator(opts: ModelOptions, gen: { customers: number; seed: string | number; start: Date; end: Date; shippingShare?: number }): CommercePlatformState {
-    return new CommercePlatformState(opts, buildDataset(gen), gen.start.getTime())
+  /** With `overlap`: the commerce side of a population shared with the marketplace simulator. */
+  static fromGenerator(opts: ModelOptions, gen: DatasetOptions & SharedPopulationOption): CommercePlatformState {
+    const { data, truth } = datasetOf('commerce', gen)
+    return new CommercePlatformState(opts, data, gen.start.getTime(), truth)
+  }
+
+  /** The person behind each customer, by the id the API shows; null without a shared population. */
+  truth(): TruthRow[] | null {
+    return this.sharedTruth?.map((t) => ({ source: t.source, id: this.customerId(t.customer_id), person_id: t.person_id })) ?? null
   }
 
   addAppKey(seed: SeedAppKey): void {

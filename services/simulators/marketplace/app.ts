@@ -4,6 +4,7 @@
  */
 import express, { type Express, type NextFunction, type Request, type Response } from 'express'
 import { historyPeriod } from '../commerce-platform/dataset.ts'
+import { populationOptions, type SharedPopulationOption } from '../commerce-platform/shared-population.ts'
 import { apiErrorHandler, SimulatorApiError } from '../shared/api-error.ts'
 import { addLatency } from '../shared/faults.ts'
 import { createSimulatorApp, platformAdminRouter, timeRangeParams } from '../shared/http.ts'
@@ -12,8 +13,11 @@ import { admit, type Refusal } from '../shared/platform-state.ts'
 import { loggedReply, timeRequests, type RequestLocals } from '../shared/request-log.ts'
 import { MarketplaceState, type SeedClient, type SellerOptions } from './state.ts'
 
-/** The shared options' defaults here: 150 customers, seed 'marketplace'; 1,500 requests per minute per application. */
-export interface MarketplaceSimulatorOptions extends PlatformSimulatorOptions {
+/**
+ * The shared options' defaults here: 150 customers, seed 'marketplace' (with `overlap`:
+ * SHARED_DEFAULTS); 1,500 requests per minute per application.
+ */
+export interface MarketplaceSimulatorOptions extends PlatformSimulatorOptions, SharedPopulationOption {
   /** Registered applications; default DEFAULTS' one. */
   clients?: SeedClient[]
   /** The seller every application acts for; default user 123456789 'DEMOSHOP' on site 'MLA'. */
@@ -53,7 +57,7 @@ export function createMarketplaceSimulator(options: MarketplaceSimulatorOptions 
       tokenTtlMs: options.tokenTtlMs ?? 6 * 3_600_000,
       maxLimit: options.maxLimit ?? 50,
     },
-    { customers: options.customers ?? DEFAULTS.customers, seed: options.seed ?? DEFAULTS.seed, start, end },
+    { ...populationOptions(options, DEFAULTS), start, end },
   )
   for (const c of options.clients ?? [{ clientId: DEFAULTS.clientId, clientSecret: DEFAULTS.clientSecret, redirectUri: DEFAULTS.redirectUri }]) state.addClient(c)
   if (options.faults) state.setFaults(options.faults)

@@ -7,7 +7,8 @@
  */
 import { randomBytes } from 'node:crypto'
 import { fromCents } from '../../../common/decimal.ts'
-import { buildDataset, inRange, OrderView, type Dataset, type OrderAt, type SimCustomer, type TimeRange } from '../commerce-platform/dataset.ts'
+import { inRange, OrderView, type Dataset, type OrderAt, type SimCustomer, type TimeRange } from '../commerce-platform/dataset.ts'
+import { datasetOf, type AccountTruth, type SharedPopulationOption, type TruthRow } from '../commerce-platform/shared-population.ts'
 import { PlatformState, type PlatformStateOptions } from '../shared/platform-state.ts'
 
 export interface SeedClient {
@@ -48,13 +49,23 @@ export class MarketplaceState extends PlatformState<MarketplaceStateOptions> {
   readonly refreshTokens = new Map<string, string>()
   private readonly view: OrderView
 
-  constructor(opts: MarketplaceStateOptions, readonly data: Dataset) {
+  /** `sharedTruth`: the person behind each buyer (by customer number), when the dataset is one side of a shared population. */
+  constructor(opts: MarketplaceStateOptions, readonly data: Dataset, private readonly sharedTruth: AccountTruth[] | null = null) {
     super(opts)
     this.view = new OrderView(data.orders)
   }
 
-  static fromGenerator(opts: MarketplaceState['opts'], gen: { customers: number; seed: string | number; start: Date; end: Date }): MarketplaceState {
-    return new MarketplaceState(opts, buildDataset({ ...gen, shippingShare: 0 }))
+  /** With `overlap`: the marketplace side of a population shared with the commerce-platform simulator. */
+  static fromGenerator(opts: MarketplaceState['opts'], gen: { customers: number; seed: string | number; start: Date; end: Date } & SharedPopulationOption): MarketplaceState {
+    const { data, truth } = datasetOf('marketplace', { ...gen, shippingShare: 0 })
+    return new MarketplaceState(opts, data, truth)
+  }
+
+  /** The person behind each buyer, by buyer id; null without a shared population. */
+  truth(): TruthRow[] | null {
+    if (!this.sharedTruth) return null
+    const buyers = new Map(this.data.customers.map((c) => [c.no, c]))
+    return this.sharedTruth.map((t) => ({ source: t.source, id: String(this.buyerId(buyers.get(t.customer_id)!)), person_id: t.person_id }))
   }
 
   addClient(c: SeedClient): void {

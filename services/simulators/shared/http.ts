@@ -66,12 +66,18 @@ export function timeRangeParams(req: Request, fromKey: string, toKey: string): {
 
 /**
  * The admin endpoints every platform simulator has, under `/_sim/`: `GET /state` (the snapshot),
- * `GET /requests` (the request log), `PUT /faults`. The simulator adds its own to the router.
+ * `GET /requests` (the request log), `PUT /faults`, `GET /truth` (who is who in a population
+ * shared between simulators; 404 without one). The simulator adds its own to the router.
  */
-export function platformAdminRouter(state: PlatformState & { snapshot(): unknown }): express.Router {
+export function platformAdminRouter(state: PlatformState & { snapshot(): unknown; truth?(): unknown[] | null }): express.Router {
   const admin = express.Router()
   admin.use(express.json())
   admin.get('/state', (_req, res) => void res.json(state.snapshot()))
+  admin.get('/truth', (_req, res) => {
+    const truth = state.truth?.() ?? null
+    if (!truth) return void res.status(404).json({ error: 'this simulator serves no shared population (start it with overlap)' })
+    res.json({ data: truth })
+  })
   admin.get('/requests', (_req, res) => void res.json({ data: state.requestLog }))
   admin.put('/faults', (req, res) => {
     state.setFaults(req.body ?? {})
