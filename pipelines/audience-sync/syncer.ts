@@ -246,10 +246,6 @@ export class AudienceSyncer {
       if (same.length) await this.o.store.recordMembers(c, 'identifiers-unchanged', same)
       removeHeld(replace, held)
     }
-    // Adds: the customers' identifiers now. One without any is not sent and not recorded, so it is
-    // tried again once its profile has an email, a phone or a name.
-    const adds = [...delta.filter((d) => d.want === 1 && !d.refresh), ...refreshed]
-    if (adds.length) for (const batch of prepareUpload(adds, current, { maxRows: this.o.maxRows }).batches) work.push({ operation: 'add', batch })
     // Removals: members added without a kept row by their identifiers now.
     const removes = delta.filter((d) => d.want === 0)
     if (removes.length) {
@@ -258,6 +254,12 @@ export class AudienceSyncer {
       const rest = removes.filter((r) => !held.has(r.customer_id))
       if (rest.length) for (const batch of prepareUpload(rest, current, { maxRows: this.o.maxRows }).batches) work.push({ operation: 'remove', batch })
     }
+    // Adds last: the platform matches people by any identifier, so the removal of an account
+    // absorbed by a merge (its e-mail is the profile's too) sent after the profile's new row would
+    // take the person out again. One without any identifier is not sent and not recorded, so it is
+    // tried again once its profile has an email, a phone or a name.
+    const adds = [...delta.filter((d) => d.want === 1 && !d.refresh), ...refreshed]
+    if (adds.length) for (const batch of prepareUpload(adds, current, { maxRows: this.o.maxRows }).batches) work.push({ operation: 'add', batch })
     const client = this.client(c.token)
     let sent = 0
     for (const [n, { operation, batch }] of work.entries()) {

@@ -111,7 +111,8 @@ describe('audience sync', () => {
     expect(await s.cycle()).toBe(2)
     expect(await held(t, c.config_id)).toEqual(expected(t, [1, 3, 4]))
     const calls = uploads().slice(before)
-    expect(calls.map((r) => [r.method, r.rows])).toEqual([['POST', 1], ['DELETE', 1]])
+    // Removals before adds: the platform matches people by any identifier.
+    expect(calls.map((r) => [r.method, r.rows])).toEqual([['DELETE', 1], ['POST', 1]])
     // Nothing moved: nothing is sent, and the audience is created only once.
     expect(await s.cycle()).toBe(0)
     expect(uploads().length).toBe(before + 2)
@@ -387,8 +388,8 @@ describe('audience sync', () => {
     await syncStore.recordProfileChanges([{ tenant_id: t, profile_id: 1 }])
     const before = uploads().length
     expect(await s.cycle()).toBe(3)
-    // The old row of 1 and the row of 2 are removed, one row with both identifiers added.
-    expect(uploads().slice(before).map((r) => [r.method, r.rows])).toEqual([['DELETE', 1], ['POST', 1], ['DELETE', 1]])
+    // The old row of 1 and the row of 2 are removed, then one row with both identifiers added.
+    expect(uploads().slice(before).map((r) => [r.method, r.rows])).toEqual([['DELETE', 1], ['DELETE', 1], ['POST', 1]])
     expect(await rows()).toEqual([person])
     expect(await s.cycle()).toBe(0)
 
