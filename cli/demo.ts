@@ -1,7 +1,9 @@
 /**
- * What `cdp start --demo` adds to the roles: the simulated ads and commerce platforms (in this
- * process unless real ones are configured), an API key for tenant 1 printed once, tenant 1's
- * Champions audience sync and tenant 2's commerce-platform integration with a first full sync.
+ * What `cdp start --demo` adds to the roles: the simulated ads, commerce and marketplace platforms
+ * (in this process unless real ones are configured), an API key for tenant 1 printed once, tenant
+ * 1's Champions audience sync, and tenant 2's commerce-platform and marketplace integrations with a
+ * first full sync each. Tenant 2's two platforms serve one shop's buyers (a share of them on both,
+ * their details written another way): its profiles show the identity resolution at work.
  * It calls the lanes' services, as the API does; never the API itself.
  */
 import type { Config } from '../common/config.ts'
@@ -12,6 +14,7 @@ import { ALL_TENANTS } from '../common/tenant-scope.ts'
 import { DEMO_TENANT } from '../pipelines/ingest/demo.ts'
 import { start as startAdsSimulator } from '../services/simulators/ads-platform/index.ts'
 import { start as startCommerceSimulator } from '../services/simulators/commerce-platform/index.ts'
+import { DEFAULTS as MARKETPLACE_DEFAULTS, start as startMarketplaceSimulator } from '../services/simulators/marketplace/index.ts'
 import type { LaneServices } from './roles/services.ts'
 
 /** The demo's simulated ads platform: one token with the three permissions, one ad account. */
@@ -19,12 +22,15 @@ const DEMO_ADS = { token: 'EAAB-demo-ads-token', account: 'act_1000000001', appS
 /** The demo's tenant 2 sells through the simulated commerce platform. */
 const DEMO_SHOP_TENANT = 2
 const DEMO_SHOP_KEY = { appKey: 'appkey-demoshop-DEMO0001', appToken: 'demo-app-token-demoshop-0123456789abcdef' }
+/** Tenant 2's buyers: 300 people, 40 % of them also on the marketplace. */
+const DEMO_POPULATION = { customers: 300, seed: 'demo-shop', overlap: 0.4 } as const
 
 export interface DemoSimulators {
   /** The config pointed at the simulators started. */
   config: Config
   ads: Awaited<ReturnType<typeof startAdsSimulator>> | null
   shop: Awaited<ReturnType<typeof startCommerceSimulator>> | null
+  market: Awaited<ReturnType<typeof startMarketplaceSimulator>> | null
   close(): Promise<void>
 }
 
@@ -36,15 +42,20 @@ export async function startDemoSimulators(config: Config): Promise<DemoSimulator
       : null
   if (ads) config = { ...config, adsApiBaseUrl: ads.url, adsAppAccessToken: ads.appAccessToken, adsAppSecret: DEMO_ADS.appSecret, adsWebhookVerifyToken: DEMO_ADS.verifyToken }
   // ... and the commerce platform, which tenant 2's integration syncs from.
-  const shop = config.demo && config.roles.includes('connectors') && !process.env.CDP_CONNECTORS_COMMERCE_PLATFORM_URL ? await startCommerceSimulator({ customers: 300, appKeys: [DEMO_SHOP_KEY] }) : null
+  const shop = config.demo && config.roles.includes('connectors') && !process.env.CDP_CONNECTORS_COMMERCE_PLATFORM_URL ? await startCommerceSimulator({ ...DEMO_POPULATION, appKeys: [DEMO_SHOP_KEY] }) : null
   if (shop) config = { ...config, connectorsCommercePlatformUrl: shop.url }
+  // ... and the marketplace, the other side of the same shop's buyers.
+  const market = shop && !process.env.CDP_CONNECTORS_MARKETPLACE_URL ? await startMarketplaceSimulator(DEMO_POPULATION) : null
+  if (market) config = { ...config, connectorsMarketplaceUrl: market.url }
   return {
     config,
     ads,
     shop,
+    market,
     close: async () => {
       await ads?.close()
       await shop?.close()
+      await market?.close()
     },
   }
 }
@@ -75,6 +86,21 @@ export async function seedDemo(started: { runtime: Runtime; url: string; service
     process.stdout.write(`Ads platform simulator at ${sims.ads.url}: tenant ${DEMO_TENANT}'s Champions sync to ${DEMO_ADS.account} (GET /api/v2/cdp/audience-syncs?tenant_id=${DEMO_TENANT})\n`)
   }
   if (sims.shop && services) await connectDemoShop(services, sims.shop).catch((err) => logger.error({ err }, 'demo: the commerce integration failed'))
+  if (sims.market && services) await connectDemoMarketplace(services, sims.market).catch((err) => logger.error({ err }, 'demo: the marketplace integration failed'))
+}
+
+/** Tenant 2's marketplace integration (the same shop's buyers there) and a first full sync. */
+async function connectDemoMarketplace(services: LaneServices, sim: NonNullable<DemoSimulators['market']>): Promise<void> {
+  const { integration } = await services.integrations.create(ALL_TENANTS, {
+    tenant_id: DEMO_SHOP_TENANT,
+    integration_type: 'marketplace',
+    client_id: MARKETPLACE_DEFAULTS.clientId,
+    client_secret: MARKETPLACE_DEFAULTS.clientSecret,
+    redirect_uri: MARKETPLACE_DEFAULTS.redirectUri,
+    configuration: { sync_interval: 'hourly' },
+  })
+  const sync = await services.integrations.queueSync(ALL_TENANTS, integration.id, { sync_type: 'full', entities: ['customers', 'orders'] })
+  process.stdout.write(`Marketplace simulator at ${sim.url}: tenant ${DEMO_SHOP_TENANT}'s integration ${integration.id} is syncing (sync ${sync.job.sync_id}); the buyers on both platforms become one profile each (GET /api/cdp/v2/customers?tenant_id=${DEMO_SHOP_TENANT})\n`)
 }
 
 /** Tenant 2's commerce-platform integration (its credentials checked with the simulator, as any) and a first full sync. */

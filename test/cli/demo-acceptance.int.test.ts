@@ -210,27 +210,40 @@ describe('demo tenant on the embedded runtime', () => {
     expect(sync).toMatchObject({ segment: 'Champions', access_token: '********' })
   }, 120_000)
 
-  it("tenant 2's commerce-platform integration syncs the simulated shop into the pipeline", async () => {
+  it("tenant 2's commerce-platform and marketplace integrations sync one shop's buyers, and a person on both is one profile", async () => {
     const list = (await (await get('/api/v2/tenant-integrations/2', admin)).json()) as { count: number; data: { id: number; integration_type: string }[] }
-    expect(list.count).toBe(1)
-    expect(list.data[0]).toMatchObject({ integration_type: 'commerce_platform' })
-    const detail = await waitFor(
-      async () => {
-        const d = (await (await get(`/api/v2/tenant-integrations/integration/${list.data[0]!.id}`, admin)).json()) as { data: { sync_status: string; statistics: { successful_syncs: number } } }
-        return d.data.statistics.successful_syncs > 0 ? d.data : undefined
-      },
-      { what: 'the first sync of the demo shop', timeoutMs: 120_000, intervalMs: 1000 },
-    )
-    expect(detail.sync_status).toBe('success')
-    const customers = await waitFor(
+    expect(list.count).toBe(2)
+    expect(list.data.map((d) => d.integration_type).sort()).toEqual(['commerce_platform', 'marketplace'])
+    for (const integration of list.data) {
+      const detail = await waitFor(
+        async () => {
+          const d = (await (await get(`/api/v2/tenant-integrations/integration/${integration.id}`, admin)).json()) as { data: { sync_status: string; statistics: { successful_syncs: number } } }
+          return d.data.statistics.successful_syncs > 0 ? d.data : undefined
+        },
+        { what: `the first sync of the demo's ${integration.integration_type}`, timeoutMs: 120_000, intervalMs: 1000 },
+      )
+      expect(detail.sync_status).toBe('success')
+    }
+    // 300 people, about 120 of them with a marketplace account too: without the identity
+    // resolution the list would hold about 420 customers; with it, about one per person.
+    const profiles = await waitFor(
       async () => {
         const r = (await (await get('/api/cdp/v2/customers?tenant_id=2&limit=1', admin)).json()) as { data?: { pagination: { total: number } } }
-        return (r.data?.pagination.total ?? 0) > 0 ? r.data!.pagination.total : undefined
+        const total = r.data?.pagination.total ?? 0
+        return total >= 280 && total <= 340 ? total : undefined
       },
-      { what: "tenant 2's customers in the analytics", timeoutMs: 60_000, intervalMs: 1000 },
+      { what: "tenant 2's buyers as one profile per person", timeoutMs: 120_000, intervalMs: 1000 },
     )
-    expect(customers).toBeGreaterThan(0)
-  }, 200_000)
+    expect(profiles).toBeGreaterThanOrEqual(280)
+    // And the profiles hold both accounts: a good share of the first hundred are two customers.
+    const page = (await (await get('/api/cdp/v2/customers?tenant_id=2&limit=100', admin)).json()) as { data: { customers: { profile_id: string }[] } }
+    let joined = 0
+    for (const c of page.data.customers) {
+      const r = (await (await get(`/api/cdp/v2/profiles/${c.profile_id}?tenant_id=2`, admin)).json()) as { data?: { members: unknown[] } }
+      if ((r.data?.members.length ?? 0) > 1) joined++
+    }
+    expect(joined).toBeGreaterThan(15)
+  }, 300_000)
 
   it('answers 400, 401, 403 and 404 with the common error body', async () => {
     const cases: [string, string, number][] = [
