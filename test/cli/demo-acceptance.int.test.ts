@@ -235,14 +235,15 @@ describe('demo tenant on the embedded runtime', () => {
       { what: "tenant 2's buyers as one profile per person", timeoutMs: 120_000, intervalMs: 1000 },
     )
     expect(profiles).toBeGreaterThanOrEqual(280)
-    // And the profiles hold both accounts: a good share of the first hundred are two customers.
-    const page = (await (await get('/api/cdp/v2/customers?tenant_id=2&limit=100', admin)).json()) as { data: { customers: { profile_id: string }[] } }
+    // And the profiles hold both accounts: a good share of the first 25 are two customers (few
+    // requests: the next tests share the admin token's rate limit).
+    const page = (await (await get('/api/cdp/v2/customers?tenant_id=2&limit=25', admin)).json()) as { data: { customers: { profile_id: string }[] } }
     let joined = 0
     for (const c of page.data.customers) {
       const r = (await (await get(`/api/cdp/v2/profiles/${c.profile_id}?tenant_id=2`, admin)).json()) as { data?: { members: unknown[] } }
       if ((r.data?.members.length ?? 0) > 1) joined++
     }
-    expect(joined).toBeGreaterThan(15)
+    expect(joined).toBeGreaterThanOrEqual(3)
   }, 300_000)
 
   it('answers 400, 401, 403 and 404 with the common error body', async () => {
