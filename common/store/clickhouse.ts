@@ -46,13 +46,40 @@ export async function openStore(opts: StoreOptions): Promise<Store> {
   const { createChdbConnection } = await import('chdb/connection')
   const chdbPath = opts.chdbPath ?? ':memory:'
   if (chdbPath !== ':memory:') fs.mkdirSync(chdbPath, { recursive: true })
+  const connection = createChdbConnection({ path: chdbPath })
   const client = createClient({
-    connection: createChdbConnection({ path: chdbPath }),
+    connection,
     clickhouse_settings: SESSION_SETTINGS,
   } as never) as ClickHouseClient
   await client.command({ query: `CREATE DATABASE IF NOT EXISTS ${quoteIdent(opts.database)}` })
   await client.command({ query: `USE ${quoteIdent(opts.database)}` })
+  rawInserts.set(client, { database: opts.database, rawInsert: (p) => (connection as unknown as { chdb: RawInserter }).chdb.rawInsert(p) })
   return client
+}
+
+interface RawInserter {
+  rawInsert(p: { table: string; values: string; format: 'JSONEachRow'; settings?: Record<string, string> }): Promise<unknown>
+}
+/** The chdb stores' zero-copy insert (chdb's own parser over one buffer), by client. */
+const rawInserts = new WeakMap<Store, RawInserter & { database: string }>()
+
+/**
+ * Inserts rows as JSONEachRow. On chdb the rows are serialised here into one buffer that chdb's
+ * multithreaded parser reads in place (its `rawInsert`), instead of the client's per-row stream
+ * concatenated into the SQL text: about a third less time for the projection's batches
+ * (docs/analytics-performance.md, "Ingest"). On a server, the client's ordinary insert.
+ */
+export async function insertJsonRows(store: Store, table: string, rows: readonly object[]): Promise<void> {
+  if (!rows.length) return
+  const raw = rawInserts.get(store)
+  // chdb's raw insert takes plain identifiers only.
+  if (!raw || !/^\w+$/.test(raw.database) || !/^\w+$/.test(table)) {
+    await store.insert({ table, values: rows as object[], format: 'JSONEachRow' })
+    return
+  }
+  let body = ''
+  for (const r of rows) body += JSON.stringify(r) + '\n'
+  await raw.rawInsert({ table: `${raw.database}.${table}`, values: body, format: 'JSONEachRow', settings: { date_time_input_format: 'best_effort' } })
 }
 
 export function quoteIdent(name: string): string {
