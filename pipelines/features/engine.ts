@@ -1,7 +1,7 @@
 import { customerKey, type ProfileChanged } from '../../common/events.ts'
 import { partitionFor } from '../../common/eventlog/partitioner.ts'
 import { TOPICS } from '../../common/topics.ts'
-import type { Store } from '../../common/store/clickhouse.ts'
+import { insertJsonRows, type Store } from '../../common/store/clickhouse.ts'
 import type { EventLog, LogRecord, OutRecord } from '../../common/eventlog/port.ts'
 import type { EventCodec } from '../../common/eventlog/codec.ts'
 import type { Logger } from '../../common/logger.ts'
@@ -463,10 +463,10 @@ export class FeatureEngine {
       featureRecords.length ? Promise.all(featureRecords).then((r) => this.deps.log.send(TOPICS.customerFeatures.name, r)) : undefined,
     ])
     await Promise.all([
-      facts.length ? this.deps.store.insert({ table: 'feature_order_facts', values: facts, format: 'JSONEachRow' }) : undefined,
-      rows.length ? this.deps.store.insert({ table: 'customer_features', values: rows, format: 'JSONEachRow' }) : undefined,
-      changes.length ? this.deps.store.insert({ table: 'segment_changes', values: changes.map(segmentChangeRow), format: 'JSONEachRow' }) : undefined,
-      profileRows.length ? this.deps.store.insert({ table: 'feature_profiles', values: profileRows, format: 'JSONEachRow' }) : undefined,
+      insertJsonRows(this.deps.store, 'feature_order_facts', facts),
+      insertJsonRows(this.deps.store, 'customer_features', rows),
+      insertJsonRows(this.deps.store, 'segment_changes', changes.map(segmentChangeRow)),
+      insertJsonRows(this.deps.store, 'feature_profiles', profileRows),
     ])
     this.pendingProfiles = this.pendingProfiles.slice(profileRows.length)
     for (const { c, v, version } of updates) {

@@ -1,4 +1,4 @@
-import type { Store } from '../../common/store/clickhouse.ts'
+import { insertJsonRows, type Store } from '../../common/store/clickhouse.ts'
 import { tenantExists } from '../../common/store/tenants.ts'
 import type { Logger } from '../../common/logger.ts'
 import { customerKey } from '../../common/events.ts'
@@ -214,7 +214,7 @@ export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine {
         const row = featureRow(identity(c.customerId, c.email, c.emailVersion), c.agg, c.history, v, at, baseVersion + j)
         rows.push(target.table === 'customer_features' ? row : { ...row, as_of: target.asOf })
       }
-      if (rows.length) await deps.store.insert({ table: target.table, values: rows, format: 'JSONEachRow' })
+      if (rows.length) await insertJsonRows(deps.store, target.table, rows)
       run.onProgress?.(Math.min(customers.length, i + run.batchSize), customers.length)
     }
     // Customers absorbed into another's profile: a delete marker over any row of their own.
@@ -225,7 +225,7 @@ export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine {
         const row = deletedFeatureRow(identity(a.customerId, a.email, a.emailVersion), empty, at, baseVersion + customers.length + k)
         return target.table === 'customer_features' ? row : { ...row, as_of: target.asOf }
       })
-      await deps.store.insert({ table: target.table, values: markers, format: 'JSONEachRow' })
+      await insertJsonRows(deps.store, target.table, markers)
     }
     if (own) await writeSegmentSnapshot(deps.store, [tenantId], ref.ms, at)
     const writeMs = performance.now() - t0
