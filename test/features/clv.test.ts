@@ -365,6 +365,47 @@ describe('degenerate data never yields NaN or Infinity', () => {
   })
 })
 
+describe('nobody drops out (the NBD limit)', () => {
+  // Poisson buyers with Gamma rates and no dropout: the likelihood is maximised at a → 0, b → ∞,
+  // where it is evaluated with rounding noise; the fit must stop there, not spin to its iteration cap.
+  function poissonBuyers(n: number, seed: number): RfmObservation[] {
+    let s = seed
+    const rnd = () => ((s = (s * 1103515245 + 12345) % 2147483648), s / 2147483648)
+    const out: RfmObservation[] = []
+    for (let i = 0; i < n; i++) {
+      const T = 30 + Math.floor(rnd() * 700)
+      const lambda = -Math.log(rnd()) / 77 // Gamma(1) rates: one purchase in 77 days on average
+      let t = 0
+      let x = 0
+      let tx = 0
+      for (;;) {
+        t += -Math.log(rnd()) / lambda
+        if (t > T) break
+        x++
+        tx = Math.floor(t)
+      }
+      out.push({ x, tx, T })
+    }
+    return out
+  }
+
+  it('BG/NBD and MBG/NBD converge well within the iteration cap and predict as the NBD: (r + x) / (α + T) a day', () => {
+    const data = poissonBuyers(20_000, 11)
+    for (const fit of [fitBgNbd(data), fitMbgNbd(data)]) {
+      expect(fit.converged).toBe(true)
+      expect(fit.iterations).toBeLessThan(4000)
+      const { r, alpha, a, b } = fit.params
+      expect(a / (a + b)).toBeLessThan(1e-6)
+      within(r, 1, 0.1)
+      within(alpha, 77, 0.1)
+      const model = transactionModel(fit.model)
+      for (const [x, tx, T] of [[0, 0, 400], [1, 300, 400], [5, 390, 400], [20, 700, 720]] as const) {
+        within(model.expectedPurchases(fit.params, 365, x, tx, T), (365 * (r + x)) / (alpha + T), 1e-3)
+      }
+    }
+  })
+})
+
 describe('large inputs (days)', () => {
   it('the sampled warm start + Newton polish lands on the plain Nelder–Mead optimum', () => {
     const data = simulateBgNbd(20_000, { r: 0.5, alpha: 60, a: 0.9, b: 3 }, 1100, 7)

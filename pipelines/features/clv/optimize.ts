@@ -17,7 +17,11 @@ export interface NelderMeadOptions {
   initialStep?: number
   /** Stop when the spread of f over the simplex is <= fTol … (default 1e-10). */
   fTol?: number
-  /** … and every vertex is within xTol of the best one in each coordinate (default 1e-7). */
+  /**
+   * … and every vertex is within xTol of the best one in each coordinate (default 1e-7); or the
+   * simplex is within 1e-4 and its best value has not improved by more than fTol for 50 iterations
+   * per dimension (stalled on rounding noise).
+   */
   xTol?: number
   /** Iteration cap per run (default 4000). */
   maxIterations?: number
@@ -38,6 +42,10 @@ export interface MinimizeResult {
 }
 
 const DEFAULTS = { initialStep: 0.5, fTol: 1e-10, xTol: 1e-7, maxIterations: 4000, restarts: 3 }
+/** Iterations per dimension without an improvement above fTol after which a collapsed simplex has converged. */
+const FLAT_WINDOW = 50
+/** A simplex this small in every coordinate (log units) counts as collapsed. */
+const STALL_X = 1e-4
 
 /** Minimise f from x0. NaN or ±Infinity values of f count as +Infinity, so a bad region is simply avoided. */
 export function nelderMead(f: (x: readonly number[]) => number, x0: readonly number[], options: NelderMeadOptions = {}): MinimizeResult {
@@ -78,6 +86,13 @@ export function nelderMead(f: (x: readonly number[]) => number, x0: readonly num
     }
     const fs = simplex.map((v, i) => (i === 0 ? bestF : objective(v)))
     converged = false
+    // A stalled simplex: near a likelihood maximised at infinity along a ridge (BG/NBD's and
+    // MBG/NBD's a → 0, b → ∞ when nobody drops out) f is evaluated with rounding noise above fTol,
+    // so the simplex collapses in x while its spread in f never gets below fTol, and every run used
+    // to spin to its iteration cap. Collapsed within STALL_X and no improvement above fTol for
+    // FLAT_WINDOW·n iterations: that is the answer.
+    let lastBest = fs[0]!
+    let lastImprovedAt = 0
     let it = 0
     for (; it < opts.maxIterations; it++) {
       // Sort vertices by value (n + 1 is tiny: insertion sort).
@@ -99,7 +114,11 @@ export function nelderMead(f: (x: readonly number[]) => number, x0: readonly num
         fSpread = Math.max(fSpread, Math.abs(fs[i]! - fs[0]!))
         for (let k = 0; k < n; k++) xSpread = Math.max(xSpread, Math.abs(simplex[i]![k]! - simplex[0]![k]!))
       }
-      if (fSpread <= opts.fTol && xSpread <= opts.xTol) {
+      if (lastBest - fs[0]! > opts.fTol) {
+        lastBest = fs[0]!
+        lastImprovedAt = it
+      }
+      if ((fSpread <= opts.fTol && xSpread <= opts.xTol) || (xSpread <= STALL_X && it - lastImprovedAt >= FLAT_WINDOW * n)) {
         converged = true
         break
       }
