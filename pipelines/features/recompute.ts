@@ -204,7 +204,11 @@ export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine {
     t0 = performance.now()
     const baseVersion = at * 1000
     const identity = (customerId: number, email: string, emailVersion = 0) => ({ tenantId, customerId, partition: partitionFor(customerKey(tenantId, customerId), deps.partitions, () => 0), email, emailVersion })
+    // One insert in flight while the next batch's rows are built: chdb parses on its own threads.
+    let inFlight: Promise<void> = Promise.resolve()
+    const settle = () => inFlight.catch(() => undefined)
     for (let i = 0; i < customers.length; i += run.batchSize) {
+      if (run.signal.aborted) await settle()
       check()
       const rows = []
       for (let j = i; j < Math.min(customers.length, i + run.batchSize); j++) {
@@ -214,9 +218,11 @@ export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine {
         const row = featureRow(identity(c.customerId, c.email, c.emailVersion), c.agg, c.history, v, at, baseVersion + j)
         rows.push(target.table === 'customer_features' ? row : { ...row, as_of: target.asOf })
       }
-      if (rows.length) await insertJsonRows(deps.store, target.table, rows)
+      await inFlight
+      if (rows.length) inFlight = insertJsonRows(deps.store, target.table, rows)
       run.onProgress?.(Math.min(customers.length, i + run.batchSize), customers.length)
     }
+    await inFlight
     // Customers absorbed into another's profile: a delete marker over any row of their own.
     const absorbed = await absorbedCustomers(deps.store, tenantId)
     if (absorbed.length) {
