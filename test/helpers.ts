@@ -7,7 +7,8 @@ import { createLogger } from '../common/logger.ts'
 import { KafkaEventLog } from '../common/eventlog/kafka.ts'
 import { EmbeddedEventLog } from '../common/eventlog/embedded.ts'
 import { ConfluentSchemaRegistry, EmbeddedSchemaRegistry } from '../common/eventlog/schema-registry.ts'
-import type { EventLog } from '../common/eventlog/port.ts'
+import { groupLag, type EventLog } from '../common/eventlog/port.ts'
+import type { EventCodec } from '../common/eventlog/codec.ts'
 import { loadConfig, type Config } from '../common/config.ts'
 
 export const silentLogger = createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' })
@@ -84,6 +85,23 @@ export async function waitFor<T>(fn: () => Promise<T | undefined | false>, opts:
 }
 
 export type { EventLog }
+
+/** Every record a topic holds now, decoded, with its key, in consumption order (a fresh group from the first offset). */
+export async function readTopic<T>(log: EventLog, codec: EventCodec, topic: string): Promise<{ key: string | undefined; value: T }[]> {
+  const group = uniqueName('read-topic')
+  const out: { key: string | undefined; value: T }[] = []
+  const h = await log.consume({
+    groupId: group,
+    topics: [topic],
+    fromBeginning: true,
+    onBatch: async (b) => {
+      for (const r of b.records) out.push({ key: r.key?.toString(), value: await codec.decode<T>(topic, r.value) })
+    },
+  })
+  await waitFor(async () => (await groupLag(log, group, topic)) === 0, { what: `${topic} read` })
+  await h.stop()
+  return out
+}
 
 /** An `orders` projection row as tests write them by hand. */
 export interface OrderRowLike {

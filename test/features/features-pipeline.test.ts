@@ -22,7 +22,7 @@ import { createApp } from '../../services/api/app.ts'
 import { SEGMENTS } from '../../pipelines/features/segments.ts'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { silentLogger, testConfig, uniqueName, waitFor } from '../helpers.ts'
+import { readTopic, silentLogger, testConfig, uniqueName, waitFor } from '../helpers.ts'
 import { history, NOW, rng, shuffle } from './histories.ts'
 
 const byCustomer = (aggs: Map<string, CustomerAggregates>, tenant: number) =>
@@ -107,24 +107,8 @@ describe('feature consumer (embedded log, chdb)', () => {
     return h
   }
 
-  async function segmentChanges(tenant: number): Promise<SegmentChanged[]> {
-    const group = uniqueName('read-changes')
-    const out: SegmentChanged[] = []
-    const h = await rt.log.consume({
-      groupId: group,
-      topics: [TOPICS.segmentChanges.name],
-      fromBeginning: true,
-      onBatch: async (b) => {
-        for (const r of b.records) {
-          const e = await rt.codec.decode<SegmentChanged>(TOPICS.segmentChanges.name, r.value)
-          if (e.tenant_id === tenant) out.push(e)
-        }
-      },
-    })
-    await waitFor(async () => (await groupLag(rt.log, group, TOPICS.segmentChanges.name)) === 0, { what: 'segment changes read' })
-    await h.stop()
-    return out
-  }
+  const segmentChanges = async (tenant: number) =>
+    (await readTopic<SegmentChanged>(rt.log, rt.codec, TOPICS.segmentChanges.name)).map((r) => r.value).filter((e) => e.tenant_id === tenant)
 
   async function featureRows(tenant: number) {
     const rs = await rt.store.query({

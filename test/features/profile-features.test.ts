@@ -22,7 +22,7 @@ import { createRecomputeEngine } from '../../pipelines/features/recompute.ts'
 import { ProfileMemberships, type ProfileRecord } from '../../pipelines/features/profiles.ts'
 import { profileEvents } from '../../pipelines/identity/resolve.ts'
 import { IdentityStore } from '../../pipelines/identity/store.ts'
-import { silentLogger, testConfig, uniqueName, waitFor } from '../helpers.ts'
+import { readTopic, silentLogger, testConfig, uniqueName, waitFor } from '../helpers.ts'
 import { factsByProfile, history, NOW, resolutions, rng, shuffle } from './histories.ts'
 
 const record = (e: ProfileChanged): ProfileRecord => ({ tenantId: e.tenant_id, profileId: e.profile_id, members: e.members, absorbedInto: e.absorbed_into, at: e.occurred_at, eventId: e.event_id })
@@ -90,24 +90,11 @@ describe('feature consumer per profile (embedded log, chdb)', () => {
     return rs.json<Record<string, unknown>>()
   }
 
-  async function segmentChanges(tenant: number): Promise<SegmentChanged[]> {
-    const group = uniqueName('read-changes')
-    const out: SegmentChanged[] = []
-    const h = await rt.log.consume({
-      groupId: group,
-      topics: [TOPICS.segmentChanges.name],
-      fromBeginning: true,
-      onBatch: async (b) => {
-        for (const r of b.records) {
-          const e = await rt.codec.decode<SegmentChanged>(TOPICS.segmentChanges.name, r.value)
-          if (e.tenant_id === tenant) out.push(e)
-        }
-      },
-    })
-    await waitFor(async () => (await groupLag(rt.log, group, TOPICS.segmentChanges.name)) === 0, { what: 'segment changes read' })
-    await h.stop()
-    return out.sort((a, b) => a.occurred_at - b.occurred_at)
-  }
+  const segmentChanges = async (tenant: number) =>
+    (await readTopic<SegmentChanged>(rt.log, rt.codec, TOPICS.segmentChanges.name))
+      .map((r) => r.value)
+      .filter((e) => e.tenant_id === tenant)
+      .sort((a, b) => a.occurred_at - b.occurred_at)
 
   for (const seed of [21, 22]) {
     it(`seed ${seed}: merges and a split in any order, duplicated, across a restart: one row per profile, equal to the batch recompute`, { timeout: 120_000 }, async () => {

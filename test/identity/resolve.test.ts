@@ -13,7 +13,7 @@ import { TOPICS } from '../../common/topics.ts'
 import { runIdentity, type RunningIdentity } from '../../pipelines/identity/run.ts'
 import { resolveTenant, type ProfileChanged } from '../../pipelines/identity/resolve.ts'
 import { IdentityStore } from '../../pipelines/identity/store.ts'
-import { silentLogger, testConfig, tmpDir, uniqueName, waitFor } from '../helpers.ts'
+import { readTopic, silentLogger, testConfig, tmpDir } from '../helpers.ts'
 
 let store: Store
 let log: EventLog
@@ -73,27 +73,13 @@ async function profiles(tenant: number): Promise<Record<number, number>> {
   return Object.fromEntries(await new IdentityStore(store).profiles(tenant))
 }
 
-async function changesOf(tenant: number): Promise<ProfileChanged[]> {
-  const out: ProfileChanged[] = []
-  const group = uniqueName('profile-changes')
-  const h = await log.consume({
-    groupId: group,
-    topics: [TOPICS.profileChanges.name],
-    fromBeginning: true,
-    onBatch: async (b) => {
-      for (const r of b.records) {
-        const e = await codec.decode<ProfileChanged>(TOPICS.profileChanges.name, r.value)
-        if (e.tenant_id === tenant) out.push({ ...e, key: r.key?.toString() } as ProfileChanged & { key?: string })
-      }
-    },
-  })
-  await waitFor(async () => {
-    const { groupLag } = await import('../../common/eventlog/port.ts')
-    return (await groupLag(log, group, TOPICS.profileChanges.name)) === 0
-  }, { what: 'profile changes read' })
-  await h.stop()
+async function changesOf(tenant: number): Promise<(ProfileChanged & { key?: string })[]> {
+  const records = await readTopic<ProfileChanged>(log, codec, TOPICS.profileChanges.name)
   // Partitions interleave: in profile order, then as published (a compacted topic keeps the last per key).
-  return out.sort((a, b) => a.profile_id - b.profile_id || a.occurred_at - b.occurred_at)
+  return records
+    .filter((r) => r.value.tenant_id === tenant)
+    .map((r) => ({ ...r.value, key: r.key }))
+    .sort((a, b) => a.profile_id - b.profile_id || a.occurred_at - b.occurred_at)
 }
 
 describe('identity resolution of a tenant', () => {
