@@ -85,35 +85,23 @@ export async function seedDemo(started: { runtime: Runtime; url: string; service
     }
     process.stdout.write(`Ads platform simulator at ${sims.ads.url}: tenant ${DEMO_TENANT}'s Champions sync to ${DEMO_ADS.account} (GET /api/v2/cdp/audience-syncs?tenant_id=${DEMO_TENANT})\n`)
   }
-  if (sims.shop && services) await connectDemoShop(services, sims.shop).catch((err) => logger.error({ err }, 'demo: the commerce integration failed'))
-  if (sims.market && services) await connectDemoMarketplace(services, sims.market).catch((err) => logger.error({ err }, 'demo: the marketplace integration failed'))
+  const shop = sims.shop
+  const market = sims.market
+  const tenant = { tenant_id: DEMO_SHOP_TENANT, configuration: { sync_interval: 'hourly' as const } }
+  if (shop && services) {
+    const input = { ...tenant, integration_type: 'commerce_platform' as const, account_name: shop.accountName, environment: shop.environment, app_key: DEMO_SHOP_KEY.appKey, app_token: DEMO_SHOP_KEY.appToken }
+    await connectDemoIntegration(services, input, `Commerce platform simulator at ${shop.url}`).catch((err) => logger.error({ err }, 'demo: the commerce integration failed'))
+  }
+  if (market && services) {
+    const input = { ...tenant, integration_type: 'marketplace' as const, client_id: MARKETPLACE_DEFAULTS.clientId, client_secret: MARKETPLACE_DEFAULTS.clientSecret, redirect_uri: MARKETPLACE_DEFAULTS.redirectUri }
+    const note = `; the buyers on both platforms become one profile each (GET /api/cdp/v2/customers?tenant_id=${DEMO_SHOP_TENANT})`
+    await connectDemoIntegration(services, input, `Marketplace simulator at ${market.url}`, note).catch((err) => logger.error({ err }, 'demo: the marketplace integration failed'))
+  }
 }
 
-/** Tenant 2's marketplace integration (the same shop's buyers there) and a first full sync. */
-async function connectDemoMarketplace(services: LaneServices, sim: NonNullable<DemoSimulators['market']>): Promise<void> {
-  const { integration } = await services.integrations.create(ALL_TENANTS, {
-    tenant_id: DEMO_SHOP_TENANT,
-    integration_type: 'marketplace',
-    client_id: MARKETPLACE_DEFAULTS.clientId,
-    client_secret: MARKETPLACE_DEFAULTS.clientSecret,
-    redirect_uri: MARKETPLACE_DEFAULTS.redirectUri,
-    configuration: { sync_interval: 'hourly' },
-  })
+/** One of tenant 2's integrations (its credentials checked with the simulator, as any) and a first full sync of its customers and orders. */
+async function connectDemoIntegration(services: LaneServices, input: Parameters<LaneServices['integrations']['create']>[1], where: string, note = ''): Promise<void> {
+  const { integration } = await services.integrations.create(ALL_TENANTS, input)
   const sync = await services.integrations.queueSync(ALL_TENANTS, integration.id, { sync_type: 'full', entities: ['customers', 'orders'] })
-  process.stdout.write(`Marketplace simulator at ${sim.url}: tenant ${DEMO_SHOP_TENANT}'s integration ${integration.id} is syncing (sync ${sync.job.sync_id}); the buyers on both platforms become one profile each (GET /api/cdp/v2/customers?tenant_id=${DEMO_SHOP_TENANT})\n`)
-}
-
-/** Tenant 2's commerce-platform integration (its credentials checked with the simulator, as any) and a first full sync. */
-async function connectDemoShop(services: LaneServices, sim: NonNullable<DemoSimulators['shop']>): Promise<void> {
-  const { integration } = await services.integrations.create(ALL_TENANTS, {
-    tenant_id: DEMO_SHOP_TENANT,
-    integration_type: 'commerce_platform',
-    account_name: sim.accountName,
-    environment: sim.environment,
-    app_key: DEMO_SHOP_KEY.appKey,
-    app_token: DEMO_SHOP_KEY.appToken,
-    configuration: { sync_interval: 'hourly' },
-  })
-  const sync = await services.integrations.queueSync(ALL_TENANTS, integration.id, { sync_type: 'full', entities: ['customers', 'orders'] })
-  process.stdout.write(`Commerce platform simulator at ${sim.url}: tenant ${DEMO_SHOP_TENANT}'s integration ${integration.id} is syncing (sync ${sync.job.sync_id})\n`)
+  process.stdout.write(`${where}: tenant ${DEMO_SHOP_TENANT}'s integration ${integration.id} is syncing (sync ${sync.job.sync_id})${note}\n`)
 }
