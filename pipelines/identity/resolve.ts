@@ -107,13 +107,20 @@ export async function resolveTenant(deps: ResolveDeps, tenantId: number, opts: {
   const changed = incremental ? await ids.changedCustomers(tenantId, last.ingestMark - (deps.ingestOverlapMs ?? INGEST_OVERLAP_MS)) : []
   // Past a share of the tenant, reading everything at once is cheaper than reaching out from each.
   const scope = incremental && changed.length <= Math.max(INCREMENTAL_MAX_CUSTOMERS, last.customers * INCREMENTAL_MAX_SHARE) ? await reach(ids, tenantId, changed, settings) : null
-  const [customers, before, stored] = scope
-    ? [scope.customers, scope.before, await ids.keysOf(tenantId, scope.customers.map((c) => c.customerId))]
-    : await Promise.all([ids.sourceCustomers(tenantId), ids.profiles(tenantId), ids.keysOf(tenantId)])
-  lap('read')
-  // The index first: a resolution that fails after it is done again from the same mark.
-  if (!scope) await ids.writeKeys(tenantId, customers, stored)
-  lap('index')
+  // The index first (an incremental resolution's reach wrote its changed customers'): a resolution
+  // that fails after it is done again from the same mark.
+  let customers: SourceCustomer[]
+  let before: Map<number, number>
+  if (scope) {
+    ;({ customers, before } = scope)
+    lap('read')
+  } else {
+    let stored: Map<number, Set<string>>
+    ;[customers, before, stored] = await Promise.all([ids.sourceCustomers(tenantId), ids.profiles(tenantId), ids.keysOf(tenantId)])
+    lap('read')
+    await ids.writeKeys(tenantId, customers, stored)
+    lap('index')
+  }
   const after = resolveProfiles(customers, settings, exclusions, scope?.counts)
   const reassigned: [number, number][] = []
   for (const [customer, profile] of after.profileOf) if (before.get(customer) !== profile) reassigned.push([customer, profile])
@@ -130,13 +137,18 @@ export async function resolveTenant(deps: ResolveDeps, tenantId: number, opts: {
   await ids.writeProfiles(tenantId, reassigned)
   lap('write')
   // An incremental resolution saw only some identifiers: the others' alert stands as it was.
-  const seen = new Set(customers.flatMap((c) => c.identifiers.map(identifierKey)))
-  const blocked = scope ? [...(last?.blocked ?? []).filter((b) => !seen.has(b.identifier)), ...after.blocked].sort((a, b) => b.customers - a.customers || (a.identifier < b.identifier ? -1 : 1)) : after.blocked
-  const profiles = scope ? (last ? await ids.profileCount(tenantId) : after.profiles.length) : after.profiles.length
-  await ids.recordResolution(tenantId, { startedAt, ingestMark, settingsVersion, mode: scope ? 'incremental' : 'full', customers: scope ? await ids.customerCount(tenantId) : customers.length, profiles, blocked })
+  const blocked = scope ? incrementalBlocked(last!.blocked, customers, after.blocked) : after.blocked
+  const [customerCount, profileCount] = scope ? await Promise.all([ids.customerCount(tenantId), ids.profileCount(tenantId)]) : [customers.length, after.profiles.length]
+  await ids.recordResolution(tenantId, { startedAt, ingestMark, settingsVersion, mode: scope ? 'incremental' : 'full', customers: customerCount, profiles: profileCount, blocked })
   if (after.blocked.length) deps.logger.warn({ tenant_id: tenantId, blocked: after.blocked.slice(0, 10) }, 'identifiers carried by too many customers link none of them')
   if (events.length) deps.logger.info({ tenant_id: tenantId, reassigned: reassigned.length, events: events.length, mode: scope ? 'incremental' : 'full', resolved: customers.length, ms }, 'profiles changed')
   return { customers: customers.length, profiles: after.profiles.length, reassigned: reassigned.length, events, blocked, mode: scope ? 'incremental' : 'full' }
+}
+
+/** The alert after an incremental resolution: the identifiers it saw as it found them, the others as the last resolution did. */
+function incrementalBlocked(previous: Resolution['blocked'], resolved: readonly SourceCustomer[], found: Resolution['blocked']): Resolution['blocked'] {
+  const seen = new Set(resolved.flatMap((c) => c.identifiers.map(identifierKey)))
+  return [...previous.filter((b) => !seen.has(b.identifier)), ...found].sort((a, b) => b.customers - a.customers || (a.identifier < b.identifier ? -1 : 1))
 }
 
 /**
