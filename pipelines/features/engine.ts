@@ -247,7 +247,7 @@ export class FeatureEngine {
     }
     this.loaded.add(p)
     // This partition's profiles may count members elsewhere, and profiles elsewhere members here.
-    const multi = new Set([...this.customers.values()].filter((c) => this.memberships.membersOf(c.id.tenantId, c.id.customerId).length > 1))
+    const multi = new Set([...this.customers.values()].filter((c) => this.memberships.hasOthers(c.id.tenantId, c.id.customerId)))
     await this.readForeign([...multi], false)
     for (const c of this.customers.values()) {
       if (c.id.partition === p) this.refold(c, this.refs.get(c.id.tenantId)?.cutoffMs ?? Infinity)
@@ -494,7 +494,7 @@ export class FeatureEngine {
       const tenants = [...new Set([...this.customers.values()].map((c) => c.id.tenantId))]
       if (!tenants.length) return { tenants: 0, changed: 0, segmentChanges: 0 }
       // Members another consumer owns may have new orders (it stores them; this consumer scores their profile).
-      const multi = [...this.customers.values()].filter((c) => this.memberships.membersOf(c.id.tenantId, c.id.customerId).length > 1)
+      const multi = [...this.customers.values()].filter((c) => this.memberships.hasOthers(c.id.tenantId, c.id.customerId))
       for (const c of await this.readForeign(multi, true)) {
         c.dirty = true
         this.refold(c, c.aggCutoff)

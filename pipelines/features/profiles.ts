@@ -68,6 +68,11 @@ export class ProfileMemberships {
     return this.listedIn.get(key(tenantId, customerId))?.profileId
   }
 
+  /** Whether a record gives the profile other members besides its own customer (cheap: no list is built). */
+  hasOthers(tenantId: number, profileId: number): boolean {
+    return (this.records.get(key(tenantId, profileId))?.members.length ?? 0) > 1
+  }
+
   /**
    * The customers scored as one profile: those its newest record lists and no newer record of
    * another profile claims; the customer alone when no record names it.
