@@ -2,7 +2,7 @@
  * The identity lane's tables (schemas/clickhouse/011_identity.sql) and what it reads of the
  * `customers` projection. Every value is a bound parameter.
  */
-import type { Store } from '../../common/store/clickhouse.ts'
+import { insertJsonRows, type Store } from '../../common/store/clickhouse.ts'
 import { nextSeq, nextVersion } from '../../common/store/versions.ts'
 import { iso } from '../../common/time.ts'
 import { identifierKey, identifiersOf, IDENTIFIER_KINDS, type IdentifierKind } from './identifiers.ts'
@@ -70,11 +70,7 @@ export class IdentityStore {
     const at = iso(this.now())
     const version = nextVersion()
     for (let i = 0; i < assignments.length; i += 200_000) {
-      await this.store.insert({
-        table: 'customer_profiles',
-        format: 'JSONCompactEachRow',
-        values: assignments.slice(i, i + 200_000).map(([customer_id, profile_id]) => [tenantId, customer_id, profile_id, at, version]),
-      })
+      await insertJsonRows(this.store, 'customer_profiles', assignments.slice(i, i + 200_000).map(([customer_id, profile_id]) => ({ tenant_id: tenantId, customer_id, profile_id, updated_at: at, version })))
     }
   }
 
@@ -214,20 +210,19 @@ export class IdentityStore {
    */
   async writeKeys(tenantId: number, customers: readonly SourceCustomer[], stored: ReadonlyMap<number, ReadonlySet<string>>): Promise<Map<string, number>> {
     const version = nextVersion()
-    // Columns in table order (JSONCompactEachRow: arrays, about half the bytes of objects to serialise and parse).
-    const rows: [tenant_id: number, identifier: string, customer_id: number, active: number, version: number][] = []
+    const rows: { tenant_id: number; identifier: string; customer_id: number; active: number; version: number }[] = []
     const gained = new Map<string, number>()
     for (const c of customers) {
       const now = new Set(c.identifiers.map(identifierKey))
       const was = stored.get(c.customerId) ?? new Set<string>()
       for (const k of now) {
         if (was.has(k)) continue
-        rows.push([tenantId, k, c.customerId, 1, version])
+        rows.push({ tenant_id: tenantId, identifier: k, customer_id: c.customerId, active: 1, version })
         gained.set(k, (gained.get(k) ?? 0) + 1)
       }
-      for (const k of was) if (!now.has(k)) rows.push([tenantId, k, c.customerId, 0, version])
+      for (const k of was) if (!now.has(k)) rows.push({ tenant_id: tenantId, identifier: k, customer_id: c.customerId, active: 0, version })
     }
-    for (let i = 0; i < rows.length; i += 200_000) await this.store.insert({ table: 'identity_keys', format: 'JSONCompactEachRow', values: rows.slice(i, i + 200_000) })
+    for (let i = 0; i < rows.length; i += 200_000) await insertJsonRows(this.store, 'identity_keys', rows.slice(i, i + 200_000))
     return gained
   }
 
