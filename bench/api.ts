@@ -27,8 +27,11 @@ import { intFlag, percentile, progress, benchFlags } from './common.ts'
 import { seedTenant } from './features.ts'
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
-const FLAGS = { customers: { type: 'string' }, orders: { type: 'string' }, requests: { type: 'string' }, concurrency: { type: 'string' } } as const
-const HELP = `usage: cdp bench api [--customers N] [--orders N] [--requests N] [--concurrency N]
+const FLAGS = { customers: { type: 'string' }, orders: { type: 'string' }, requests: { type: 'string' }, concurrency: { type: 'string' }, 'data-dir': { type: 'string' } } as const
+const HELP = `usage: cdp bench api [--customers N] [--orders N] [--requests N] [--concurrency N] [--data-dir DIR]
+
+--data-dir DIR  seed into DIR and keep it; a DIR seeded before (with the same sizes) is reused
+                as it is, so a second run measures the endpoints without seeding again.
 `
 const TENANT = 77
 
@@ -122,7 +125,9 @@ export async function run(argv: string[]): Promise<number> {
   const orders = intFlag(values.orders, 'orders', 10_000_000)
   const requests = intFlag(values.requests, 'requests', 200)
   const concurrency = intFlag(values.concurrency, 'concurrency', 8)
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cdp-bench-api-'))
+  const keep = values['data-dir'] !== undefined
+  const dataDir = keep ? path.resolve(values['data-dir']!) : fs.mkdtempSync(path.join(os.tmpdir(), 'cdp-bench-api-'))
+  const seededMark = path.join(dataDir, `bench-api-seeded-${customers}-${orders}.json`)
   const token = randomBytes(24).toString('base64url')
   let child: ChildProcess | null = null
   try {
@@ -131,18 +136,24 @@ export async function run(argv: string[]): Promise<number> {
     const rt = await openRuntime(config, logger)
     let exportMin = 0
     try {
-      progress(`seeding ${customers.toLocaleString('en')} customers and ${orders.toLocaleString('en')} orders ...`)
-      await seedTenant(rt.store, TENANT, customers, orders)
-      progress('computing features (processing engine) ...')
-      const engine = createRecomputeEngine({ store: rt.store, logger, partitions: config.partitions, now: () => Date.UTC(2025, 6, 1) })
-      await engine.run(TENANT, { analyses: ['rfm', 'clv', 'churn'], batchSize: 10_000, force: true, signal: new AbortController().signal })
-      // The spend above which just under 50,000 customers fall: the export filter (min_value).
-      const rs = await rt.store.query({
-        query: `SELECT toFloat64(monetary) AS m FROM customer_features FINAL WHERE tenant_id = {t:UInt64} ORDER BY monetary DESC LIMIT 1 OFFSET 49999`,
-        query_params: { t: TENANT },
-        format: 'JSONEachRow',
-      })
-      exportMin = Math.ceil(((await rs.json<{ m: number }>())[0]?.m ?? 0) + 0.01)
+      if (keep && fs.existsSync(seededMark)) {
+        exportMin = (JSON.parse(fs.readFileSync(seededMark, 'utf8')) as { exportMin: number }).exportMin
+        progress(`reusing the tenant seeded in ${dataDir}`)
+      } else {
+        progress(`seeding ${customers.toLocaleString('en')} customers and ${orders.toLocaleString('en')} orders ...`)
+        await seedTenant(rt.store, TENANT, customers, orders)
+        progress('computing features (processing engine) ...')
+        const engine = createRecomputeEngine({ store: rt.store, logger, partitions: config.partitions, now: () => Date.UTC(2025, 6, 1) })
+        await engine.run(TENANT, { analyses: ['rfm', 'clv', 'churn'], batchSize: 10_000, force: true, signal: new AbortController().signal })
+        // The spend above which just under 50,000 customers fall: the export filter (min_value).
+        const rs = await rt.store.query({
+          query: `SELECT toFloat64(monetary) AS m FROM customer_features FINAL WHERE tenant_id = {t:UInt64} ORDER BY monetary DESC LIMIT 1 OFFSET 49999`,
+          query_params: { t: TENANT },
+          format: 'JSONEachRow',
+        })
+        exportMin = Math.ceil(((await rs.json<{ m: number }>())[0]?.m ?? 0) + 0.01)
+        if (keep) fs.writeFileSync(seededMark, JSON.stringify({ exportMin }))
+      }
     } finally {
       await rt.close() // chdb admits one process per data dir: hand it to the API
     }
@@ -181,6 +192,6 @@ export async function run(argv: string[]): Promise<number> {
       child.kill('SIGTERM')
       await new Promise((r) => child!.once('exit', r))
     }
-    fs.rmSync(dataDir, { recursive: true, force: true })
+    if (!keep) fs.rmSync(dataDir, { recursive: true, force: true })
   }
 }

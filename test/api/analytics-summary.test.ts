@@ -6,6 +6,7 @@ import { asOfSummary, MAX_AGE_MS, TenantSummaries } from '../../services/api/ana
 import { createRecomputeEngine } from '../../pipelines/features/recompute.ts'
 import { seedTenant } from '../../bench/features.ts'
 import { silentLogger, tmpDir } from '../helpers.ts'
+import { registry } from '../../common/runtime/metrics.ts'
 
 /**
  * Tenant summaries answer the unfiltered overviews from precomputed rows. They must give exactly
@@ -21,6 +22,7 @@ let clock = NOW
 let summaries: TenantSummaries
 const moved: number[] = []
 
+const columnarCount = () => (registry.getSingleMetric('cdp_analytics_columnar_answers_total') as unknown as { hashMap: Record<string, { value: number }> }).hashMap['']?.value ?? 0
 const endpoint = (path: string) => ANALYTICS_ENDPOINTS.find((e) => e.path === path)!
 async function body(path: string, query: Record<string, string>, withSummaries: boolean) {
   const ep = endpoint(path)
@@ -33,6 +35,17 @@ beforeAll(async () => {
   await migrate(store, silentLogger)
   await seedTenant(store, T, 400, 4000)
   await seedTenant(store, OTHER, 50, 500)
+  // Demographics for most of T's customers and a registration source for some: the filtered
+  // answers group and select by them.
+  await store.command({
+    query: `INSERT INTO customer_demographics (tenant_id, customer_id, version, estimated_age, age_segment, generation, gender, corrected_province,
+                                               location_confidence, location_correction_needed, is_location_validated, issues, enriched_at)
+            SELECT ${T}, number + 1, 1, if(number % 7 = 0, NULL, 18 + number % 60), ['18-24', '25-34', '35-44', '45-54', '55-64', '65+'][1 + number % 6],
+                   ['Gen Z', 'Millennials', 'Gen X', 'Baby Boomers'][1 + number % 4], [NULL, 'M', 'F', 'X'][1 + number % 4],
+                   if(number % 5 = 0, NULL, ['Buenos Aires', 'Córdoba', 'Santa Fe', 'Mendoza'][1 + number % 4]), 1, 0, 1, [], now()
+            FROM numbers(350)`,
+  })
+  await store.command({ query: `ALTER TABLE customers UPDATE registration_source = if(customer_id % 3 = 0, 'marketplace', 'web'), email = if(customer_id % 4 = 0, concat('C', toString(customer_id), '@Shop.test'), email) WHERE tenant_id = ${T} AND customer_id % 2 = 0 SETTINGS mutations_sync = 2` })
   const engine = createRecomputeEngine({ store, logger: silentLogger, partitions: 4, now: () => NOW })
   for (const t of [T, OTHER]) await engine.run(t, { analyses: ['rfm', 'clv', 'churn'], batchSize: 1000, force: true, signal: new AbortController().signal })
   summaries = new TenantSummaries({ store, logger: silentLogger, endpoints: ANALYTICS_ENDPOINTS, queries: SUMMARY_QUERIES, now: () => clock, intervalMs: 60_000, onDataMoved: (t) => moved.push(t) })
@@ -58,6 +71,35 @@ describe('tenant summaries', () => {
     expect(await body(path, query, true)).toEqual(await body(path, query, false))
   })
 
+  // Filtered requests: every sub-query with a columnar twin is answered from the summary's
+  // customer columns; the body must equal the live body for every kind of filter.
+  const filtered: [string, Record<string, string>][] = [
+    ['/api/v2/cdp/analytics/rfm', { min_value: '150' }],
+    ['/api/v2/cdp/analytics/rfm', { max_value: '80.5', segments: 'Champions,Loyal Customers,At Risk' }],
+    ['/api/v2/cdp/analytics/rfm', { exclude_segments: 'Champions', period: 'month' }],
+    ['/api/v2/cdp/analytics/rfm', { registration_source: 'marketplace', segment: 'Champions', include_details: 'true', limit: '3' }],
+    ['/api/v2/cdp/analytics/rfm', { email_domain: 'shop.test' }],
+    ['/api/v2/cdp/analytics/rfm', { customer_ids: '1,2,3,5,8,13,21,34,55,89,144' }],
+    ['/api/v2/cdp/analytics/rfm', { date_from: '2025-03-01', date_to: '2025-05-31' }],
+    ['/api/v2/cdp/analytics/clv', { min_value: '100' }],
+    ['/api/v2/cdp/analytics/clv', { max_value: '500', tier: 'low', sort_by: 'orders', offset: '4', limit: '7' }],
+    ['/api/v2/cdp/analytics/clv', { segments: 'At Risk', sort_by: 'recency', sort_order: 'asc' }],
+    ['/api/v2/cdp/analytics/clv', { email_domain: 'example.com', limit: '1000' }],
+    ['/api/v2/cdp/analytics/churn', { days_inactive: '40' }],
+    ['/api/v2/cdp/analytics/churn', { risk_level: 'at_risk', min_value: '50', offset: '2', limit: '5' }],
+    ['/api/v2/cdp/analytics/churn', { registration_source: 'web', include_predictions: 'true' }],
+    ['/api/v2/cdp/analytics/segments/performance', { min_value: '75' }],
+    ['/api/v2/cdp/analytics/segments/performance', { exclude_segments: 'Lost,Hibernating', period: 'quarter' }],
+    ['/api/v2/cdp/analytics/dashboard', { period: 'month', min_value: '120' }],
+    ['/api/v2/cdp/analytics/dashboard', { period: 'year', segments: 'Champions' }],
+    ['/api/v2/cdp/analytics/rfm', { registration_source: 'nowhere' }],
+  ]
+  it.each(filtered)('%s %j: the filtered body from the customer columns equals the live body', async (path, query) => {
+    const before = columnarCount()
+    expect(await body(path, query, true)).toEqual(await body(path, query, false))
+    expect(columnarCount()).toBeGreaterThan(before) // answered from the columns, not silently live
+  })
+
   it('are used: data written after the refresh shows only once a pass sees it moved', async () => {
     const before = (await body('/api/v2/cdp/analytics/rfm', {}, true)) as { data: { overview: { total_customers: number } } }
     await store.insert({
@@ -67,16 +109,17 @@ describe('tenant summaries', () => {
     })
     const stale = (await body('/api/v2/cdp/analytics/rfm', {}, true)) as typeof before
     expect(stale.data.overview.total_customers).toBe(before.data.overview.total_customers)
-    // A filtered request never reads the summary: it sees the new customer at once.
+    // A filtered request is selected from the summary's customer columns: as of the summary too.
     const filtered = (await body('/api/v2/cdp/analytics/rfm', { segments: 'Recent Customers' }, true)) as typeof before
     const filteredLive = (await body('/api/v2/cdp/analytics/rfm', { segments: 'Recent Customers' }, false)) as typeof before
-    expect(filtered).toEqual(filteredLive)
+    expect(filteredLive.data.overview.total_customers).toBe(filtered.data.overview.total_customers + 1)
 
     clock = NOW + 60_000
     expect(await summaries.pass()).toBe(1) // only the tenant whose data moved
     expect(moved).toEqual([T]) // and its cached answers are dropped
     const fresh = (await body('/api/v2/cdp/analytics/rfm', {}, true)) as typeof before
     expect(fresh.data.overview.total_customers).toBe(before.data.overview.total_customers + 1)
+    expect(await body('/api/v2/cdp/analytics/rfm', { segments: 'Recent Customers' }, true)).toEqual(filteredLive)
     expect(fresh).toEqual(await body('/api/v2/cdp/analytics/rfm', {}, false))
     expect(await summaries.pass()).toBe(0) // nothing moved since
   })

@@ -3,6 +3,7 @@ import { CHURN_DEFINITIONS, CHURN_RISKS, CHURN_THRESHOLDS, churnRate } from '../
 import { CommonQuery, boolParam, limitParam, offsetParam } from './options.ts'
 import { customerFilter, type SqlFilter } from './filters.ts'
 import { customerScope } from './customers.ts'
+import { selectCustomers, topRows, type CustomerColumns, type Condition } from './customer-columns.ts'
 import { tenantWide, tenantWidePage } from './summary.ts'
 import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
 import { analyticsBody, fieldColumns, pct, round2, select, signedPct, type AnalyticsContext, type AnalyticsEndpoint, type RowsExport } from './endpoint.ts'
@@ -60,8 +61,49 @@ export interface AtRiskRow {
   potential_loss: number
 }
 
-async function atRiskRows(ctx: AnalyticsContext, q: ChurnOptions, limit: number, offset: number): Promise<AtRiskRow[]> {
-  const f = churnFilter(q, ctx.now())
+/** The columnar twin of churnFilter, narrowed to `levels` when given. */
+function churnRows(c: CustomerColumns, q: ChurnOptions, nowMs: number, levels?: readonly string[]): Uint32Array | null {
+  const tests: Condition[] = [{ nonzero: c.churnRisk.codes }]
+  if (q.risk_level) tests.push({ oneOf: c.churnRisk.codes, codes: [c.churnRisk.code(q.risk_level)] })
+  if (q.days_inactive !== undefined) tests.push({ atLeast: c.recencyDays, value: q.days_inactive }) // NaN (no order) fails
+  if (levels) tests.push({ oneOf: c.churnRisk.codes, codes: levels.map((l) => c.churnRisk.code(l)) })
+  return selectCustomers(c, q, nowMs, tests)
+}
+
+const AT_RISK_LEVELS = ['at_risk', 'churning'] as const
+
+/** The columnar twin of the at-risk page: its customer ids, highest potential loss first. */
+function atRiskPageIds(c: CustomerColumns, rows: Uint32Array | null, limit: number, offset: number): number[] | null {
+  if (!rows) return null
+  const loss = (i: number) => (Number.isNaN(c.potentialLoss[i]!) ? 0 : c.potentialLoss[i]!)
+  const before = (a: number, b: number) => (loss(a) !== loss(b) ? loss(a) > loss(b) : c.customerId[a]! < c.customerId[b]!)
+  return topRows(rows, before, limit, offset).map((i) => c.customerId[i]!)
+}
+
+/** The columnar twin of the levels query. */
+function levelsOf(c: CustomerColumns, rows: Uint32Array | null): LevelRow[] | null {
+  if (!rows) return null
+  const [risks, probabilities, losses] = [c.churnRisk.codes, c.churnProbability, c.potentialLoss]
+  const k = c.churnRisk.values.length
+  const [customers, probability, loss] = [new Float64Array(k), new Float64Array(k), new Float64Array(k)]
+  for (let j = 0; j < rows.length; j++) {
+    const i = rows[j]!
+    const r = risks[i]!
+    customers[r] = customers[r]! + 1
+    const p = probabilities[i]!
+    if (p === p) probability[r] = probability[r]! + p
+    const l = losses[i]!
+    if (l === l) loss[r] = loss[r]! + l
+  }
+  const out: LevelRow[] = []
+  for (let r = 1; r < k; r++) if (customers[r]) out.push({ risk: c.churnRisk.values[r]!, customers: String(customers[r]), probability: probability[r]!, loss: loss[r]! })
+  return out
+}
+
+interface LevelRow { risk: string; customers: string; probability: number; loss: number }
+
+async function atRiskRows(ctx: AnalyticsContext, q: ChurnOptions, limit: number, offset: number, ids?: number[]): Promise<AtRiskRow[]> {
+  const f = ids ? { where: 'f.tenant_id = {tenant_id:UInt64} AND f.customer_id IN {page_ids:Array(UInt64)}', params: { tenant_id: q.tenant_id, page_ids: ids } } : churnFilter(q, ctx.now())
   const rows = await select<AtRiskRow & { customer_id: string; potential_loss: number | null }>(
     ctx.store,
     `SELECT f.customer_id AS customer_id, f.email AS email, toString(toDate(f.last_order_at)) AS last_order_date, f.recency_days AS days_since_last_order,
@@ -82,12 +124,12 @@ async function body(ctx: AnalyticsContext, q: ChurnOptions) {
   // Without a filter, the levels and the window figures come from the tenant summary (summary.ts).
   const whole = !customerScope(q, nowMs).filtered && !q.risk_level && q.days_inactive === undefined
   const [levelRows, windowRows, atRisk] = await Promise.all([
-    tenantWide(ctx, q.tenant_id, 'churn.levels', whole, () => select<{ risk: string; customers: string; probability: number; loss: number }>(
+    tenantWide(ctx, q.tenant_id, 'churn.levels', whole, () => select<LevelRow>(
       ctx.store,
       `SELECT assumeNotNull(f.churn_risk) AS risk, count() AS customers, sum(coalesce(f.churn_probability, 0)) AS probability, sum(coalesce(f.potential_loss, 0)) AS loss
        FROM customer_features AS f FINAL WHERE ${f.where} GROUP BY risk`,
       f.params,
-    )),
+    ), (c) => levelsOf(c, churnRows(c, q, nowMs))),
     // The filtered customers' counting orders (not cancelled, total > 0) placed up to now, per
     // customer, from the order_times of its feature row (ascending; arrayLast of none is 0).
     tenantWide(ctx, q.tenant_id, 'churn.window', whole, () => select<Record<'existed_prev' | 'churned_prev' | 'crossed' | 'was_at_risk' | 'saved' | 'existed_now' | 'churned_now' | 'orders_30d' | 'orders_365d', string>>(
@@ -118,7 +160,7 @@ async function body(ctx: AnalyticsContext, q: ChurnOptions) {
       },
     )),
     // The first pages of the at-risk list (highest potential loss first) come from the summary.
-    tenantWidePage(ctx, q.tenant_id, 'churn.at_risk', whole, q, (limit, offset) => atRiskRows(ctx, q, limit, offset)),
+    tenantWidePage(ctx, q.tenant_id, 'churn.at_risk', whole, q, (limit, offset, ids) => atRiskRows(ctx, q, limit, offset, ids), (c, limit, offset) => atRiskPageIds(c, churnRows(c, q, nowMs, AT_RISK_LEVELS), limit, offset)),
   ])
 
   const byLevel = new Map(levelRows.map((r) => [r.risk, r]))

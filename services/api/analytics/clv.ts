@@ -3,6 +3,7 @@ import { CLV_TIER_HIGH_ABOVE, CLV_TIER_MEDIUM_FROM, DEFAULT_CLV_MONTHS } from '.
 import { CommonQuery, limitParam, offsetParam } from './options.ts'
 import { customerFilter, type SqlFilter } from './filters.ts'
 import { customerScope } from './customers.ts'
+import { once, quantileExactInclusive, selectCustomers, sumOfLargest, topRows, type CustomerColumns, type Condition } from './customer-columns.ts'
 import { tenantWide, tenantWidePage } from './summary.ts'
 import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
 import { analyticsBody, fieldColumns, pct, round2, select, type AnalyticsContext, type AnalyticsEndpoint, type RowsExport } from './endpoint.ts'
@@ -71,9 +72,29 @@ export interface ClvCustomerRow {
 
 const SORT_COLUMN = { clv: 'f.total_clv', orders: 'length(f.order_times)', recency: 'f.recency_days' } as const
 
-async function customerRows(ctx: AnalyticsContext, q: ClvOptions, limit: number, offset: number): Promise<ClvCustomerRow[]> {
+/** The columnar twin of clvFilter: the same customers from the summary's customer columns. */
+function clvRows(c: CustomerColumns, q: ClvOptions, nowMs: number): Uint32Array | null {
+  const { min_value, max_value, ...rest } = q
+  const tests: Condition[] = [{ present: c.totalClv }]
+  if (q.tier) tests.push({ oneOf: c.clvTier.codes, codes: [c.clvTier.code(q.tier)] })
+  if (min_value !== undefined) tests.push({ atLeast: c.totalClv, value: min_value })
+  if (max_value !== undefined) tests.push({ atMost: c.totalClv, value: max_value })
+  return selectCustomers(c, rest, nowMs, tests)
+}
+
+/** The columnar twin of the page query: the ids of a page in the requested order, or null (live) when a sort key is missing. */
+function clvPageIds(c: CustomerColumns, q: ClvOptions, rows: Uint32Array | null, limit: number, offset: number): number[] | null {
+  if (!rows) return null
+  const key = { clv: c.totalClv, orders: c.orders, recency: c.recencyDays }[q.sort_by]
+  for (let j = 0; j < rows.length; j++) if (Number.isNaN(key[rows[j]!]!)) return null
+  const desc = q.sort_order !== 'asc'
+  const before = (a: number, b: number) => key[a] !== key[b] ? (desc ? key[a]! > key[b]! : key[a]! < key[b]!) : c.customerId[a]! < c.customerId[b]!
+  return topRows(rows, before, limit, offset).map((i) => c.customerId[i]!)
+}
+
+async function customerRows(ctx: AnalyticsContext, q: ClvOptions, limit: number, offset: number, ids?: number[]): Promise<ClvCustomerRow[]> {
   const nowMs = ctx.now()
-  const f = clvFilter(q, nowMs)
+  const f = ids ? { where: 'f.tenant_id = {tenant_id:UInt64} AND f.customer_id IN {page_ids:Array(UInt64)}', params: { tenant_id: q.tenant_id, page_ids: ids } } : clvFilter(q, nowMs)
   const dir = q.sort_order === 'asc' ? 'ASC' : 'DESC'
   const rows = await select<{
     customer_id: string
@@ -115,13 +136,71 @@ async function customerRows(ctx: AnalyticsContext, q: ClvOptions, limit: number,
   })
 }
 
+interface OverviewRow { customers: string; avg_clv: number | null; median_clv: number | null; total_clv: number; top_clv: number; growing: string; predicted_sum: number; retention: number }
+interface TierRow { tier: string; customers: string; avg_value: number }
+
+/** The columnar twin of the overview query. */
+function overviewOf(c: CustomerColumns, rows: Uint32Array | null): OverviewRow[] | null {
+  if (!rows) return null
+  const values = new Float64Array(rows.length)
+  const [clvs, predictions, historical, risks] = [c.totalClv, c.predictedValue, c.historicalCents, c.churnRisk.codes]
+  let total = 0
+  let growing = 0
+  let predictedSum = 0
+  let retention = 0
+  const atRisk = c.churnRisk.code('at_risk')
+  const churning = c.churnRisk.code('churning')
+  for (let j = 0; j < rows.length; j++) {
+    const i = rows[j]!
+    const clv = clvs[i]!
+    values[j] = clv
+    total += clv
+    const p = predictions[i]!
+    const predicted = p === p ? p : 0
+    if (predicted > historical[i]! / 100) growing++
+    predictedSum += predicted
+    const risk = risks[i]!
+    if (risk === atRisk || risk === churning) retention += clv
+  }
+  const n = rows.length
+  return [{
+    customers: String(n),
+    avg_clv: n ? total / n : null,
+    median_clv: n ? quantileExactInclusive(values, 0.5) : null,
+    total_clv: total,
+    top_clv: sumOfLargest(values, Math.ceil(n * TOP_SHARE)),
+    growing: String(growing),
+    predicted_sum: predictedSum,
+    retention,
+  }]
+}
+
+/** The columnar twin of the tiers query. */
+function tiersOf(c: CustomerColumns, rows: Uint32Array | null): TierRow[] | null {
+  if (!rows) return null
+  const tiers = c.clvTier.codes
+  const clvs = c.totalClv
+  const count = new Float64Array(c.clvTier.values.length)
+  const sum = new Float64Array(c.clvTier.values.length)
+  for (let j = 0; j < rows.length; j++) {
+    const i = rows[j]!
+    const t = tiers[i]!
+    count[t] = count[t]! + 1
+    sum[t] = sum[t]! + clvs[i]!
+  }
+  const out: TierRow[] = []
+  for (let t = 1; t < count.length; t++) if (count[t]) out.push({ tier: c.clvTier.values[t]!, customers: String(count[t]), avg_value: sum[t]! / count[t]! })
+  return out
+}
+
 async function body(ctx: AnalyticsContext, q: ClvOptions) {
   const nowMs = ctx.now()
   const f = clvFilter(q, nowMs)
   // Without a filter, the overview and tiers come from the tenant summary (summary.ts).
   const whole = !customerScope(q, nowMs).filtered && !q.tier
+  const selected = once((c) => clvRows(c, q, nowMs))
   const [overviewRows, tierRows, top] = await Promise.all([
-    tenantWide(ctx, q.tenant_id, 'clv.overview', whole, () => select<{ customers: string; avg_clv: number | null; median_clv: number | null; total_clv: number; top_clv: number; growing: string; predicted_sum: number; retention: number }>(
+    tenantWide(ctx, q.tenant_id, 'clv.overview', whole, () => select<OverviewRow>(
       ctx.store,
       // top_clv: the sum of the ceil(n · top_share) largest values (ties do not change a sum), from
       // a sorted array of the values rather than a window over the rows (a third of the time).
@@ -134,15 +213,15 @@ async function body(ctx: AnalyticsContext, q: ClvOptions) {
          FROM customer_features AS f FINAL WHERE ${f.where}
        )`,
       { ...f.params, top_share: TOP_SHARE },
-    )),
-    tenantWide(ctx, q.tenant_id, 'clv.tiers', whole, () => select<{ tier: string; customers: string; avg_value: number }>(
+    ), (c) => overviewOf(c, selected(c))),
+    tenantWide(ctx, q.tenant_id, 'clv.tiers', whole, () => select<TierRow>(
       ctx.store,
       `SELECT assumeNotNull(f.clv_tier) AS tier, count() AS customers, avg(f.total_clv) AS avg_value
        FROM customer_features AS f FINAL WHERE ${f.where} AND f.clv_tier IS NOT NULL GROUP BY tier`,
       f.params,
-    )),
+    ), (c) => tiersOf(c, selected(c))),
     // The first pages in the default order (CLV, highest first) come from the summary.
-    tenantWidePage(ctx, q.tenant_id, 'clv.top', whole && q.sort_by === 'clv' && q.sort_order === 'desc', q, (limit, offset) => customerRows(ctx, q, limit, offset)),
+    tenantWidePage(ctx, q.tenant_id, 'clv.top', whole && q.sort_by === 'clv' && q.sort_order === 'desc', q, (limit, offset, ids) => customerRows(ctx, q, limit, offset, ids), (c, limit, offset) => clvPageIds(c, q, selected(c), limit, offset)),
   ])
   const o = overviewRows[0]!
   const total = num(o.customers)

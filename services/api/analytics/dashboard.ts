@@ -5,6 +5,7 @@ import { analyticsBody, bodyTable, round2, select, signedPct, signedPctValue } f
 import { Count, DateOnly, Fraction, Percentage, SignedPercent } from '../response-schemas.ts'
 import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
 import { customerScope, scopeClause } from './customers.ts'
+import { selectCustomers, type CustomerColumns } from './customer-columns.ts'
 import { tenantWide } from './summary.ts'
 import { SEGMENTS } from '../../../pipelines/features/segments.ts'
 import { churnRate } from '../../../pipelines/features/churn.ts'
@@ -48,7 +49,8 @@ export async function dashboardBody(ctx: AnalyticsContext, q: DashboardOptions) 
   const p = { ...scope.params, from: win.from, to: win.to, prev_from: win.prevFrom, churn_from: win.from - CHURN_DAYS * DAY, churn_to: now - CHURN_DAYS * DAY, segment_order: SEGMENTS }
   const ts = (name: string) => `fromUnixTimestamp64Milli({${name}:Int64}, 'UTC')`
   // Without a customer filter, every part comes from the tenant summary (summary.ts) of this period.
-  const wide = <T>(name: string, live: () => Promise<T>) => tenantWide(ctx, q.tenant_id, `dashboard.${q.period}.${name}`, !scope.filtered, live)
+  const wide = <T>(name: string, live: () => Promise<T>, columnar?: (c: CustomerColumns) => T | null) => tenantWide(ctx, q.tenant_id, `dashboard.${q.period}.${name}`, !scope.filtered, live, columnar)
+  const drop = ['period', 'date_from', 'date_to'] as const
 
   const [customers, segRows, moves] = await Promise.all([
     // One pass over the customers in scope: their scores, and from each one's counting orders
@@ -79,7 +81,13 @@ export async function dashboardBody(ctx: AnalyticsContext, q: DashboardOptions) 
       ctx.store,
       `SELECT f.segment AS segment, count() AS n FROM customer_features AS f FINAL WHERE ${scope.where} AND f.segment IS NOT NULL GROUP BY segment`,
       p,
-    )),
+    ), (c) => {
+      const rows = selectCustomers(c, q, now, [{ nonzero: c.segment }], drop)
+      if (!rows) return null
+      const n = new Map<number, number>()
+      for (let j = 0; j < rows.length; j++) n.set(c.segment[rows[j]!]!, (n.get(c.segment[rows[j]!]!) ?? 0) + 1)
+      return [...n].map(([code, k]) => ({ segment: SEGMENTS[code - 1]!, n: k }))
+    }),
     // A change published twice (at least once delivery) has another event_id but the same content: counted once.
     wide('movements', () => select<{ upgrades: number; downgrades: number }>(
       ctx.store,

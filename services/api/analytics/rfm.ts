@@ -4,6 +4,7 @@ import { CommonQuery, boolParam, limitParam, offsetParam } from './options.ts'
 import { rfmExport, rfmPopulation, rfmSelection, type RfmCustomerRow } from './rfm-export.ts'
 import { customerScope } from './customers.ts'
 import { tenantWide } from './summary.ts'
+import { selectCustomers, type CustomerColumns } from './customer-columns.ts'
 import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
 import { analyticsBody, pct, round2, select, signedPct, type AnalyticsContext, type AnalyticsEndpoint, type RowsExport } from './endpoint.ts'
 import { SEGMENT_ACTIONS } from './segment-actions.ts'
@@ -100,6 +101,75 @@ class Tally {
   }
 }
 
+/** The columnar twin of the groups query: the same rows from the summary's customer columns. */
+function groupsOf(c: CustomerColumns, q: RfmOptions, nowMs: number): GroupRow[] | null {
+  const rows = selectCustomers(c, q, nowMs, [{ nonzero: c.segment }])
+  if (!rows) return null
+  const [segs, provinces, ageSegments, generations, recencies, frequencies, monetary, ages, genders] = [c.segment, c.province.codes, c.ageSegment.codes, c.generation.codes, c.recencyDays, c.frequency, c.monetaryCents, c.age, c.gender.codes]
+  // Sums per group in dense arrays indexed by the group's key (segment × province × age segment × generation codes).
+  const [P, A, G] = [c.province.values.length, c.ageSegment.values.length, c.generation.values.length]
+  const keys = (SEGMENTS.length + 1) * P * A * G
+  if (keys > 4_000_000) return null // an unusual spread of values: let ClickHouse group them
+  const [male, female] = [c.gender.code('M'), c.gender.code('F')]
+  const customers = new Float64Array(keys)
+  const nRecency = new Float64Array(keys)
+  const recency = new Float64Array(keys)
+  const frequency = new Float64Array(keys)
+  const cents = new Float64Array(keys)
+  const withAge = new Float64Array(keys)
+  const ageSum = new Float64Array(keys)
+  const withGender = new Float64Array(keys)
+  const males = new Float64Array(keys)
+  const females = new Float64Array(keys)
+  const first = new Int32Array(keys).fill(-1)
+  for (let j = 0; j < rows.length; j++) {
+    const i = rows[j]!
+    const key = ((segs[i]! * P + provinces[i]!) * A + ageSegments[i]!) * G + generations[i]!
+    if (first[key] === -1) first[key] = i
+    customers[key] = customers[key]! + 1
+    const r = recencies[i]!
+    if (r === r) {
+      nRecency[key] = nRecency[key]! + 1
+      recency[key] = recency[key]! + r
+    }
+    frequency[key] = frequency[key]! + frequencies[i]!
+    cents[key] = cents[key]! + monetary[i]!
+    const age = ages[i]!
+    if (age === age) {
+      withAge[key] = withAge[key]! + 1
+      ageSum[key] = ageSum[key]! + age
+    }
+    const gender = genders[i]!
+    if (gender !== 0) {
+      withGender[key] = withGender[key]! + 1
+      if (gender === male) males[key] = males[key]! + 1
+      if (gender === female) females[key] = females[key]! + 1
+    }
+  }
+  const out: GroupRow[] = []
+  for (let key = 0; key < keys; key++) {
+    const i = first[key]!
+    if (i === -1) continue
+    out.push({
+      segment: SEGMENTS[segs[i]! - 1]!,
+      province: c.province.get(i),
+      age_segment: c.ageSegment.get(i),
+      generation: c.generation.get(i),
+      customers: String(customers[key]),
+      n_recency: String(nRecency[key]),
+      sum_recency: recency[key]!,
+      sum_frequency: frequency[key]!,
+      monetary_cents: String(cents[key]),
+      with_age: String(withAge[key]),
+      sum_age: ageSum[key]!,
+      with_gender: String(withGender[key]),
+      male: String(males[key]),
+      female: String(females[key]),
+    })
+  }
+  return out
+}
+
 /** The scored customers (a segment) matching the shared filters, each with its demographics (pipelines/demographics; null until enriched). */
 function base(q: RfmOptions, nowMs: number) {
   const f = rfmPopulation(q, nowMs)
@@ -115,7 +185,7 @@ async function body(ctx: AnalyticsContext, q: RfmOptions) {
   const b = base(q, nowMs)
   // Without a customer filter, the tenant-wide parts come from the tenant summary (summary.ts).
   const whole = !customerScope(q, nowMs).filtered
-  const wide = <T>(name: string, live: () => Promise<T>) => tenantWide(ctx, q.tenant_id, `rfm.${name}`, whole, live)
+  const wide = <T>(name: string, live: () => Promise<T>, columnar?: (c: CustomerColumns) => T | null) => tenantWide(ctx, q.tenant_id, `rfm.${name}`, whole, live, columnar)
   const selected = rfmSelection(q, nowMs)
 
   // Per-segment figures are computed for every segment; `segment` picks what is shown.
@@ -131,8 +201,10 @@ async function body(ctx: AnalyticsContext, q: RfmOptions) {
          GROUP BY segment, province, age_segment, generation`,
         b.params,
       ),
+      (c) => groupsOf(c, q, nowMs),
     ),
-    wide('processed', () =>
+    // Tenant-wide: the summary's whenever there is one, filtered or not.
+    tenantWide(ctx, q.tenant_id, 'rfm.processed', true, () =>
       select<{ processed_ms: string | null }>(
         ctx.store,
         `SELECT toUnixTimestamp64Milli(maxOrNull(processed_at)) AS processed_ms FROM customer_features FINAL WHERE tenant_id = {tenant_id:UInt64}`,

@@ -70,8 +70,9 @@ export function analyticsRouter(deps: AnalyticsDeps): Router {
           if (!deps.snapshots) return sendError(res, 400, 'as_of not available', 'this service answers only as of the tenant reference date')
           await deps.snapshots.ensure(q.tenant_id, q.as_of)
           rctx = { ...rctx, store: asOfStore(ctx.store, q.as_of) }
-        } else if (!customerScope(q, ref.ms).filtered) {
-          // Unfiltered requests are answered as of the tenant summary (its reference); filtered ones run live.
+        } else if (!customerScope(q, ref.ms).filtered || deps.summaries?.columns?.(q.tenant_id)) {
+          // Unfiltered requests are answered as of the tenant summary (its reference), and so are
+          // filtered ones while it holds the customer columns they are selected from; else live.
           rctx = asOfSummary(rctx, q.tenant_id)
         }
         const metadata = referenceMetadata({ ...ref, ms: rctx.now() })

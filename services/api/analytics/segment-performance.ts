@@ -5,6 +5,7 @@ import { analyticsBody, bodyTable, round2, select, signedPct, signedPctValue } f
 import { Count, Fraction, SignedPercent } from '../response-schemas.ts'
 import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
 import { customerScope } from './customers.ts'
+import { selectCustomers, type CustomerColumns } from './customer-columns.ts'
 import { tenantWide } from './summary.ts'
 import { SEGMENTS, type Segment } from '../../../pipelines/features/segments.ts'
 
@@ -38,6 +39,26 @@ interface SegRow {
 
 const frac = (n: number, d: number) => (d ? Math.round((n / d) * 10_000) / 10_000 : 0)
 
+/** The columnar twin of the per-segment query. */
+function performanceOf(c: CustomerColumns, q: CommonOptions, nowMs: number, retainedFrom: number): SegRow[] | null {
+  const rows = selectCustomers(c, q, nowMs, [{ nonzero: c.segment }])
+  if (!rows) return null
+  const [segs, monetary, orders, lastOrders] = [c.segment, c.monetaryCents, c.orders, c.lastOrderMs]
+  const k = SEGMENTS.length + 1
+  const [size, cents, count, retained] = [new Float64Array(k), new Float64Array(k), new Float64Array(k), new Float64Array(k)]
+  for (let j = 0; j < rows.length; j++) {
+    const i = rows[j]!
+    const g = segs[i]!
+    size[g] = size[g]! + 1
+    cents[g] = cents[g]! + monetary[i]!
+    count[g] = count[g]! + orders[i]!
+    if (lastOrders[i]! >= retainedFrom) retained[g] = retained[g]! + 1
+  }
+  const out: SegRow[] = []
+  for (let g = 1; g < k; g++) if (size[g]) out.push({ segment: SEGMENTS[g - 1]!, size: size[g]!, revenue: cents[g]! / 100, orders: count[g]!, retained: retained[g]! })
+  return out
+}
+
 export async function segmentPerformanceBody(ctx: AnalyticsContext, q: CommonOptions) {
   const now = ctx.now()
   const scope = customerScope(q, now)
@@ -51,7 +72,7 @@ export async function segmentPerformanceBody(ctx: AnalyticsContext, q: CommonOpt
      WHERE ${scope.where} AND f.segment IS NOT NULL
      GROUP BY segment`,
     { ...scope.params, retained_from: now - RETENTION_WINDOW_DAYS * DAY },
-  ))
+  ), (c) => performanceOf(c, q, now, now - RETENTION_WINDOW_DAYS * DAY))
   const by = new Map(rows.map((r) => [r.segment, { size: Number(r.size), revenue: Number(r.revenue), orders: Number(r.orders), retained: Number(r.retained) }]))
   // segment_daily is tenant-wide: compared only when no customer filter narrows the sizes.
   let before: Map<string, number> | null = null

@@ -4,6 +4,7 @@ import type { Store } from '../../../common/store/clickhouse.ts'
 import type { Logger } from '../../../common/logger.ts'
 import { ResponseCache } from './cache.ts'
 import type { AnalyticsContext } from './endpoint.ts'
+import { loadCustomerColumns, type CustomerColumns } from './customer-columns.ts'
 
 /**
  * Tenant summaries: the tenant-wide aggregates of the analytics endpoints, computed ahead of the
@@ -28,6 +29,8 @@ export interface SummarySource {
   asOf(tenantId: number): number | null
   /** Present in record mode: keeps a sub-query's rows under its name. */
   record?(tenantId: number, name: string, value: unknown): void
+  /** The tenant's customer columns as of its usable summary (customer-columns.ts), if kept. */
+  columns?(tenantId: number): CustomerColumns | undefined
 }
 
 /**
@@ -39,10 +42,28 @@ export function asOfSummary(ctx: AnalyticsContext, tenantId: number): AnalyticsC
   return at === null ? ctx : { ...ctx, now: () => at }
 }
 
-/** A tenant-wide sub-query: the stored rows when a summary applies and has them, else live. */
-export async function tenantWide<T>(ctx: AnalyticsContext, tenantId: number, name: string, applies: boolean, live: () => Promise<T>): Promise<T> {
+/**
+ * A tenant-wide sub-query: the stored rows when a summary applies and has them, else live. A
+ * filtered request (`applies` false) is answered by `columnar`, the sub-query's twin over the
+ * summary's customer columns, when the summary has them and the twin can evaluate the request
+ * (it returns null when it cannot, e.g. for `as_of`); else live.
+ */
+export async function tenantWide<T>(
+  ctx: AnalyticsContext,
+  tenantId: number,
+  name: string,
+  applies: boolean,
+  live: () => Promise<T>,
+  columnar?: (columns: CustomerColumns) => T | null,
+): Promise<T> {
   const s = ctx.summaries
-  if (!s || !applies) return live()
+  if (!s) return live()
+  if (!applies) {
+    const cols = columnar && !s.record ? s.columns?.(tenantId) : undefined
+    const v = cols ? columnar!(cols) : null
+    if (v !== null) columnarAnswers.inc()
+    return v ?? live()
+  }
   if (s.record) {
     const v = await live()
     s.record(tenantId, name, v)
@@ -58,6 +79,8 @@ export const SUMMARY_TOP_ROWS = 1000
 /**
  * A page of a list (`offset`, `limit`) in its default order: when the whole page lies within the
  * first SUMMARY_TOP_ROWS rows and a summary applies, a slice of the stored top rows; else live.
+ * A filtered page is chosen by `pageIds` from the summary's customer columns when it can (the
+ * page's customer ids in order, or null), and its rows are then read for those ids only.
  */
 export async function tenantWidePage<T>(
   ctx: AnalyticsContext,
@@ -65,8 +88,18 @@ export async function tenantWidePage<T>(
   name: string,
   applies: boolean,
   page: { limit: number; offset: number },
-  rows: (limit: number, offset: number) => Promise<T[]>,
+  rows: (limit: number, offset: number, ids?: number[]) => Promise<T[]>,
+  pageIds?: (columns: CustomerColumns, limit: number, offset: number) => number[] | null,
 ): Promise<T[]> {
+  if (!applies) {
+    const s = ctx.summaries
+    const cols = pageIds && s && !s.record ? s.columns?.(tenantId) : undefined
+    const ids = cols ? pageIds!(cols, page.limit, page.offset) : null
+    if (ids !== null) {
+      columnarAnswers.inc()
+      return ids.length ? rows(ids.length, 0, ids) : []
+    }
+  }
   if (!applies || !ctx.summaries || page.offset + page.limit > SUMMARY_TOP_ROWS) return rows(page.limit, page.offset)
   const top = await tenantWide(ctx, tenantId, name, true, () => rows(SUMMARY_TOP_ROWS, 0))
   return top.slice(page.offset, page.offset + page.limit)
@@ -90,6 +123,8 @@ export interface SummaryDeps {
   onDataMoved?: (tenantId: number) => void
   /** Each tenant's reference instant, the clock its summary is computed against (default: the wall clock). */
   reference?: (tenantId: number) => Promise<number>
+  /** Keep each tenant's customer columns with its summary, so filtered overviews are answered in memory (default true). */
+  columns?: boolean
 }
 
 /** A summary older than this is not used (the live queries answer). */
@@ -100,6 +135,8 @@ export const REFRESH_AFTER_MS = 10 * 60_000
 const refreshes = new client.Counter({ name: 'cdp_analytics_summary_refreshes_total', help: 'Tenant summary refreshes', labelNames: ['outcome'] as const, registers: [registry] })
 const refreshSeconds = new client.Histogram({ name: 'cdp_analytics_summary_refresh_seconds', help: 'Duration of a tenant summary refresh', buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registers: [registry] })
 const tenantsGauge = new client.Gauge({ name: 'cdp_analytics_summary_tenants', help: 'Tenants with a usable analytics summary', registers: [registry] })
+const columnarAnswers = new client.Counter({ name: 'cdp_analytics_columnar_answers_total', help: 'Filtered sub-queries answered from the customer columns of a tenant summary instead of ClickHouse', registers: [registry] })
+const columnCustomers = new client.Gauge({ name: 'cdp_analytics_summary_column_customers', help: 'Customers held in the customer columns of the tenant summaries', registers: [registry] })
 
 interface TenantSummary {
   /** Wall-clock time of the refresh (its age). */
@@ -108,6 +145,7 @@ interface TenantSummary {
   referenceMs: number
   stamp: string
   values: Map<string, unknown>
+  columns?: CustomerColumns
 }
 
 export class TenantSummaries implements SummarySource {
@@ -124,9 +162,22 @@ export class TenantSummaries implements SummarySource {
   }
 
   lookup(tenantId: number, name: string): unknown {
+    return this.usable(tenantId)?.values.get(name)
+  }
+
+  columns(tenantId: number): CustomerColumns | undefined {
+    return this.usable(tenantId)?.columns
+  }
+
+  private usable(tenantId: number): TenantSummary | undefined {
     const t = this.tenants.get(tenantId)
-    if (!t || this.now() - t.asOf > MAX_AGE_MS) return undefined
-    return t.values.get(name)
+    return t && this.now() - t.asOf <= MAX_AGE_MS ? t : undefined
+  }
+
+  private countColumns(): void {
+    let n = 0
+    for (const t of this.tenants.values()) n += t.columns?.size ?? 0
+    columnCustomers.set(n)
   }
 
   asOf(tenantId: number): number | null {
@@ -139,6 +190,7 @@ export class TenantSummaries implements SummarySource {
     this.tenants.delete(tenantId)
     this.generations.set(tenantId, (this.generations.get(tenantId) ?? 0) + 1)
     tenantsGauge.set(this.tenants.size)
+    this.countColumns()
   }
 
   /** Recomputes one tenant's summary now (serialised with the other refreshes). */
@@ -162,9 +214,11 @@ export class TenantSummaries implements SummarySource {
         if (!ep) throw new Error(`no analytics endpoint ${sq.path}`)
         await ep.body(ctx, ep.query.parse({ tenant_id: String(tenantId), ...sq.query }) as never)
       }
+      const columns = this.deps.columns === false ? undefined : await loadCustomerColumns(this.deps.store, tenantId)
       if ((this.generations.get(tenantId) ?? 0) !== generation) return // invalidated meanwhile: this result may predate the change
-      this.tenants.set(tenantId, { asOf, referenceMs, stamp, values })
+      this.tenants.set(tenantId, { asOf, referenceMs, stamp, values, columns })
       tenantsGauge.set(this.tenants.size)
+      this.countColumns()
       refreshes.inc({ outcome: 'ok' })
       refreshSeconds.observe((performance.now() - started) / 1000)
       this.deps.logger.debug({ tenantId, ms: Math.round(performance.now() - started), parts: values.size }, 'analytics summary refreshed')
@@ -193,6 +247,7 @@ export class TenantSummaries implements SummarySource {
     const present = new Set(rows.map((r) => Number(r.tenant_id)))
     for (const t of [...this.tenants.keys()]) if (!present.has(t)) this.tenants.delete(t)
     tenantsGauge.set(this.tenants.size)
+    this.countColumns()
     let refreshed = 0
     for (const r of rows) {
       if (this.stopped) break

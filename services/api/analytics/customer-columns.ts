@@ -1,0 +1,345 @@
+import type { Store } from '../../../common/store/clickhouse.ts'
+import { SEGMENTS } from '../../../pipelines/features/segments.ts'
+import type { CommonOptions } from './options.ts'
+import { resolveWindow } from './options.ts'
+
+/**
+ * The customer columns of a tenant summary (summary.ts): every customer of the tenant's
+ * `customer_features` (FINAL), one typed-array column per field the filtered answers aggregate,
+ * read in one scan when the summary is refreshed. A filtered request whose sub-query has a
+ * columnar twin is answered from them in memory, as of the summary, instead of scanning a
+ * million rows in ClickHouse per request (docs/analytics-performance.md, "Filtered answers").
+ *
+ * Nulls: NaN in a number column, code 0 in a dictionary column.
+ */
+export interface CustomerColumns extends Record<NumberName, Float64Array>, Record<DictName, DictColumn> {
+  size: number
+  /** Customer i's counting orders are orderTimes / orderCents [orderStart[i], orderStart[i + 1]): its order history, ascending. */
+  orderStart: Float64Array
+  orderTimes: Float64Array
+  orderCents: Float64Array
+}
+
+/** A string column as codes into its distinct values (`values[code]`); code 0 is null. */
+export class DictColumn {
+  readonly codes: Uint32Array
+  private readonly index: Map<string, number>
+  constructor(
+    size: number,
+    readonly values: readonly (string | null)[],
+  ) {
+    this.codes = new Uint32Array(size)
+    this.index = new Map(values.slice(1).map((v, i) => [v!, i + 1]))
+  }
+  /** The code of a value, or -1 when no customer has it. */
+  code(v: string): number {
+    return this.index.get(v) ?? -1
+  }
+  get(i: number): string | null {
+    return this.values[this.codes[i]!]!
+  }
+}
+
+/** Each dictionary column: the SQL of its value per customer (over the joined row). */
+const DICTS = {
+  registrationSource: 'r.registration_source',
+  province: 'd.province',
+  ageSegment: 'd.age_segment',
+  generation: 'd.generation',
+  gender: 'd.gender',
+  clvTier: 'f.clv_tier',
+  churnRisk: 'f.churn_risk',
+  // The part after the last '@' of lower(email) (what the email_domain filter matches), null without an '@'.
+  emailDomain: "if(position(lower(f.email), '@') > 0, arrayElement(splitByChar('@', lower(f.email)), -1), NULL)",
+} as const
+type DictName = keyof typeof DICTS
+
+/** Each number column: its SQL (read as Float64, NaN for null). */
+const NUMBERS = {
+  customerId: 'f.customer_id',
+  /** 0 = no segment; else 1 + index in SEGMENTS. */
+  segment: "indexOf({segments:Array(String)}, ifNull(f.segment, ''))",
+  /** Net spend in integer cents (the Decimal(15,2) exactly). */
+  monetaryCents: 'toInt64(f.monetary * 100)',
+  recencyDays: 'f.recency_days',
+  frequency: 'f.frequency',
+  lastOrderMs: 'toUnixTimestamp64Milli(f.last_order_at)',
+  /** Counting orders (the length of the order history). */
+  orders: 'length(f.order_times)',
+  age: 'd.age',
+  totalClv: 'f.total_clv',
+  predictedValue: 'f.predicted_value',
+  historicalCents: 'toInt64(f.historical_value * 100)',
+  churnProbability: 'f.churn_probability',
+  potentialLoss: 'f.potential_loss',
+} as const
+type NumberName = keyof typeof NUMBERS
+
+const FROM = `customer_features AS f FINAL
+LEFT JOIN (SELECT customer_id, corrected_province AS province, age_segment, generation, gender, estimated_age AS age
+           FROM customer_demographics FINAL WHERE tenant_id = {tenant_id:UInt64}) AS d ON d.customer_id = f.customer_id
+LEFT JOIN (SELECT customer_id, registration_source FROM customers FINAL WHERE tenant_id = {tenant_id:UInt64}) AS r ON r.customer_id = f.customer_id
+WHERE f.tenant_id = {tenant_id:UInt64}
+SETTINGS join_use_nulls = 1`
+
+/**
+ * Reads a tenant's customer columns: one query for the distinct values of the dictionary
+ * columns, then one scan as tab-separated numbers (the dictionary columns as codes), parsed line
+ * by line straight into the typed arrays: no row is ever held as an object.
+ */
+export async function loadCustomerColumns(store: Store, tenantId: number): Promise<CustomerColumns> {
+  const dictNames = Object.keys(DICTS) as DictName[]
+  const [distinct] = await (
+    await store.query({
+      query: `SELECT count() AS n, sum(length(f.order_times)) AS orders_total, ${dictNames.map((d) => `arraySort(groupUniqArray(${DICTS[d]})) AS ${d}`).join(', ')} FROM ${FROM}`,
+      query_params: { tenant_id: tenantId },
+      format: 'JSONEachRow',
+    })
+  ).json<Record<DictName, string[]> & { n: number | string; orders_total: number | string }>()
+  const cap = Number(distinct?.n ?? 0) + 1024 // rows written between the two queries fit; more are a later refresh's
+  const dicts = Object.fromEntries(dictNames.map((d) => [d, new DictColumn(cap, [null, ...(distinct?.[d] ?? [])])])) as Record<DictName, DictColumn>
+  const numberNames = Object.keys(NUMBERS) as NumberName[]
+  const numbers = Object.fromEntries(numberNames.map((n) => [n, new Float64Array(cap)])) as Record<NumberName, Float64Array>
+  const params: Record<string, unknown> = { tenant_id: tenantId, segments: SEGMENTS }
+  for (const d of dictNames) params[`d_${d}`] = distinct?.[d] ?? []
+  const rs = await store.query({
+    query: `SELECT ${numberNames.map((n) => `ifNull(toFloat64(${NUMBERS[n]}), nan)`).join(', ')},
+                   ${dictNames.map((d) => `if(${DICTS[d]} IS NULL, 0, indexOf({d_${d}:Array(String)}, assumeNotNull(${DICTS[d]})))`).join(', ')},
+                   f.order_times, f.order_cents
+            FROM ${FROM}`,
+    query_params: params,
+    format: 'TabSeparated',
+  })
+  const cols: (Float64Array | Uint32Array)[] = [...numberNames.map((n) => numbers[n]), ...dictNames.map((d) => dicts[d].codes)]
+  const orderStart = new Float64Array(cap + 1)
+  let orderTimes = new Float64Array(Number(distinct?.orders_total ?? 0) + 65_536)
+  let orderCents = new Float64Array(orderTimes.length)
+  let o = 0
+  let i = 0
+  for await (const batch of rs.stream()) {
+    for (const row of batch as unknown as { text: string }[]) {
+      if (i >= cap) break
+      const line = row.text
+      let start = 0
+      for (let col = 0; col < cols.length; col++) {
+        const end = line.indexOf('\t', start)
+        cols[col]![i] = Number(line.slice(start, end)) // 'nan' → NaN
+        start = end + 1
+      }
+      // Two arrays of integers of the same length: '[t1,t2,…]\t[c1,c2,…]'.
+      const split = line.indexOf('\t', start)
+      const count = countItems(line, start, split)
+      if (o + count > orderTimes.length) {
+        const grown = Math.max(orderTimes.length * 2, o + count)
+        orderTimes = copyInto(new Float64Array(grown), orderTimes)
+        orderCents = copyInto(new Float64Array(grown), orderCents)
+      }
+      parseIntegers(line, start, split, orderTimes, o)
+      parseIntegers(line, split + 1, line.length, orderCents, o)
+      o += count
+      orderStart[++i] = o
+    }
+  }
+  return { size: i, ...numbers, ...dicts, orderStart, orderTimes, orderCents }
+}
+
+const copyInto = (to: Float64Array<ArrayBuffer>, from: Float64Array) => (to.set(from), to)
+
+/** The number of items of the array literal line[from, to): '[]' has none. */
+function countItems(line: string, from: number, to: number): number {
+  if (to - from <= 2) return 0
+  let n = 1
+  for (let k = from; k < to; k++) if (line.charCodeAt(k) === 44) n++
+  return n
+}
+
+/** Parses the integers of the array literal line[from, to) into out from `at`. */
+function parseIntegers(line: string, from: number, to: number, out: Float64Array, at: number): void {
+  let v = 0
+  let sign = 1
+  let digits = false
+  for (let k = from + 1; k < to; k++) {
+    const ch = line.charCodeAt(k)
+    if (ch >= 48 && ch <= 57) {
+      v = v * 10 + (ch - 48)
+      digits = true
+    } else if (ch === 45) sign = -1
+    else if (digits) {
+      out[at++] = sign * v
+      v = 0
+      sign = 1
+      digits = false
+    }
+  }
+}
+
+/** The first position in [from, to) of an ascending array whose value is ≥ x (to when none). */
+export function lowerBound(a: Float64Array, from: number, to: number, x: number): number {
+  while (from < to) {
+    const mid = (from + to) >>> 1
+    if (a[mid]! < x) from = mid + 1
+    else to = mid
+  }
+  return from
+}
+
+/** The first position in [from, to) of an ascending array whose value is > x (to when none). */
+export function upperBound(a: Float64Array, from: number, to: number, x: number): number {
+  while (from < to) {
+    const mid = (from + to) >>> 1
+    if (a[mid]! <= x) from = mid + 1
+    else to = mid
+  }
+  return from
+}
+
+/**
+ * A condition of an endpoint's own (the twin of a condition its SQL adds to the shared filter),
+ * on one column: not null (`present`), not code 0 (`nonzero`), one of some codes (`oneOf`), or
+ * at least / at most a value (null fails both, as in SQL).
+ */
+export type Condition =
+  | { present: Float64Array }
+  | { nonzero: Float64Array | Uint32Array }
+  | { oneOf: Float64Array | Uint32Array; codes: readonly number[] }
+  | { atLeast: Float64Array; value: number }
+  | { atMost: Float64Array; value: number }
+
+/**
+ * The customers `customerFilter` (filters.ts) selects, as indexes into the columns, in load order
+ * — the same options with the same meaning, evaluated in memory — and the endpoint's own
+ * `conditions`. Options listed in `drop` are ignored, as customerScope drops them. Null when the
+ * request cannot be answered from the columns (`as_of`, an e-mail domain with an '@'): run the SQL.
+ */
+export function selectCustomers(c: CustomerColumns, o: CommonOptions, nowMs: number, conditions: readonly Condition[] = [], drop: readonly (keyof CommonOptions)[] = []): Uint32Array | null {
+  if (o.as_of) return null
+  const q: CommonOptions = { ...o }
+  for (const k of drop) delete q[k]
+  const n = c.size
+  // One tight pass per condition over its own column, clearing what fails it.
+  const keep = new Uint8Array(n).fill(1)
+  const oneOf = (codes: Uint32Array | Float64Array, allowed: Iterable<number>, wanted = true) => {
+    const set = new Set(allowed)
+    for (let i = 0; i < n; i++) if (set.has(codes[i]!) !== wanted) keep[i] = 0
+  }
+  const atLeast = (col: Float64Array, v: number, scale = 1) => {
+    for (let i = 0; i < n; i++) if (!(col[i]! / scale >= v)) keep[i] = 0
+  }
+  const atMost = (col: Float64Array, v: number, scale = 1) => {
+    for (let i = 0; i < n; i++) if (!(col[i]! / scale <= v)) keep[i] = 0
+  }
+  if (q.segments?.length) oneOf(c.segment, q.segments.map((s) => SEGMENTS.indexOf(s) + 1))
+  if (q.exclude_segments?.length) oneOf(c.segment, q.exclude_segments.map((s) => SEGMENTS.indexOf(s) + 1), false)
+  // monetary is Decimal(15,2), compared as Float64: cents / 100 is that Float64 exactly.
+  if (q.min_value !== undefined) atLeast(c.monetaryCents, q.min_value, 100)
+  if (q.max_value !== undefined) atMost(c.monetaryCents, q.max_value, 100)
+  if (q.customer_ids?.length) oneOf(c.customerId, q.customer_ids)
+  if (q.email_domain) {
+    const domain = q.email_domain.toLowerCase().replace(/^@/, '')
+    if (domain.includes('@')) return null
+    oneOf(c.emailDomain.codes, [c.emailDomain.code(domain)])
+  }
+  if (q.registration_source) oneOf(c.registrationSource.codes, [c.registrationSource.code(q.registration_source)])
+  const w = resolveWindow(q, nowMs)
+  if (w) {
+    atLeast(c.lastOrderMs, w.from) // NaN (no order) fails
+    const last = c.lastOrderMs
+    for (let i = 0; i < n; i++) if (!(last[i]! < w.to)) keep[i] = 0
+  }
+  for (const k of conditions) {
+    if ('present' in k) {
+      const col = k.present
+      for (let i = 0; i < n; i++) if (col[i] !== col[i]) keep[i] = 0
+    } else if ('nonzero' in k) {
+      const col = k.nonzero
+      for (let i = 0; i < n; i++) if (col[i] === 0) keep[i] = 0
+    } else if ('oneOf' in k) oneOf(k.oneOf, k.codes)
+    else if ('atLeast' in k) atLeast(k.atLeast, k.value)
+    else atMost(k.atMost, k.value)
+  }
+  let m = 0
+  for (let i = 0; i < n; i++) m += keep[i]!
+  const out = new Uint32Array(m)
+  for (let i = 0, j = 0; i < n; i++) if (keep[i]) out[j++] = i
+  return out
+}
+
+/** A function of the columns computed once per columns object (the sub-queries of one request share a selection). */
+export function once<T>(f: (c: CustomerColumns) => T): (c: CustomerColumns) => T {
+  let last: { c: CustomerColumns; v: T } | undefined
+  return (c) => (last?.c === c ? last.v : (last = { c, v: f(c) }).v)
+}
+
+/**
+ * The first `limit` indexes after `offset` of `rows` in the order `before` (a strict total
+ * order): one pass keeping the best offset + limit, without sorting the whole selection.
+ */
+export function topRows(rows: Uint32Array, before: (a: number, b: number) => boolean, limit: number, offset: number): number[] {
+  const k = offset + limit
+  const best: number[] = []
+  for (let j = 0; j < rows.length; j++) {
+    const i = rows[j]!
+    if (best.length === k && !before(i, best[k - 1]!)) continue
+    let lo = 0
+    let hi = best.length
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1
+      if (before(best[mid]!, i)) lo = mid + 1
+      else hi = mid
+    }
+    best.splice(lo, 0, i)
+    if (best.length > k) best.pop()
+  }
+  return best.slice(offset)
+}
+
+/** ClickHouse's quantileExactInclusive(level) of values (reorders them). */
+export function quantileExactInclusive(values: Float64Array, level: number): number {
+  const n = values.length
+  if (n === 0) return Number.NaN
+  const h = (n - 1) * level
+  const lo = Math.floor(h)
+  const a = select(values, lo)
+  if (lo + 1 >= n) return a
+  // The next order statistic is the minimum of the part above lo (select left it there).
+  let b = Number.POSITIVE_INFINITY
+  for (let j = lo + 1; j < n; j++) if (values[j]! < b) b = values[j]!
+  return a + (h - lo) * (b - a)
+}
+
+/** The sum of the k largest values (reorders them). */
+export function sumOfLargest(values: Float64Array, k: number): number {
+  const n = values.length
+  if (k <= 0 || n === 0) return 0
+  if (k >= n) return values.reduce((s, v) => s + v, 0)
+  select(values, n - k) // values[n-k..] are the k largest
+  let s = 0
+  for (let j = n - k; j < n; j++) s += values[j]!
+  return s
+}
+
+/** Hoare's quickselect: puts the k-th smallest at k, smaller before, larger after; returns it. */
+function select(a: Float64Array, k: number): number {
+  let lo = 0
+  let hi = a.length - 1
+  while (hi > lo) {
+    const pivot = a[(lo + hi) >> 1]!
+    let i = lo
+    let j = hi
+    while (i <= j) {
+      while (a[i]! < pivot) i++
+      while (a[j]! > pivot) j--
+      if (i <= j) {
+        const t = a[i]!
+        a[i] = a[j]!
+        a[j] = t
+        i++
+        j--
+      }
+    }
+    if (k <= j) hi = j
+    else if (k >= i) lo = i
+    else break
+  }
+  return a[k]!
+}
