@@ -45,6 +45,16 @@ beforeAll(async () => {
                    if(number % 5 = 0, NULL, ['Buenos Aires', 'Córdoba', 'Santa Fe', 'Mendoza'][1 + number % 4]), 1, 0, 1, [], now()
             FROM numbers(350)`,
   })
+  // Segment changes in the last months, some published twice (another event id, same content): the dashboard's movements.
+  await store.command({
+    query: `INSERT INTO segment_changes (tenant_id, customer_id, event_id, occurred_at, previous_segment, segment)
+            SELECT ${T}, 1 + number % 400, concat('sc', toString(number), if(number % 9 = 0, 'dup', '')),
+                   toDateTime64('2025-07-01 00:00:00', 3, 'UTC') - toIntervalMinute((number % 200) * 1000),
+                   ['Champions', 'Loyal Customers', 'At Risk', 'Lost', 'New Customers'][1 + number % 5], ['Champions', 'At Risk', 'Hibernating'][1 + number % 3]
+            FROM numbers(600)`,
+  })
+  await store.command({ query: `INSERT INTO segment_changes (tenant_id, customer_id, event_id, occurred_at, previous_segment, segment)
+                                SELECT tenant_id, customer_id, concat(event_id, '-again'), occurred_at, previous_segment, segment FROM segment_changes WHERE tenant_id = ${T} AND customer_id % 9 = 0` })
   await store.command({ query: `ALTER TABLE customers UPDATE registration_source = if(customer_id % 3 = 0, 'marketplace', 'web'), email = if(customer_id % 4 = 0, concat('C', toString(customer_id), '@Shop.test'), email) WHERE tenant_id = ${T} AND customer_id % 2 = 0 SETTINGS mutations_sync = 2` })
   const engine = createRecomputeEngine({ store, logger: silentLogger, partitions: 4, now: () => NOW })
   for (const t of [T, OTHER]) await engine.run(t, { analyses: ['rfm', 'clv', 'churn'], batchSize: 1000, force: true, signal: new AbortController().signal })
@@ -92,12 +102,24 @@ describe('tenant summaries', () => {
     ['/api/v2/cdp/analytics/segments/performance', { exclude_segments: 'Lost,Hibernating', period: 'quarter' }],
     ['/api/v2/cdp/analytics/dashboard', { period: 'month', min_value: '120' }],
     ['/api/v2/cdp/analytics/dashboard', { period: 'year', segments: 'Champions' }],
+    ['/api/v2/cdp/analytics/dashboard', { period: 'week', exclude_segments: 'Lost', max_value: '400' }],
+    ['/api/v2/cdp/analytics/dashboard', { period: 'today', registration_source: 'web' }],
     ['/api/v2/cdp/analytics/rfm', { registration_source: 'nowhere' }],
   ]
   it.each(filtered)('%s %j: the filtered body from the customer columns equals the live body', async (path, query) => {
     const before = columnarCount()
     expect(await body(path, query, true)).toEqual(await body(path, query, false))
     expect(columnarCount()).toBeGreaterThan(before) // answered from the columns, not silently live
+  })
+
+  it('the filtered cases have data to compare: movements, new and returning customers, a daily chart', async () => {
+    const d = (await body('/api/v2/cdp/analytics/dashboard', { period: 'month', min_value: '120' }, true)) as {
+      data: { segments: { movements: { upgrades: number; downgrades: number } }; trends: { revenue: { chart: number[] }; customers: { returning: number } } }
+    }
+    expect(d.data.segments.movements.upgrades).toBeGreaterThan(0)
+    expect(d.data.segments.movements.downgrades).toBeGreaterThan(0)
+    expect(d.data.trends.customers.returning).toBeGreaterThan(0)
+    expect(d.data.trends.revenue.chart.filter((x) => x > 0).length).toBeGreaterThan(20)
   })
 
   it('are used: data written after the refresh shows only once a pass sees it moved', async () => {

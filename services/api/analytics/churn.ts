@@ -3,7 +3,7 @@ import { CHURN_DEFINITIONS, CHURN_RISKS, CHURN_THRESHOLDS, churnRate } from '../
 import { CommonQuery, boolParam, limitParam, offsetParam } from './options.ts'
 import { customerFilter, type SqlFilter } from './filters.ts'
 import { customerScope } from './customers.ts'
-import { selectCustomers, topRows, type CustomerColumns, type Condition } from './customer-columns.ts'
+import { lowerBound, once, selectCustomers, topRows, upperBound, type CustomerColumns, type Condition } from './customer-columns.ts'
 import { tenantWide, tenantWidePage } from './summary.ts'
 import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
 import { analyticsBody, fieldColumns, pct, round2, select, signedPct, type AnalyticsContext, type AnalyticsEndpoint, type RowsExport } from './endpoint.ts'
@@ -100,6 +100,48 @@ function levelsOf(c: CustomerColumns, rows: Uint32Array | null): LevelRow[] | nu
   return out
 }
 
+type WindowRow = Record<'existed_prev' | 'churned_prev' | 'crossed' | 'was_at_risk' | 'saved' | 'existed_now' | 'churned_now' | 'orders_30d' | 'orders_365d', string>
+
+/** The columnar twin of the window query: each customer's order history by binary search instead of array scans. */
+function windowOf(c: CustomerColumns, rows: Uint32Array | null, nowMs: number): WindowRow[] | null {
+  if (!rows) return null
+  const { orderStart: starts, orderTimes: times } = c
+  const prevMs = nowMs - CHURN_WINDOW_DAYS * DAY_MS
+  const yearMs = nowMs - 365 * DAY_MS
+  const { at_risk: atRiskDays, churned: churnedDays } = CHURN_THRESHOLDS
+  let existedPrev = 0, churnedPrev = 0, crossed = 0, wasAtRisk = 0, saved = 0, existedNow = 0, churnedNow = 0, orders30 = 0, orders365 = 0
+  for (let j = 0; j < rows.length; j++) {
+    const i = rows[j]!
+    const s = starts[i]!
+    const e = starts[i + 1]!
+    if (s === e) continue // notEmpty(order_times)
+    const prevEnd = lowerBound(times, s, e, prevMs) // orders before prev_ms: [s, prevEnd)
+    const nowEnd = upperBound(times, s, e, nowMs) // orders up to now: [s, nowEnd)
+    const lastPrev = prevEnd > s ? times[prevEnd - 1]! : 0
+    const lastNow = nowEnd > s ? times[nowEnd - 1]! : 0
+    const recent = nowEnd - prevEnd
+    orders30 += recent
+    orders365 += nowEnd - lowerBound(times, s, e, yearMs)
+    const daysPrev = Math.trunc((prevMs - lastPrev) / DAY_MS)
+    const daysNow = Math.trunc((nowMs - lastNow) / DAY_MS)
+    if (lastPrev > 0) {
+      existedPrev++
+      if (daysPrev >= churnedDays) churnedPrev++
+      else if (daysNow >= churnedDays) crossed++
+      if (daysPrev >= atRiskDays && daysPrev <= churnedDays - 1) {
+        wasAtRisk++
+        if (recent > 0) saved++
+      }
+    }
+    if (lastNow > 0) {
+      existedNow++
+      if (daysNow >= churnedDays) churnedNow++
+    }
+  }
+  const str = String
+  return [{ existed_prev: str(existedPrev), churned_prev: str(churnedPrev), crossed: str(crossed), was_at_risk: str(wasAtRisk), saved: str(saved), existed_now: str(existedNow), churned_now: str(churnedNow), orders_30d: str(orders30), orders_365d: str(orders365) }]
+}
+
 interface LevelRow { risk: string; customers: string; probability: number; loss: number }
 
 async function atRiskRows(ctx: AnalyticsContext, q: ChurnOptions, limit: number, offset: number, ids?: number[]): Promise<AtRiskRow[]> {
@@ -123,16 +165,17 @@ async function body(ctx: AnalyticsContext, q: ChurnOptions) {
   const f = churnFilter(q, nowMs)
   // Without a filter, the levels and the window figures come from the tenant summary (summary.ts).
   const whole = !customerScope(q, nowMs).filtered && !q.risk_level && q.days_inactive === undefined
+  const selected = once((c) => churnRows(c, q, nowMs))
   const [levelRows, windowRows, atRisk] = await Promise.all([
     tenantWide(ctx, q.tenant_id, 'churn.levels', whole, () => select<LevelRow>(
       ctx.store,
       `SELECT assumeNotNull(f.churn_risk) AS risk, count() AS customers, sum(coalesce(f.churn_probability, 0)) AS probability, sum(coalesce(f.potential_loss, 0)) AS loss
        FROM customer_features AS f FINAL WHERE ${f.where} GROUP BY risk`,
       f.params,
-    ), (c) => levelsOf(c, churnRows(c, q, nowMs))),
+    ), (c) => levelsOf(c, selected(c))),
     // The filtered customers' counting orders (not cancelled, total > 0) placed up to now, per
     // customer, from the order_times of its feature row (ascending; arrayLast of none is 0).
-    tenantWide(ctx, q.tenant_id, 'churn.window', whole, () => select<Record<'existed_prev' | 'churned_prev' | 'crossed' | 'was_at_risk' | 'saved' | 'existed_now' | 'churned_now' | 'orders_30d' | 'orders_365d', string>>(
+    tenantWide(ctx, q.tenant_id, 'churn.window', whole, () => select<WindowRow>(
       ctx.store,
       `SELECT countIf(last_prev > 0) AS existed_prev,
               countIf(last_prev > 0 AND intDiv({prev_ms:Int64} - last_prev, ${DAY_MS}) >= {churned_days:UInt32}) AS churned_prev,
@@ -158,7 +201,7 @@ async function body(ctx: AnalyticsContext, q: ChurnOptions) {
         at_risk_days: CHURN_THRESHOLDS.at_risk,
         churned_days: CHURN_THRESHOLDS.churned,
       },
-    )),
+    ), (c) => windowOf(c, selected(c), nowMs)),
     // The first pages of the at-risk list (highest potential loss first) come from the summary.
     tenantWidePage(ctx, q.tenant_id, 'churn.at_risk', whole, q, (limit, offset, ids) => atRiskRows(ctx, q, limit, offset, ids), (c, limit, offset) => atRiskPageIds(c, churnRows(c, q, nowMs, AT_RISK_LEVELS), limit, offset)),
   ])

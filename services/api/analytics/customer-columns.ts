@@ -18,6 +18,8 @@ export interface CustomerColumns extends Record<NumberName, Float64Array>, Recor
   orderStart: Float64Array
   orderTimes: Float64Array
   orderCents: Float64Array
+  /** Indexes in ascending customer id (for indexOfCustomer). */
+  byId: Uint32Array
 }
 
 /** A string column as codes into its distinct values (`values[code]`); code 0 is null. */
@@ -140,7 +142,24 @@ export async function loadCustomerColumns(store: Store, tenantId: number): Promi
       orderStart[++i] = o
     }
   }
-  return { size: i, ...numbers, ...dicts, orderStart, orderTimes, orderCents }
+  const ids = numbers.customerId
+  const byId = Uint32Array.from({ length: i }, (_, k) => k)
+  let sorted = true
+  for (let k = 1; k < i && sorted; k++) sorted = ids[k - 1]! < ids[k]!
+  if (!sorted) byId.sort((a, b) => ids[a]! - ids[b]!)
+  return { size: i, ...numbers, ...dicts, orderStart, orderTimes, orderCents, byId }
+}
+
+/** The index of a customer in the columns, or -1. */
+export function indexOfCustomer(c: CustomerColumns, customerId: number): number {
+  let lo = 0
+  let hi = c.size
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1
+    if (c.customerId[c.byId[mid]!]! < customerId) lo = mid + 1
+    else hi = mid
+  }
+  return lo < c.size && c.customerId[c.byId[lo]!] === customerId ? c.byId[lo]! : -1
 }
 
 const copyInto = (to: Float64Array<ArrayBuffer>, from: Float64Array) => (to.set(from), to)

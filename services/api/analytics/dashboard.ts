@@ -5,9 +5,9 @@ import { analyticsBody, bodyTable, round2, select, signedPct, signedPctValue } f
 import { Count, DateOnly, Fraction, Percentage, SignedPercent } from '../response-schemas.ts'
 import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
 import { customerScope, scopeClause } from './customers.ts'
-import { selectCustomers, type CustomerColumns } from './customer-columns.ts'
+import { indexOfCustomer, lowerBound, once, selectCustomers, type CustomerColumns } from './customer-columns.ts'
 import { tenantWide } from './summary.ts'
-import { SEGMENTS } from '../../../pipelines/features/segments.ts'
+import { SEGMENTS, type Segment } from '../../../pipelines/features/segments.ts'
 import { churnRate } from '../../../pipelines/features/churn.ts'
 
 const DAY = 86_400_000
@@ -39,6 +39,60 @@ export function dashboardWindows(period: DashboardOptions['period'], nowMs: numb
   return { from: w.from, to: w.to, prevFrom: w.from - len, prevTo: w.from, days: Math.ceil((w.to - w.from) / DAY) }
 }
 
+interface CustomersRow { total: number; churned: number; with_level: number; clv: number | null; active: number; orders: number; cents: number; prev_cents: number; new_customers: number; returning: number; lapsed: number; daily: [number[], number[]] }
+
+/** The columnar twin of the customers query: each customer's order history by binary search, the window's days summed in place. */
+function customersOf(c: CustomerColumns, rows: Uint32Array | null, win: ReturnType<typeof dashboardWindows>, now: number): CustomersRow[] | null {
+  if (!rows) return null
+  const { orderStart: starts, orderTimes: times, orderCents: cents, totalClv: clvs } = c
+  const risks = c.churnRisk.codes
+  const churnedCode = c.churnRisk.code('churned')
+  const [churnFrom, churnTo] = [win.from - CHURN_DAYS * DAY, now - CHURN_DAYS * DAY]
+  const dayCents = new Float64Array(win.days + 1)
+  const r: CustomersRow = { total: rows.length, churned: 0, with_level: 0, clv: null, active: 0, orders: 0, cents: 0, prev_cents: 0, new_customers: 0, returning: 0, lapsed: 0, daily: [[], []] }
+  let clvSum = 0
+  let clvCount = 0
+  for (let j = 0; j < rows.length; j++) {
+    const i = rows[j]!
+    const risk = risks[i]!
+    if (risk !== 0) r.with_level++
+    if (risk === churnedCode) r.churned++
+    const clv = clvs[i]!
+    if (clv === clv) {
+      clvSum += clv
+      clvCount++
+    }
+    const s = starts[i]!
+    const end = lowerBound(times, s, starts[i + 1]!, win.to) // orders before the window's end: [s, end)
+    if (end === s) continue
+    const from = lowerBound(times, s, end, win.from)
+    const prevFrom = lowerBound(times, s, from, win.prevFrom)
+    const first = times[s]!
+    const last = times[end - 1]!
+    const n = end - from
+    if (n > 0) {
+      r.active++
+      r.orders += n
+      if (first < win.from) r.returning++
+    }
+    for (let k = from; k < end; k++) {
+      const d = Math.trunc((times[k]! - win.from) / DAY)
+      dayCents[d] = dayCents[d]! + cents[k]!
+      r.cents += cents[k]!
+    }
+    for (let k = prevFrom; k < from; k++) r.prev_cents += cents[k]!
+    if (first >= win.from) r.new_customers++
+    if (last >= churnFrom && last < churnTo) r.lapsed++
+  }
+  r.clv = clvCount ? clvSum / clvCount : null
+  for (let d = 0; d < dayCents.length; d++) {
+    if (!dayCents[d]) continue
+    r.daily[0].push(d)
+    r.daily[1].push(dayCents[d]!)
+  }
+  return [r]
+}
+
 export async function dashboardBody(ctx: AnalyticsContext, q: DashboardOptions) {
   const now = ctx.now()
   const win = dashboardWindows(q.period, now)
@@ -49,15 +103,15 @@ export async function dashboardBody(ctx: AnalyticsContext, q: DashboardOptions) 
   const p = { ...scope.params, from: win.from, to: win.to, prev_from: win.prevFrom, churn_from: win.from - CHURN_DAYS * DAY, churn_to: now - CHURN_DAYS * DAY, segment_order: SEGMENTS }
   const ts = (name: string) => `fromUnixTimestamp64Milli({${name}:Int64}, 'UTC')`
   // Without a customer filter, every part comes from the tenant summary (summary.ts) of this period.
-  const wide = <T>(name: string, live: () => Promise<T>, columnar?: (c: CustomerColumns) => T | null) => tenantWide(ctx, q.tenant_id, `dashboard.${q.period}.${name}`, !scope.filtered, live, columnar)
-  const drop = ['period', 'date_from', 'date_to'] as const
+  const wide = <T>(name: string, live: () => Promise<T>, columnar?: (c: CustomerColumns) => T | null | Promise<T | null>) => tenantWide(ctx, q.tenant_id, `dashboard.${q.period}.${name}`, !scope.filtered, live, columnar)
+  const selected = once((c) => selectCustomers(c, q, now, [], ['period', 'date_from', 'date_to']))
 
   const [customers, segRows, moves] = await Promise.all([
     // One pass over the customers in scope: their scores, and from each one's counting orders
     // placed before the window's end (order_times / order_cents of its feature row) the orders and
     // revenue in the window and the one before it, first and last order, and the window's revenue
     // per day (sumMap of day index → cents).
-    wide('customers', () => select<{ total: number; churned: number; with_level: number; clv: number | null; active: number; orders: number; cents: number; prev_cents: number; new_customers: number; returning: number; lapsed: number; daily: [number[], number[]] }>(
+    wide('customers', () => select<CustomersRow>(
       ctx.store,
       `SELECT count() AS total, countIf(churn_risk = 'churned') AS churned, countIf(churn_risk IS NOT NULL) AS with_level, avgOrNull(clv) AS clv,
               countIf(n_cur > 0) AS active, sum(n_cur) AS orders, sum(cents_cur) AS cents, sum(cents_prev) AS prev_cents,
@@ -76,18 +130,22 @@ export async function dashboardBody(ctx: AnalyticsContext, q: DashboardOptions) 
          WHERE ${scope.where}
        )`,
       p,
-    )),
+    ), (c) => customersOf(c, selected(c), win, now)),
     wide('segments', () => select<{ segment: string; n: number }>(
       ctx.store,
       `SELECT f.segment AS segment, count() AS n FROM customer_features AS f FINAL WHERE ${scope.where} AND f.segment IS NOT NULL GROUP BY segment`,
       p,
     ), (c) => {
-      const rows = selectCustomers(c, q, now, [{ nonzero: c.segment }], drop)
+      const rows = selected(c)
       if (!rows) return null
-      const n = new Map<number, number>()
-      for (let j = 0; j < rows.length; j++) n.set(c.segment[rows[j]!]!, (n.get(c.segment[rows[j]!]!) ?? 0) + 1)
-      return [...n].map(([code, k]) => ({ segment: SEGMENTS[code - 1]!, n: k }))
+      const segs = c.segment
+      const n = new Float64Array(SEGMENTS.length + 1)
+      for (let j = 0; j < rows.length; j++) n[segs[rows[j]!]!] = n[segs[rows[j]!]!]! + 1
+      const out: { segment: string; n: number }[] = []
+      for (let k = 1; k < n.length; k++) if (n[k]) out.push({ segment: SEGMENTS[k - 1]!, n: n[k]! })
+      return out
     }),
+    // A change published twice (at least once delivery) has another event_id but the same content: counted once.
     // A change published twice (at least once delivery) has another event_id but the same content: counted once.
     wide('movements', () => select<{ upgrades: number; downgrades: number }>(
       ctx.store,
@@ -101,7 +159,33 @@ export async function dashboardBody(ctx: AnalyticsContext, q: DashboardOptions) 
            AND occurred_at >= ${ts('from')} AND occurred_at < ${ts('to')}${inScope}
        )`,
       p,
-    )),
+    ), async (c) => {
+      // The window's distinct changes of every customer, kept when their customer is selected.
+      const rows = selected(c)
+      if (!rows) return null
+      const inRows = new Uint8Array(c.size)
+      for (let j = 0; j < rows.length; j++) inRows[rows[j]!] = 1
+      const all = await select<{ customer_id: string; previous_segment: string; segment: string }>(
+        ctx.store,
+        `SELECT DISTINCT customer_id, occurred_at, assumeNotNull(previous_segment) AS previous_segment, assumeNotNull(segment) AS segment
+         FROM segment_changes FINAL
+         WHERE tenant_id = {tenant_id:UInt64} AND previous_segment IS NOT NULL AND segment IS NOT NULL
+           AND has({segment_order:Array(String)}, previous_segment) AND has({segment_order:Array(String)}, segment)
+           AND occurred_at >= ${ts('from')} AND occurred_at < ${ts('to')}`,
+        p,
+      )
+      let upgrades = 0
+      let downgrades = 0
+      for (const r of all) {
+        const i = indexOfCustomer(c, Number(r.customer_id))
+        if (i < 0 || inRows[i] !== 1) continue
+        const from = SEGMENTS.indexOf(r.previous_segment as Segment)
+        const to = SEGMENTS.indexOf(r.segment as Segment)
+        if (to < from) upgrades++
+        if (to > from) downgrades++
+      }
+      return [{ upgrades, downgrades }]
+    }),
   ])
 
   const c = customers[0] ?? { total: 0, churned: 0, with_level: 0, clv: null, active: 0, orders: 0, cents: 0, prev_cents: 0, new_customers: 0, returning: 0, lapsed: 0, daily: [[], []] }

@@ -54,13 +54,13 @@ export async function tenantWide<T>(
   name: string,
   applies: boolean,
   live: () => Promise<T>,
-  columnar?: (columns: CustomerColumns) => T | null,
+  columnar?: (columns: CustomerColumns) => T | null | Promise<T | null>,
 ): Promise<T> {
   const s = ctx.summaries
   if (!s) return live()
   if (!applies) {
     const cols = columnar && !s.record ? s.columns?.(tenantId) : undefined
-    const v = cols ? columnar!(cols) : null
+    const v = cols ? await columnar!(cols) : null
     if (v !== null) columnarAnswers.inc()
     return v ?? live()
   }
