@@ -14,20 +14,28 @@
  */
 import { LRUCache } from 'lru-cache'
 
-export interface LruOptions {
+export interface LruOptions<K = unknown, V = unknown> {
   max: number
   /** Default TTL of an entry; absent or 0: entries do not expire (only eviction removes them). */
   ttlMs?: number
   now?: () => number
+  /**
+   * Makes `cache.fetch(key)` load a missing entry with this (concurrent fetches of a key share one
+   * load) and, for a stale entry, answer the stale value at once while one reload runs in the
+   * background (stale-while-revalidate).
+   */
+  load?: (key: K) => Promise<V>
 }
 
 /** A TTL in milliseconds as the caches of `lruCache` count it. */
 export const lruTtl = (ms: number): number => Math.max(1, 2 * Math.ceil(ms) - 1)
 
-export function lruCache<K extends {}, V extends {}>(o: LruOptions): LRUCache<K, V> {
+export function lruCache<K extends {}, V extends {}>(o: LruOptions<K, V>): LRUCache<K, V> {
   const now = o.now ?? Date.now
+  const load = o.load
   return new LRUCache<K, V>({
     max: o.max,
+    ...(load ? { fetchMethod: (key: K) => load(key), allowStale: true, noDeleteOnFetchRejection: true } : {}),
     ...(o.ttlMs && o.ttlMs > 0 ? { ttl: lruTtl(o.ttlMs) } : {}),
     ttlResolution: 0,
     perf: { now: () => 2 * now() + 1 },

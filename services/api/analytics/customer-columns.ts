@@ -237,7 +237,18 @@ export function selectCustomers(c: CustomerColumns, o: CommonOptions, nowMs: num
   const n = c.size
   // One tight pass per condition over its own column, clearing what fails it.
   const keep = new Uint8Array(n).fill(1)
-  const oneOf = (codes: Uint32Array | Float64Array, allowed: Iterable<number>, wanted = true) => {
+  const oneOf = (codes: Uint32Array | Float64Array, allowed: readonly number[], wanted = true) => {
+    const max = Math.max(0, ...allowed)
+    if (max < 65_536 && allowed.every((a) => Number.isInteger(a))) {
+      // Small codes (segments, dictionary codes): a lookup table instead of a Set.
+      const table = new Uint8Array(max + 1)
+      for (const a of allowed) if (a >= 0) table[a] = 1
+      for (let i = 0; i < n; i++) {
+        const v = codes[i]!
+        if ((v <= max && table[v | 0] === 1) !== wanted) keep[i] = 0
+      }
+      return
+    }
     const set = new Set(allowed)
     for (let i = 0; i < n; i++) if (set.has(codes[i]!) !== wanted) keep[i] = 0
   }

@@ -140,7 +140,10 @@ export async function dashboardBody(ctx: AnalyticsContext, q: DashboardOptions) 
       if (!rows) return null
       const segs = c.segment
       const n = new Float64Array(SEGMENTS.length + 1)
-      for (let j = 0; j < rows.length; j++) n[segs[rows[j]!]!] = n[segs[rows[j]!]!]! + 1
+      for (let j = 0; j < rows.length; j++) {
+        const g = segs[rows[j]!]! | 0
+        n[g] = n[g]! + 1
+      }
       const out: { segment: string; n: number }[] = []
       for (let k = 1; k < n.length; k++) if (n[k]) out.push({ segment: SEGMENTS[k - 1]!, n: n[k]! })
       return out

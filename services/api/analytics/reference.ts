@@ -20,17 +20,15 @@ export class ReferenceSource {
     ttlMs = 5_000,
   ) {
     this.settings = new TenantSettingsStore(store, now)
-    this.cache = lruCache<number, Reference>({ max: 10_000, ttlMs, now })
+    // Stale-while-revalidate: reading the data's end scans the tenant's orders (hundreds of ms at
+    // ten million), so an expired entry is answered at once while one reload runs.
+    this.cache = lruCache<number, Reference>({ max: 10_000, ttlMs, now, load: (tenantId) => this.settings.reference(tenantId, this.now()) })
   }
 
   async reference(tenantId: number, asOf?: string): Promise<Reference> {
     const wallMs = this.now()
     if (asOf) return resolveReference(asOf as ReferenceSetting, { wallMs, dataEndMs: null }, 'as_of')
-    let ref = this.cache.get(tenantId)
-    if (!ref) {
-      ref = await this.settings.reference(tenantId, wallMs)
-      this.cache.set(tenantId, ref)
-    }
+    const ref = (await this.cache.fetch(tenantId))!
     return ref.setting === 'now' ? { ...ref, ms: wallMs } : ref
   }
 

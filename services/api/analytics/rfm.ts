@@ -124,7 +124,7 @@ function groupsOf(c: CustomerColumns, q: RfmOptions, nowMs: number): GroupRow[] 
   const first = new Int32Array(keys).fill(-1)
   for (let j = 0; j < rows.length; j++) {
     const i = rows[j]!
-    const key = ((segs[i]! * P + provinces[i]!) * A + ageSegments[i]!) * G + generations[i]!
+    const key = (((segs[i]! * P + provinces[i]!) * A + ageSegments[i]!) * G + generations[i]!) | 0 // an int index: a double one takes V8's slow path
     if (first[key] === -1) first[key] = i
     customers[key] = customers[key]! + 1
     const r = recencies[i]!

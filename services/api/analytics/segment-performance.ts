@@ -48,7 +48,7 @@ function performanceOf(c: CustomerColumns, q: CommonOptions, nowMs: number, reta
   const [size, cents, count, retained] = [new Float64Array(k), new Float64Array(k), new Float64Array(k), new Float64Array(k)]
   for (let j = 0; j < rows.length; j++) {
     const i = rows[j]!
-    const g = segs[i]!
+    const g = segs[i]! | 0
     size[g] = size[g]! + 1
     cents[g] = cents[g]! + monetary[i]!
     count[g] = count[g]! + orders[i]!
