@@ -1,30 +1,13 @@
 import { describe, expect, it } from 'vitest'
-import { quantileExactInclusive, sumOfLargest, topRows } from '../../services/api/analytics/customer-columns.ts'
+import { descendingBy, lowerBound, maskOf, pageInOrder, topRows, upperBound, type CustomerColumns } from '../../services/api/analytics/customer-columns.ts'
 
-/** The in-memory order statistics of the filtered answers, against sorting (a seeded generator, with ties). */
+/** The in-memory orders and searches of the filtered answers, against sorting (a seeded generator, with ties and nulls). */
 function rng(seed: number) {
   let s = seed >>> 0
   return () => ((s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 2 ** 32)
 }
 
-describe('customer columns: order statistics', () => {
-  const cases = [1, 2, 3, 10, 101, 1000, 4096].flatMap((n) => [1, 2, 3].map((seed) => [n, seed] as const))
-  it.each(cases)('n=%i seed=%i: median (R7, as ClickHouse quantileExactInclusive) and the sum of the k largest equal a sort', (n, seed) => {
-    const r = rng(seed * 7919 + n)
-    const xs = Array.from({ length: n }, () => (seed === 3 ? Math.floor(r() * 5) : Math.round(r() * 1e6) / 100)) // seed 3: many ties
-    const sorted = [...xs].sort((a, b) => a - b)
-    for (const level of [0, 0.25, 0.5, 0.9, 1]) {
-      const h = (n - 1) * level
-      const lo = Math.floor(h)
-      const want = lo + 1 < n ? sorted[lo]! + (h - lo) * (sorted[lo + 1]! - sorted[lo]!) : sorted[lo]!
-      expect(quantileExactInclusive(Float64Array.from(xs), level)).toBeCloseTo(want, 9)
-    }
-    for (const k of [0, 1, Math.ceil(n * 0.2), n, n + 3]) {
-      const want = sorted.slice(Math.max(0, n - k)).reduce((s, v) => s + v, 0)
-      expect(sumOfLargest(Float64Array.from(xs), k)).toBeCloseTo(want, 6)
-    }
-  })
-
+describe('customer columns: orders and searches', () => {
   it('a page of the top rows equals the same page of a full sort, ties broken by the second key', () => {
     const r = rng(42)
     const key = Float64Array.from({ length: 5000 }, () => Math.floor(r() * 300))
@@ -34,6 +17,35 @@ describe('customer columns: order statistics', () => {
     for (const [limit, offset] of [[10, 0], [50, 7], [1000, 0], [5, 3300], [10, 3330]] as const) {
       expect(topRows(rows, before, limit, offset)).toEqual(sorted.slice(offset, offset + limit))
     }
-    expect(quantileExactInclusive(new Float64Array(0), 0.5)).toBeNaN()
+  })
+
+  it.each([1, 2, 3])('seed %i: pages walked down the shared descending order equal a sort of the selection (nulls as given, ties by customer id)', (seed) => {
+    const r = rng(seed)
+    const n = 3000
+    const key = Float64Array.from({ length: n }, () => (r() < 0.1 ? Number.NaN : Math.floor(r() * 50) * 1.5))
+    const customerId = Float64Array.from({ length: n }, (_, i) => ((i * 7919) % n) + 1) // not in index order
+    const c = { size: n, customerId } as unknown as CustomerColumns
+    const rows = Uint32Array.from({ length: n }, (_, i) => i).filter(() => r() < 0.6)
+    for (const nullAs of [0, Number.NEGATIVE_INFINITY]) {
+      const v = (i: number) => (Number.isNaN(key[i]!) ? nullAs : key[i]!)
+      const sorted = [...rows].sort((a, b) => v(b) - v(a) || customerId[a]! - customerId[b]!)
+      const order = descendingBy(c, key, nullAs)
+      expect(descendingBy(c, key, nullAs)).toBe(order) // sorted once
+      for (const [limit, offset] of [[10, 0], [100, 33], [7, rows.length - 3], [5, rows.length + 10]] as const) {
+        expect(pageInOrder(order, maskOf(c, rows), limit, offset)).toEqual(sorted.slice(offset, offset + limit))
+      }
+    }
+  })
+
+  it('lowerBound / upperBound find the first position ≥ / > a value within a range of an ascending array', () => {
+    const a = Float64Array.from([1, 3, 3, 3, 7, 9, 9, 12])
+    expect([lowerBound(a, 0, 8, 3), upperBound(a, 0, 8, 3)]).toEqual([1, 4])
+    expect([lowerBound(a, 0, 8, 0), upperBound(a, 0, 8, 12)]).toEqual([0, 8])
+    expect([lowerBound(a, 4, 6, 8), upperBound(a, 4, 6, 9)]).toEqual([5, 6])
+    expect([lowerBound(a, 2, 2, 5), upperBound(a, 3, 3, 5)]).toEqual([2, 3]) // empty range
+    for (let x = 0; x <= 13; x += 0.5) {
+      expect(lowerBound(a, 0, 8, x)).toBe([...a].filter((t) => t < x).length)
+      expect(upperBound(a, 0, 8, x)).toBe([...a].filter((t) => t <= x).length)
+    }
   })
 })

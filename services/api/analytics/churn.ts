@@ -3,7 +3,7 @@ import { CHURN_DEFINITIONS, CHURN_RISKS, CHURN_THRESHOLDS, churnRate } from '../
 import { CommonQuery, boolParam, limitParam, offsetParam } from './options.ts'
 import { customerFilter, type SqlFilter } from './filters.ts'
 import { customerScope } from './customers.ts'
-import { lowerBound, once, selectCustomers, topRows, upperBound, type CustomerColumns, type Condition } from './customer-columns.ts'
+import { descendingBy, lowerBound, maskOf, once, pageInOrder, selectCustomers, upperBound, type CustomerColumns, type Condition } from './customer-columns.ts'
 import { tenantWide, tenantWidePage } from './summary.ts'
 import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
 import { analyticsBody, fieldColumns, pct, round2, select, signedPct, type AnalyticsContext, type AnalyticsEndpoint, type RowsExport } from './endpoint.ts'
@@ -75,9 +75,7 @@ const AT_RISK_LEVELS = ['at_risk', 'churning'] as const
 /** The columnar twin of the at-risk page: its customer ids, highest potential loss first. */
 function atRiskPageIds(c: CustomerColumns, rows: Uint32Array | null, limit: number, offset: number): number[] | null {
   if (!rows) return null
-  const loss = (i: number) => (Number.isNaN(c.potentialLoss[i]!) ? 0 : c.potentialLoss[i]!)
-  const before = (a: number, b: number) => (loss(a) !== loss(b) ? loss(a) > loss(b) : c.customerId[a]! < c.customerId[b]!)
-  return topRows(rows, before, limit, offset).map((i) => c.customerId[i]!)
+  return pageInOrder(descendingBy(c, c.potentialLoss, 0), maskOf(c, rows), limit, offset).map((i) => c.customerId[i]!)
 }
 
 /** The columnar twin of the levels query. */
@@ -115,13 +113,14 @@ function windowOf(c: CustomerColumns, rows: Uint32Array | null, nowMs: number): 
     const s = starts[i]!
     const e = starts[i + 1]!
     if (s === e) continue // notEmpty(order_times)
-    const prevEnd = lowerBound(times, s, e, prevMs) // orders before prev_ms: [s, prevEnd)
-    const nowEnd = upperBound(times, s, e, nowMs) // orders up to now: [s, nowEnd)
+    const last = times[e - 1]! // binary searches only where a bound falls inside the history
+    const prevEnd = last < prevMs ? e : lowerBound(times, s, e, prevMs) // orders before prev_ms: [s, prevEnd)
+    const nowEnd = last <= nowMs ? e : upperBound(times, s, e, nowMs) // orders up to now: [s, nowEnd)
     const lastPrev = prevEnd > s ? times[prevEnd - 1]! : 0
     const lastNow = nowEnd > s ? times[nowEnd - 1]! : 0
     const recent = nowEnd - prevEnd
     orders30 += recent
-    orders365 += nowEnd - lowerBound(times, s, e, yearMs)
+    orders365 += nowEnd - (last < yearMs ? e : lowerBound(times, s, e, yearMs))
     const daysPrev = Math.trunc((prevMs - lastPrev) / DAY_MS)
     const daysNow = Math.trunc((nowMs - lastNow) / DAY_MS)
     if (lastPrev > 0) {

@@ -3,7 +3,7 @@ import { CLV_TIER_HIGH_ABOVE, CLV_TIER_MEDIUM_FROM, DEFAULT_CLV_MONTHS } from '.
 import { CommonQuery, limitParam, offsetParam } from './options.ts'
 import { customerFilter, type SqlFilter } from './filters.ts'
 import { customerScope } from './customers.ts'
-import { once, quantileExactInclusive, selectCustomers, sumOfLargest, topRows, type CustomerColumns, type Condition } from './customer-columns.ts'
+import { descendingBy, maskOf, once, pageInOrder, selectCustomers, topRows, type CustomerColumns, type Condition } from './customer-columns.ts'
 import { tenantWide, tenantWidePage } from './summary.ts'
 import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
 import { analyticsBody, fieldColumns, pct, round2, select, type AnalyticsContext, type AnalyticsEndpoint, type RowsExport } from './endpoint.ts'
@@ -85,6 +85,10 @@ function clvRows(c: CustomerColumns, q: ClvOptions, nowMs: number): Uint32Array 
 /** The columnar twin of the page query: the ids of a page in the requested order, or null (live) when a sort key is missing. */
 function clvPageIds(c: CustomerColumns, q: ClvOptions, rows: Uint32Array | null, limit: number, offset: number): number[] | null {
   if (!rows) return null
+  if (q.sort_by === 'clv' && q.sort_order === 'desc') {
+    // The default order: walk the CLV order shared by all requests.
+    return pageInOrder(descendingBy(c, c.totalClv), maskOf(c, rows), limit, offset).map((i) => c.customerId[i]!)
+  }
   const key = { clv: c.totalClv, orders: c.orders, recency: c.recencyDays }[q.sort_by]
   for (let j = 0; j < rows.length; j++) if (Number.isNaN(key[rows[j]!]!)) return null
   const desc = q.sort_order !== 'asc'
@@ -142,7 +146,6 @@ interface TierRow { tier: string; customers: string; avg_value: number }
 /** The columnar twin of the overview query. */
 function overviewOf(c: CustomerColumns, rows: Uint32Array | null): OverviewRow[] | null {
   if (!rows) return null
-  const values = new Float64Array(rows.length)
   const [clvs, predictions, historical, risks] = [c.totalClv, c.predictedValue, c.historicalCents, c.churnRisk.codes]
   let total = 0
   let growing = 0
@@ -153,7 +156,6 @@ function overviewOf(c: CustomerColumns, rows: Uint32Array | null): OverviewRow[]
   for (let j = 0; j < rows.length; j++) {
     const i = rows[j]!
     const clv = clvs[i]!
-    values[j] = clv
     total += clv
     const p = predictions[i]!
     const predicted = p === p ? p : 0
@@ -162,13 +164,33 @@ function overviewOf(c: CustomerColumns, rows: Uint32Array | null): OverviewRow[]
     const risk = risks[i]!
     if (risk === atRisk || risk === churning) retention += clv
   }
+  // The median (quantileExactInclusive) and the sum of the top share, in one walk down the
+  // shared CLV order: the sum in descending order, as the SQL's arraySum of a reverse sort.
   const n = rows.length
+  const k = Math.ceil(n * TOP_SHARE)
+  const h = (n - 1) * 0.5
+  const lo = Math.floor(h)
+  const [aPos, bPos] = [n - 1 - lo, n - 2 - lo] // descending positions of ascending lo and lo + 1
+  const keep = maskOf(c, rows)
+  const order = descendingBy(c, clvs)
+  let top = 0
+  let a = Number.NaN
+  let b = Number.NaN
+  for (let p = 0, d = 0; p < order.length && (d < k || d <= aPos); p++) {
+    const i = order[p]!
+    if (!keep[i]) continue
+    const v = clvs[i]!
+    if (d < k) top += v
+    if (d === aPos) a = v
+    if (d === bPos) b = v
+    d++
+  }
   return [{
     customers: String(n),
     avg_clv: n ? total / n : null,
-    median_clv: n ? quantileExactInclusive(values, 0.5) : null,
+    median_clv: n ? (lo + 1 < n ? a + (h - lo) * (b - a) : a) : null,
     total_clv: total,
-    top_clv: sumOfLargest(values, Math.ceil(n * TOP_SHARE)),
+    top_clv: top,
     growing: String(growing),
     predicted_sum: predictedSum,
     retention,

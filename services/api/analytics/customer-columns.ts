@@ -12,8 +12,10 @@ import { resolveWindow } from './options.ts'
  *
  * Nulls: NaN in a number column, code 0 in a dictionary column.
  */
-export interface CustomerColumns extends Record<NumberName, Float64Array>, Record<DictName, DictColumn> {
+export interface CustomerColumns extends Record<Exclude<NumberName, 'segment'>, Float64Array>, Record<DictName, DictColumn> {
   size: number
+  /** 0 = no segment; else 1 + index in SEGMENTS. */
+  segment: Uint32Array
   /** Customer i's counting orders are orderTimes / orderCents [orderStart[i], orderStart[i + 1]): its order history, ascending. */
   orderStart: Float64Array
   orderTimes: Float64Array
@@ -147,7 +149,7 @@ export async function loadCustomerColumns(store: Store, tenantId: number): Promi
   let sorted = true
   for (let k = 1; k < i && sorted; k++) sorted = ids[k - 1]! < ids[k]!
   if (!sorted) byId.sort((a, b) => ids[a]! - ids[b]!)
-  return { size: i, ...numbers, ...dicts, orderStart, orderTimes, orderCents, byId }
+  return { size: i, ...numbers, segment: Uint32Array.from(numbers.segment), ...dicts, orderStart, orderTimes, orderCents, byId }
 }
 
 /** The index of a customer in the columns, or -1. */
@@ -219,8 +221,8 @@ export function upperBound(a: Float64Array, from: number, to: number, x: number)
  */
 export type Condition =
   | { present: Float64Array }
-  | { nonzero: Float64Array | Uint32Array }
-  | { oneOf: Float64Array | Uint32Array; codes: readonly number[] }
+  | { nonzero: Uint32Array }
+  | { oneOf: Uint32Array; codes: readonly number[] }
   | { atLeast: Float64Array; value: number }
   | { atMost: Float64Array; value: number }
 
@@ -235,57 +237,32 @@ export function selectCustomers(c: CustomerColumns, o: CommonOptions, nowMs: num
   const q: CommonOptions = { ...o }
   for (const k of drop) delete q[k]
   const n = c.size
-  // One tight pass per condition over its own column, clearing what fails it.
+  // One tight, monomorphic pass per condition over its own column, clearing what fails it.
   const keep = new Uint8Array(n).fill(1)
-  const oneOf = (codes: Uint32Array | Float64Array, allowed: readonly number[], wanted = true) => {
-    const max = Math.max(0, ...allowed)
-    if (max < 65_536 && allowed.every((a) => Number.isInteger(a))) {
-      // Small codes (segments, dictionary codes): a lookup table instead of a Set.
-      const table = new Uint8Array(max + 1)
-      for (const a of allowed) if (a >= 0) table[a] = 1
-      for (let i = 0; i < n; i++) {
-        const v = codes[i]!
-        if ((v <= max && table[v | 0] === 1) !== wanted) keep[i] = 0
-      }
-      return
-    }
-    const set = new Set(allowed)
-    for (let i = 0; i < n; i++) if (set.has(codes[i]!) !== wanted) keep[i] = 0
-  }
-  const atLeast = (col: Float64Array, v: number, scale = 1) => {
-    for (let i = 0; i < n; i++) if (!(col[i]! / scale >= v)) keep[i] = 0
-  }
-  const atMost = (col: Float64Array, v: number, scale = 1) => {
-    for (let i = 0; i < n; i++) if (!(col[i]! / scale <= v)) keep[i] = 0
-  }
-  if (q.segments?.length) oneOf(c.segment, q.segments.map((s) => SEGMENTS.indexOf(s) + 1))
-  if (q.exclude_segments?.length) oneOf(c.segment, q.exclude_segments.map((s) => SEGMENTS.indexOf(s) + 1), false)
+  const segmentCodes = (names: readonly string[]) => names.map((s) => SEGMENTS.indexOf(s as (typeof SEGMENTS)[number]) + 1)
+  if (q.segments?.length) keepCodes(keep, c.segment, segmentCodes(q.segments), true)
+  if (q.exclude_segments?.length) keepCodes(keep, c.segment, segmentCodes(q.exclude_segments), false)
   // monetary is Decimal(15,2), compared as Float64: cents / 100 is that Float64 exactly.
-  if (q.min_value !== undefined) atLeast(c.monetaryCents, q.min_value, 100)
-  if (q.max_value !== undefined) atMost(c.monetaryCents, q.max_value, 100)
-  if (q.customer_ids?.length) oneOf(c.customerId, q.customer_ids)
+  if (q.min_value !== undefined) keepAtLeast(keep, c.monetaryCents, q.min_value, 100)
+  if (q.max_value !== undefined) keepAtMost(keep, c.monetaryCents, q.max_value, 100)
+  if (q.customer_ids?.length) keepIds(keep, c.customerId, new Set(q.customer_ids))
   if (q.email_domain) {
     const domain = q.email_domain.toLowerCase().replace(/^@/, '')
     if (domain.includes('@')) return null
-    oneOf(c.emailDomain.codes, [c.emailDomain.code(domain)])
+    keepCodes(keep, c.emailDomain.codes, [c.emailDomain.code(domain)], true)
   }
-  if (q.registration_source) oneOf(c.registrationSource.codes, [c.registrationSource.code(q.registration_source)])
+  if (q.registration_source) keepCodes(keep, c.registrationSource.codes, [c.registrationSource.code(q.registration_source)], true)
   const w = resolveWindow(q, nowMs)
   if (w) {
-    atLeast(c.lastOrderMs, w.from) // NaN (no order) fails
-    const last = c.lastOrderMs
-    for (let i = 0; i < n; i++) if (!(last[i]! < w.to)) keep[i] = 0
+    keepAtLeast(keep, c.lastOrderMs, w.from, 1) // NaN (no order) fails
+    keepBelow(keep, c.lastOrderMs, w.to)
   }
   for (const k of conditions) {
-    if ('present' in k) {
-      const col = k.present
-      for (let i = 0; i < n; i++) if (col[i] !== col[i]) keep[i] = 0
-    } else if ('nonzero' in k) {
-      const col = k.nonzero
-      for (let i = 0; i < n; i++) if (col[i] === 0) keep[i] = 0
-    } else if ('oneOf' in k) oneOf(k.oneOf, k.codes)
-    else if ('atLeast' in k) atLeast(k.atLeast, k.value)
-    else atMost(k.atMost, k.value)
+    if ('present' in k) keepPresent(keep, k.present)
+    else if ('nonzero' in k) keepCodes(keep, k.nonzero, [0], false)
+    else if ('oneOf' in k) keepCodes(keep, k.oneOf, k.codes, true)
+    else if ('atLeast' in k) keepAtLeast(keep, k.atLeast, k.value, 1)
+    else keepAtMost(keep, k.atMost, k.value, 1)
   }
   let m = 0
   for (let i = 0; i < n; i++) m += keep[i]!
@@ -298,6 +275,32 @@ export function selectCustomers(c: CustomerColumns, o: CommonOptions, nowMs: num
 export function once<T>(f: (c: CustomerColumns) => T): (c: CustomerColumns) => T {
   let last: { c: CustomerColumns; v: T } | undefined
   return (c) => (last?.c === c ? last.v : (last = { c, v: f(c) }).v)
+}
+
+// The passes of selectCustomers: each over one kind of array only, so V8 keeps them monomorphic.
+function keepCodes(keep: Uint8Array, codes: Uint32Array, allowed: readonly number[], wanted: boolean): void {
+  const max = Math.max(0, ...allowed)
+  const table = new Uint8Array(max + 2)
+  for (const a of allowed) if (a >= 0) table[a] = 1
+  for (let i = 0; i < keep.length; i++) {
+    const v = codes[i]!
+    if ((v <= max && table[v] === 1) !== wanted) keep[i] = 0
+  }
+}
+function keepIds(keep: Uint8Array, ids: Float64Array, allowed: Set<number>): void {
+  for (let i = 0; i < keep.length; i++) if (!allowed.has(ids[i]!)) keep[i] = 0
+}
+function keepAtLeast(keep: Uint8Array, col: Float64Array, v: number, scale: number): void {
+  for (let i = 0; i < keep.length; i++) if (!(col[i]! / scale >= v)) keep[i] = 0
+}
+function keepAtMost(keep: Uint8Array, col: Float64Array, v: number, scale: number): void {
+  for (let i = 0; i < keep.length; i++) if (!(col[i]! / scale <= v)) keep[i] = 0
+}
+function keepBelow(keep: Uint8Array, col: Float64Array, v: number): void {
+  for (let i = 0; i < keep.length; i++) if (!(col[i]! < v)) keep[i] = 0
+}
+function keepPresent(keep: Uint8Array, col: Float64Array): void {
+  for (let i = 0; i < keep.length; i++) if (col[i] !== col[i]) keep[i] = 0
 }
 
 /**
@@ -323,53 +326,43 @@ export function topRows(rows: Uint32Array, before: (a: number, b: number) => boo
   return best.slice(offset)
 }
 
-/** ClickHouse's quantileExactInclusive(level) of values (reorders them). */
-export function quantileExactInclusive(values: Float64Array, level: number): number {
-  const n = values.length
-  if (n === 0) return Number.NaN
-  const h = (n - 1) * level
-  const lo = Math.floor(h)
-  const a = select(values, lo)
-  if (lo + 1 >= n) return a
-  // The next order statistic is the minimum of the part above lo (select left it there).
-  let b = Number.POSITIVE_INFINITY
-  for (let j = lo + 1; j < n; j++) if (values[j]! < b) b = values[j]!
-  return a + (h - lo) * (b - a)
-}
 
-/** The sum of the k largest values (reorders them). */
-export function sumOfLargest(values: Float64Array, k: number): number {
-  const n = values.length
-  if (k <= 0 || n === 0) return 0
-  if (k >= n) return values.reduce((s, v) => s + v, 0)
-  select(values, n - k) // values[n-k..] are the k largest
-  let s = 0
-  for (let j = n - k; j < n; j++) s += values[j]!
-  return s
-}
+const descending = new WeakMap<CustomerColumns, Map<Float64Array, Map<number, Uint32Array>>>()
 
-/** Hoare's quickselect: puts the k-th smallest at k, smaller before, larger after; returns it. */
-function select(a: Float64Array, k: number): number {
-  let lo = 0
-  let hi = a.length - 1
-  while (hi > lo) {
-    const pivot = a[(lo + hi) >> 1]!
-    let i = lo
-    let j = hi
-    while (i <= j) {
-      while (a[i]! < pivot) i++
-      while (a[j]! > pivot) j--
-      if (i <= j) {
-        const t = a[i]!
-        a[i] = a[j]!
-        a[j] = t
-        i++
-        j--
-      }
-    }
-    if (k <= j) hi = j
-    else if (k >= i) lo = i
-    else break
+/**
+ * Every index ordered by `key` descending (null, NaN, as `nullAs`), ties by customer id
+ * ascending: sorted once per columns and key, then shared by every request (pages and order
+ * statistics walk it instead of sorting the selection).
+ */
+export function descendingBy(c: CustomerColumns, key: Float64Array, nullAs = Number.NEGATIVE_INFINITY): Uint32Array {
+  let byKey = descending.get(c)
+  if (!byKey) descending.set(c, (byKey = new Map()))
+  let byNull = byKey.get(key)
+  if (!byNull) byKey.set(key, (byNull = new Map()))
+  let order = byNull.get(nullAs)
+  if (!order) {
+    const v = (i: number) => (key[i] === key[i] ? key[i]! : nullAs)
+    const ids = c.customerId
+    order = Uint32Array.from({ length: c.size }, (_, i) => i).sort((a, b) => v(b) - v(a) || ids[a]! - ids[b]!)
+    byNull.set(nullAs, order)
   }
-  return a[k]!
+  return order
+}
+
+/** The selected rows as a membership table over every index. */
+export function maskOf(c: CustomerColumns, rows: Uint32Array): Uint8Array {
+  const keep = new Uint8Array(c.size)
+  for (let j = 0; j < rows.length; j++) keep[rows[j]!] = 1
+  return keep
+}
+
+/** The `limit` selected indexes after `offset` in `order`. */
+export function pageInOrder(order: Uint32Array, keep: Uint8Array, limit: number, offset: number): number[] {
+  const out: number[] = []
+  for (let p = 0, seen = 0; p < order.length && out.length < limit; p++) {
+    const i = order[p]!
+    if (!keep[i]) continue
+    if (seen++ >= offset) out.push(i)
+  }
+  return out
 }

@@ -63,10 +63,13 @@ function customersOf(c: CustomerColumns, rows: Uint32Array | null, win: ReturnTy
       clvCount++
     }
     const s = starts[i]!
-    const end = lowerBound(times, s, starts[i + 1]!, win.to) // orders before the window's end: [s, end)
+    const e = starts[i + 1]!
+    if (e === s) continue
+    // Binary searches only where a bound falls inside the history (most end before the windows).
+    const end = times[e - 1]! < win.to ? e : lowerBound(times, s, e, win.to) // orders before the window's end: [s, end)
     if (end === s) continue
-    const from = lowerBound(times, s, end, win.from)
-    const prevFrom = lowerBound(times, s, from, win.prevFrom)
+    const from = times[end - 1]! < win.from ? end : lowerBound(times, s, end, win.from)
+    const prevFrom = from === s || times[from - 1]! < win.prevFrom ? from : lowerBound(times, s, from, win.prevFrom)
     const first = times[s]!
     const last = times[end - 1]!
     const n = end - from
