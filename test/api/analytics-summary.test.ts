@@ -105,6 +105,14 @@ describe('tenant summaries', () => {
     ['/api/v2/cdp/analytics/dashboard', { period: 'week', exclude_segments: 'Lost', max_value: '400' }],
     ['/api/v2/cdp/analytics/dashboard', { period: 'today', registration_source: 'web' }],
     ['/api/v2/cdp/analytics/rfm', { registration_source: 'nowhere' }],
+    ['/api/cdp/v2/customers', { offset: '120', limit: '50' }],
+    ['/api/v2/cdp/analytics/cohorts', { end_date: '2025-05-17' }],
+    ['/api/v2/cdp/analytics/cohorts', { period: 'weekly', start_date: '2024-11-01', end_date: '2025-06-20', min_value: '90' }],
+    ['/api/v2/cdp/analytics/cohorts', { period: 'daily', start_date: '2025-03-01', end_date: '2025-06-30', exclude_segments: 'Champions' }],
+    ['/api/v2/cdp/analytics/cohorts', { start_date: '2023-07-01', end_date: '2025-06-30', registration_source: 'web' }],
+    ['/api/cdp/v2/customers', { min_value: '100', offset: '5', limit: '30' }],
+    ['/api/cdp/v2/customers', { registration_source: 'web', exclude_segments: 'Lost', limit: '1000' }],
+    ['/api/cdp/v2/customers', { segments: 'Champions', offset: '100000' }],
   ]
   it.each(filtered)('%s %j: the filtered body from the customer columns equals the live body', async (path, query) => {
     const before = columnarCount()

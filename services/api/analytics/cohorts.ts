@@ -5,6 +5,7 @@ import { analyticsBody, bodyTable, round2, select, signedPct, signedPctValue } f
 import { Count, DateOnly, Percentage, SignedPercent } from '../response-schemas.ts'
 import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
 import { customerScope } from './customers.ts'
+import { lowerBound, selectCustomers, type CustomerColumns } from './customer-columns.ts'
 import { tenantWide } from './summary.ts'
 
 export const COHORT_PERIODS = ['daily', 'weekly', 'monthly'] as const
@@ -127,6 +128,81 @@ const BUCKET: Record<CohortPeriod, { fn: string; unit: string }> = {
   monthly: { fn: 'toStartOfMonth', unit: 'month' },
 }
 
+/** A day number's period index (days since the epoch; weeks from Monday; months as year · 12 + month) and the period's first day. */
+function periodIndex(period: CohortPeriod): { of: (day: number) => number; start: (p: number) => number } {
+  if (period === 'daily') return { of: (d) => d, start: (p) => p * DAY }
+  if (period === 'weekly') return { of: (d) => Math.floor((d + 3) / 7), start: (p) => (p * 7 - 3) * DAY } // 1970-01-01 was a Thursday
+  return {
+    of: (d) => {
+      const t = new Date(d * DAY)
+      return t.getUTCFullYear() * 12 + t.getUTCMonth()
+    },
+    start: (p) => Date.UTC(Math.floor(p / 12), p % 12, 1),
+  }
+}
+
+/**
+ * The columnar twin of the cohort matrix: per selected customer, its counting orders before the
+ * window's end (its order history), its cohort (the period of the first) and, per period offset
+ * k it ordered in, one customer and the offset's revenue.
+ */
+function cohortRowsOf(c: CustomerColumns, rows: Uint32Array, period: CohortPeriod, first: number, last: number, endExclusive: number) {
+  const { orderStart: starts, orderTimes: times, orderCents: cents } = c
+  const idx = periodIndex(period)
+  // Period index of every day the histories or the window touch, in a table (no date arithmetic per order).
+  const dayOf = (t: number) => Math.floor(t / DAY)
+  const lowDay = Math.min(dayOf(first), c.orderTimes.length ? dayOf(minOrderTime(c)) : dayOf(first))
+  const highDay = dayOf(endExclusive)
+  const table = new Int32Array(highDay - lowDay + 1)
+  for (let d = lowDay; d <= highDay; d++) table[d - lowDay] = idx.of(d)
+  const pFirst = idx.of(dayOf(first))
+  const pLast = idx.of(dayOf(last))
+  const span = table[highDay - lowDay]! - pFirst + 1
+  const cohorts = pLast - pFirst + 1
+  const customers = new Float64Array(cohorts * span)
+  const revenue = new Float64Array(cohorts * span)
+  for (let j = 0; j < rows.length; j++) {
+    const i = rows[j]!
+    const s = starts[i]!
+    const e = starts[i + 1]!
+    if (s === e) continue
+    const end = times[e - 1]! < endExclusive ? e : lowerBound(times, s, e, endExclusive)
+    if (end === s) continue
+    const p0 = table[dayOf(times[s]!) - lowDay]!
+    if (p0 < pFirst || p0 > pLast) continue
+    const row = (p0 - pFirst) * span
+    let prevK = -1
+    for (let o = s; o < end; o++) {
+      const k = table[dayOf(times[o]!) - lowDay]! - p0
+      if (k !== prevK) {
+        customers[row + k] = customers[row + k]! + 1
+        prevK = k
+      }
+      revenue[row + k] = revenue[row + k]! + cents[o]!
+    }
+  }
+  const out: { cohort: string; k: number; customers: number; revenue: number }[] = []
+  for (let ci = 0; ci < cohorts; ci++) {
+    for (let k = 0; k < span; k++) {
+      const n = customers[ci * span + k]!
+      if (n) out.push({ cohort: ymd(idx.start(pFirst + ci)), k, customers: n, revenue: revenue[ci * span + k]! / 100 })
+    }
+  }
+  return out
+}
+
+const earliest = new WeakMap<CustomerColumns, number>()
+/** The earliest order time of the columns (their histories are ascending per customer), found once per columns. */
+function minOrderTime(c: CustomerColumns): number {
+  let m = earliest.get(c)
+  if (m === undefined) {
+    m = Number.POSITIVE_INFINITY
+    for (let i = 0; i < c.size; i++) if (c.orderStart[i + 1]! > c.orderStart[i]!) m = Math.min(m, c.orderTimes[c.orderStart[i]!]!)
+    earliest.set(c, m)
+  }
+  return m
+}
+
 export async function cohortsBody(ctx: AnalyticsContext, q: CohortsOptions) {
   const now = ctx.now()
   const w = cohortWindow(q, now)
@@ -163,7 +239,10 @@ export async function cohortsBody(ctx: AnalyticsContext, q: CohortsOptions) {
      GROUP BY c0, k
      ORDER BY c0, k`,
     { ...scope.params, end_ms: endExclusive, first: ymd(first), last: ymd(last) },
-  ))
+  ), (c) => {
+    const selected = selectCustomers(c, { ...q, period: undefined }, now, [], ['period', 'date_from', 'date_to'])
+    return selected && cohortRowsOf(c, selected, q.period, first, last, endExclusive)
+  })
   const byCohort = new Map<string, Map<number, { customers: number; revenue: number }>>()
   for (const r of rows) {
     let m = byCohort.get(r.cohort)

@@ -6,6 +6,8 @@ import { Count, NullableTimestamp } from '../response-schemas.ts'
 import { customerFilter, type SqlFilter } from './filters.ts'
 import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
 import { iso } from '../../../common/time.ts'
+import { maskOf, once, pageInOrder, selectCustomers } from './customer-columns.ts'
+import { tenantWide, tenantWidePage } from './summary.ts'
 
 /** Shared options that narrow the set of customers (see filters.ts). */
 // `as_of` counts as a filter: such a request reads that date's rows, never the tenant summary.
@@ -132,8 +134,8 @@ async function count(ctx: AnalyticsContext, q: CustomersOptions): Promise<number
 }
 
 /** A page of list items of the scope, in customer id order (the list, its export and the per-customer record). */
-export async function customerPage(ctx: AnalyticsContext, q: CustomersOptions, limit: number, offset: number): Promise<CustomerItem[]> {
-  const s = customerScope(q, ctx.now())
+export async function customerPage(ctx: AnalyticsContext, q: CustomersOptions, limit: number, offset: number, ids?: number[]): Promise<CustomerItem[]> {
+  const s = ids ? { where: 'f.tenant_id = {tenant_id:UInt64} AND f.customer_id IN {page_ids:Array(UInt64)}', params: { tenant_id: q.tenant_id, page_ids: ids } } : customerScope(q, ctx.now())
   // The page is chosen on customer_features alone; profiles and demographics are joined for its ids only.
   const rows = await select<Row>(
     ctx.store,
@@ -190,7 +192,16 @@ export const customersEndpoint: AnalyticsEndpoint<CustomersOptions, RowsExport<C
   overview: false,
   cacheTtlMs: PROCESSING_RESULTS_TTL_MS,
   async body(ctx, q) {
-    const [total, customers] = await Promise.all([count(ctx, q), customerPage(ctx, q, q.limit, q.offset)])
+    // From the summary's customer columns when it has them (the count, and the page's ids in id order), filtered or not.
+    const now = ctx.now()
+    const selected = once((c) => selectCustomers(c, q, now))
+    const [total, customers] = await Promise.all([
+      tenantWide(ctx, q.tenant_id, 'customers.count', false, () => count(ctx, q), (c) => selected(c)?.length ?? null),
+      tenantWidePage(ctx, q.tenant_id, 'customers.page', false, q, (limit, offset, ids) => customerPage(ctx, q, limit, offset, ids), (c, limit, offset) => {
+        const rows = selected(c)
+        return rows && pageInOrder(c.byId, maskOf(c, rows), limit, offset).map((i) => c.customerId[i]!)
+      }),
+    ])
     return {
       success: true,
       data: {

@@ -43,10 +43,11 @@ export function asOfSummary(ctx: AnalyticsContext, tenantId: number): AnalyticsC
 }
 
 /**
- * A tenant-wide sub-query: the stored rows when a summary applies and has them, else live. A
- * filtered request (`applies` false) is answered by `columnar`, the sub-query's twin over the
- * summary's customer columns, when the summary has them and the twin can evaluate the request
- * (it returns null when it cannot, e.g. for `as_of`); else live.
+ * A tenant-wide sub-query: the stored rows when a summary applies and has them. Otherwise (a
+ * filtered request, `applies` false, or a part the summary does not hold) it is answered by
+ * `columnar`, the sub-query's twin over the summary's customer columns, when the summary has
+ * them and the twin can evaluate the request (it returns null when it cannot, e.g. for `as_of`);
+ * else live.
  */
 export async function tenantWide<T>(
   ctx: AnalyticsContext,
@@ -58,19 +59,18 @@ export async function tenantWide<T>(
 ): Promise<T> {
   const s = ctx.summaries
   if (!s) return live()
-  if (!applies) {
-    const cols = columnar && !s.record ? s.columns?.(tenantId) : undefined
-    const v = cols ? await columnar!(cols) : null
-    if (v !== null) columnarAnswers.inc()
-    return v ?? live()
-  }
-  if (s.record) {
+  if (applies && s.record) {
     const v = await live()
     s.record(tenantId, name, v)
     return v
   }
-  const hit = s.lookup(tenantId, name)
-  return hit === undefined ? live() : (hit as T)
+  const hit = applies ? s.lookup(tenantId, name) : undefined
+  if (hit !== undefined) return hit as T
+  // Filtered, or a part the summary does not hold (e.g. another cohort window): the columns, else live.
+  const cols = columnar && !s.record ? s.columns?.(tenantId) : undefined
+  const v = cols ? await columnar!(cols) : null
+  if (v !== null) columnarAnswers.inc()
+  return v ?? live()
 }
 
 /** Rows of a default-ordered list kept in a summary: pages within them are read from it, deeper pages live. */
