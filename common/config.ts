@@ -67,6 +67,8 @@ export const ConfigSchema = z
     rateLimitJobsPerMinute: z.coerce.number().int().min(1).default(20),
     /** How often the API checks for tenants whose analytics summary is stale (ms); 0 turns summaries off (docs/analytics-performance.md). */
     analyticsSummaryIntervalMs: z.coerce.number().int().min(0).max(3_600_000).default(60_000),
+    /** Keep each tenant's customer columns with its summary, so filtered answers are computed in memory (docs/analytics-performance.md, "Filtered answers"); about 300 MB per million customers with ten million orders. */
+    analyticsColumns: bool.default(true),
     /** A directory of fuller demographic reference data (localities, first names, aliases, postal codes) loaded over the shipped tables (docs/demographics.md). */
     demographicsReferenceDir: z.string().min(1).optional(),
     /** The social-ads platform (audience sync): base URL (the version path is appended), version, application token of /debug_token. */
@@ -147,6 +149,7 @@ export const ENV_NAMES: Record<keyof z.input<typeof ConfigSchema>, string> = {
   rateLimitOperationsPerMinute: 'CDP_RATE_LIMIT_OPERATIONS_PER_MINUTE',
   rateLimitJobsPerMinute: 'CDP_RATE_LIMIT_JOBS_PER_MINUTE',
   analyticsSummaryIntervalMs: 'CDP_ANALYTICS_SUMMARY_INTERVAL_MS',
+  analyticsColumns: 'CDP_ANALYTICS_COLUMNS',
   analyticsCacheEntries: 'CDP_ANALYTICS_CACHE_ENTRIES',
   connectorsCommercePlatformUrl: 'CDP_CONNECTORS_COMMERCE_PLATFORM_URL',
   connectorsMarketplaceUrl: 'CDP_CONNECTORS_MARKETPLACE_URL',

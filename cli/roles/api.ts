@@ -109,6 +109,7 @@ function analyticsCaches(rt: Runtime, processing: ProcessingDeps) {
           endpoints: ANALYTICS_ENDPOINTS,
           queries: SUMMARY_QUERIES,
           intervalMs: config.analyticsSummaryIntervalMs,
+          columns: config.analyticsColumns,
           onDataMoved: (tenantId) => cache.invalidateTenant(tenantId),
           reference: async (tenantId) => (await references.reference(tenantId)).ms,
         })

@@ -61,12 +61,11 @@ export interface AtRiskRow {
   potential_loss: number
 }
 
-/** The columnar twin of churnFilter, narrowed to `levels` when given. */
-function churnRows(c: CustomerColumns, q: ChurnOptions, nowMs: number, levels?: readonly string[]): Uint32Array | null {
+/** The columnar twin of churnFilter. */
+function churnRows(c: CustomerColumns, q: ChurnOptions, nowMs: number): Uint32Array | null {
   const tests: Condition[] = [{ nonzero: c.churnRisk.codes }]
   if (q.risk_level) tests.push({ oneOf: c.churnRisk.codes, codes: [c.churnRisk.code(q.risk_level)] })
   if (q.days_inactive !== undefined) tests.push({ atLeast: c.recencyDays, value: q.days_inactive }) // NaN (no order) fails
-  if (levels) tests.push({ oneOf: c.churnRisk.codes, codes: levels.map((l) => c.churnRisk.code(l)) })
   return selectCustomers(c, q, nowMs, tests)
 }
 
@@ -75,7 +74,15 @@ const AT_RISK_LEVELS = ['at_risk', 'churning'] as const
 /** The columnar twin of the at-risk page: its customer ids, highest potential loss first. */
 function atRiskPageIds(c: CustomerColumns, rows: Uint32Array | null, limit: number, offset: number): number[] | null {
   if (!rows) return null
-  return pageInOrder(descendingBy(c, c.potentialLoss, 0), maskOf(c, rows), limit, offset).map((i) => c.customerId[i]!)
+  // The request's selection narrowed to the at-risk levels, walked in the shared potential-loss order.
+  const keep = new Uint8Array(c.size)
+  const risks = c.churnRisk.codes
+  const [atRisk, churning] = AT_RISK_LEVELS.map((l) => c.churnRisk.code(l))
+  for (let j = 0; j < rows.length; j++) {
+    const i = rows[j]!
+    if (risks[i] === atRisk || risks[i] === churning) keep[i] = 1
+  }
+  return pageInOrder(descendingBy(c, c.potentialLoss, 0), keep, limit, offset).map((i) => c.customerId[i]!)
 }
 
 /** The columnar twin of the levels query. */
@@ -202,7 +209,7 @@ async function body(ctx: AnalyticsContext, q: ChurnOptions) {
       },
     ), (c) => windowOf(c, selected(c), nowMs)),
     // The first pages of the at-risk list (highest potential loss first) come from the summary.
-    tenantWidePage(ctx, q.tenant_id, 'churn.at_risk', whole, q, (limit, offset, ids) => atRiskRows(ctx, q, limit, offset, ids), (c, limit, offset) => atRiskPageIds(c, churnRows(c, q, nowMs, AT_RISK_LEVELS), limit, offset)),
+    tenantWidePage(ctx, q.tenant_id, 'churn.at_risk', whole, q, (limit, offset, ids) => atRiskRows(ctx, q, limit, offset, ids), (c, limit, offset) => atRiskPageIds(c, selected(c), limit, offset)),
   ])
 
   const byLevel = new Map(levelRows.map((r) => [r.risk, r]))
