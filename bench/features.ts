@@ -95,7 +95,7 @@ export async function seedTenant(store: Store, tenant: number, customers: number
 
 async function benchRecompute(customers: number, orders: number, batch: number) {
   const { config, dir } = freshConfig('embedded')
-  const logger = createLogger({ level: 'warn' })
+  const logger = createLogger({ level: process.env.LOG_LEVEL === 'info' || process.env.LOG_LEVEL === 'debug' ? process.env.LOG_LEVEL : 'warn' })
   const rt = await openRuntime(config, logger)
   const tenant = 77
   try {

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto'
 import { insertJsonRows, type Store } from '../../common/store/clickhouse.ts'
 import { tenantExists } from '../../common/store/tenants.ts'
 import type { Logger } from '../../common/logger.ts'
@@ -53,15 +54,23 @@ const PROFILE_ORDERS = `(
         LEFT JOIN ${ABSORBED} AS p ON p.customer_id = o.customer_id
     )`
 
-const AGGREGATES_SQL = `
-SELECT customer_id, sum(n), sum(day_cents), min(first_at), max(last_at), count(), min(day), max(day), argMin(day_cents, day),
-       arraySort(x -> (x.1, x.2), arrayFlatten(groupArray(day_orders))) AS history
+/** The counting orders of each profile, up to the cutoff: (placed ms, cents). */
+const COUNTING_ORDERS = `${PROFILE_ORDERS.replace('%ORDERS%', '')}
+    ARRAY JOIN [f.1] AS placed_ms, [f.2] AS cents, [f.3] AS cancelled
+    WHERE cancelled = 0 AND cents > 0 AND placed_ms <= {cutoff:Int64}`
+
+/** Each profile's order history (ascending by time, then cents), as the feature rows keep it. */
+const HISTORY_SQL = `
+SELECT customer_id, arrayMap(x -> x.1, h) AS times, arrayMap(x -> x.2, h) AS cents
+FROM (SELECT customer_id, arraySort(x -> (x.1, x.2), groupArray((placed_ms, cents))) AS h FROM ${COUNTING_ORDERS} GROUP BY customer_id)`
+
+const AGGREGATES_SQL = (history: boolean) => `
+SELECT customer_id, sum(n), sum(day_cents), min(first_at), max(last_at), count(), min(day), max(day), argMin(day_cents, day)
+       ${history ? ', arraySort(x -> (x.1, x.2), arrayFlatten(groupArray(day_orders))) AS history' : ''}
 FROM (
     SELECT customer_id, intDiv(placed_ms, 86400000) AS day, sum(cents) AS day_cents, count() AS n, min(placed_ms) AS first_at, max(placed_ms) AS last_at,
-           groupArray((placed_ms, cents)) AS day_orders
-    FROM ${PROFILE_ORDERS.replace('%ORDERS%', '')}
-    ARRAY JOIN [f.1] AS placed_ms, [f.2] AS cents, [f.3] AS cancelled
-    WHERE cancelled = 0 AND cents > 0 AND placed_ms <= {cutoff:Int64}
+           ${history ? 'groupArray((placed_ms, cents)) AS day_orders' : '0'}
+    FROM ${COUNTING_ORDERS}
     GROUP BY customer_id, day
 )
 GROUP BY customer_id
@@ -107,12 +116,14 @@ export async function absorbedCustomers(store: Store, tenantId: number): Promise
  * Every profile of a tenant (a customer with or without orders, or the surviving customer of a
  * merge: pipelines/identity) and the aggregates of all its members' orders, from the raw
  * projections; orders and credit notes placed after `cutoffMs` left out. The email is the
- * profile's own customer's.
+ * profile's own customer's. `history: false` leaves the order histories out (the recompute has
+ * ClickHouse join them to the rows it writes).
  */
-export async function loadTenantCustomers(store: Store, tenantId: number, cutoffMs = Infinity): Promise<BatchCustomer[]> {
+export async function loadTenantCustomers(store: Store, tenantId: number, cutoffMs = Infinity, opts: { history?: boolean } = {}): Promise<BatchCustomer[]> {
   const cutoff = Number.isFinite(cutoffMs) ? cutoffMs : NO_CUTOFF
+  const withHistory = opts.history ?? true
   const [aggRows, profileRows, creditRows] = await Promise.all([
-    store.query({ query: AGGREGATES_SQL, query_params: { t: tenantId, cutoff }, format: 'JSONCompactEachRow' }).then((r) => r.json<[number, number, number, number, number, number, number, number, number, [number, number][]]>()),
+    store.query({ query: AGGREGATES_SQL(withHistory), query_params: { t: tenantId, cutoff }, format: 'JSONCompactEachRow' }).then((r) => r.json<[number, number, number, number, number, number, number, number, number, [number, number][]]>()),
     store.query({ query: PROFILES_SQL, query_params: { t: tenantId }, format: 'JSONCompactEachRow' }).then((r) => r.json<[number, string, number]>()),
     store.query({ query: CREDITS_SQL, query_params: { t: tenantId, cutoff }, format: 'JSONCompactEachRow' }).then((r) => r.json<[number, number]>()),
   ])
@@ -122,7 +133,7 @@ export async function loadTenantCustomers(store: Store, tenantId: number, cutoff
   for (const [customerId, n, cents, firstAt, lastAt, days, firstDay, lastDay, firstDayCents, history] of aggRows) {
     const c = out.get(customerId) ?? { customerId, email: '', emailVersion: 0, agg: EMPTY_AGGREGATES, history: EMPTY_HISTORY }
     // Int64 values come as strings in JSON.
-    c.history = { times: history.map(([t]) => Number(t)), cents: history.map(([, x]) => Number(x)) }
+    if (history) c.history = { times: history.map(([t]) => Number(t)), cents: history.map(([, x]) => Number(x)) }
     const x = Number(days) - 1
     c.agg = withCredits({
       orderCount: Number(n),
@@ -171,7 +182,7 @@ export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine {
     const at = now()
     const own = target.table === 'customer_features'
     let t0 = performance.now()
-    const customers = await loadTenantCustomers(deps.store, tenantId, ref.cutoffMs)
+    const customers = await loadTenantCustomers(deps.store, tenantId, ref.cutoffMs, { history: false })
     check()
     const previous = (await loadModels(deps.store, [tenantId])).get(tenantId) ?? null
     const refit = !own || run.analyses.includes('clv') || run.analyses.includes('churn') || !previous?.clv
@@ -204,25 +215,45 @@ export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine {
     t0 = performance.now()
     const baseVersion = at * 1000
     const identity = (customerId: number, email: string, emailVersion = 0) => ({ tenantId, customerId, partition: partitionFor(customerKey(tenantId, customerId), deps.partitions, () => 0), email, emailVersion })
-    // One insert in flight while the next batch's rows are built: chdb parses on its own threads.
-    let inFlight: Promise<void> = Promise.resolve()
-    const settle = () => inFlight.catch(() => undefined)
-    for (let i = 0; i < customers.length; i += run.batchSize) {
-      if (run.signal.aborted) await settle()
-      check()
-      const rows = []
-      for (let j = i; j < Math.min(customers.length, i + run.batchSize); j++) {
-        const c = customers[j]!
-        const v = values[j]
-        if (!v) continue
-        const row = featureRow(identity(c.customerId, c.email, c.emailVersion), c.agg, c.history, v, at, baseVersion + j)
-        rows.push(target.table === 'customer_features' ? row : { ...row, as_of: target.asOf })
+    // The rows go to a staging table without their order histories; one INSERT … SELECT then
+    // writes them to the target with each profile's history joined in by ClickHouse, so ten
+    // million orders never travel through JSON (docs/features.md, "Full recompute").
+    let historyMs = 0
+    const staging = `recompute_staging_${tenantId}_${randomBytes(6).toString('hex')}`
+    await deps.store.command({ query: `CREATE TABLE ${staging} AS ${target.table} ENGINE = Memory` })
+    try {
+      // One insert in flight while the next batch's rows are built: chdb parses on its own threads.
+      let inFlight: Promise<void> = Promise.resolve()
+      const settle = () => inFlight.catch(() => undefined)
+      for (let i = 0; i < customers.length; i += run.batchSize) {
+        if (run.signal.aborted) await settle()
+        check()
+        const rows = []
+        for (let j = i; j < Math.min(customers.length, i + run.batchSize); j++) {
+          const c = customers[j]!
+          const v = values[j]
+          if (!v) continue
+          const row = featureRow(identity(c.customerId, c.email, c.emailVersion), c.agg, EMPTY_HISTORY, v, at, baseVersion + j)
+          rows.push(target.table === 'customer_features' ? row : { ...row, as_of: target.asOf })
+        }
+        await inFlight
+        if (rows.length) inFlight = insertJsonRows(deps.store, staging, rows)
+        run.onProgress?.(Math.min(customers.length, i + run.batchSize), customers.length)
       }
       await inFlight
-      if (rows.length) inFlight = insertJsonRows(deps.store, target.table, rows)
-      run.onProgress?.(Math.min(customers.length, i + run.batchSize), customers.length)
+      check()
+      const h0 = performance.now()
+      await deps.store.command({
+        query: `INSERT INTO ${target.table}
+                SELECT s.* REPLACE (h.times AS order_times, h.cents AS order_cents)
+                FROM ${staging} AS s LEFT JOIN (${HISTORY_SQL}) AS h ON h.customer_id = s.customer_id
+                SETTINGS join_use_nulls = 1`, // the profiles' join needs NULLs; an array is never one: a customer without orders gets []
+        query_params: { t: tenantId, cutoff: Number.isFinite(ref.cutoffMs) ? ref.cutoffMs : NO_CUTOFF },
+      })
+      historyMs = performance.now() - h0
+    } finally {
+      await deps.store.command({ query: `DROP TABLE IF EXISTS ${staging}` })
     }
-    await inFlight
     // Customers absorbed into another's profile: a delete marker over any row of their own.
     const absorbed = await absorbedCustomers(deps.store, tenantId)
     if (absorbed.length) {
@@ -267,7 +298,8 @@ export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine {
         processing_time: seconds(scoreMs),
       }
     }
-    deps.logger.info({ tenantId, customers: customers.length, errors, reference: referenceDate(ref), table: target.table, ms: Math.round(rfmLoad + fitMs + clvMs + scoreMs + writeMs) }, 'tenant recomputed')
+    const phases = { load: Math.round(rfmLoad), fit: Math.round(fitMs), clv: Math.round(clvMs), score: Math.round(scoreMs), write: Math.round(writeMs - historyMs), history: Math.round(historyMs) }
+    deps.logger.info({ tenantId, customers: customers.length, errors, reference: referenceDate(ref), table: target.table, ms: Math.round(rfmLoad + fitMs + clvMs + scoreMs + writeMs), phases }, 'tenant recomputed')
     return results
   }
 
