@@ -6,7 +6,11 @@
  *  (b) incremental: events/s of the feature consumer through a backlog of generated history, then
  *      p50/p99 freshness from publishing a first order to receiving its SegmentChanged on
  *      cdp.segment-changes.v1 (a first order always moves a customer from no segment into one);
- *  (c) BG/NBD, MBG/NBD and Gamma-Gamma maximum-likelihood fit time on the customers of (a).
+ *  (c) BG/NBD, MBG/NBD and Gamma-Gamma maximum-likelihood fit time on the customers of (a) (no
+ *      dropout: the degenerate case) and on as many customers drawn from BG/NBD with dropout;
+ *  (d) the feature consumer's in-memory state for --state-orders (10,000,000) order facts: RSS of
+ *      this process once every partition is loaded.
+ * Each figure is printed beside the issue's target with ✓ or ✗.
  *
  * Embedded runtime by default (chdb + on-disk log); `--runtime kafka` uses KAFKA_BROKERS and
  * SCHEMA_REGISTRY_URL for (b). Progress on stderr, a table and one JSON line on stdout.
@@ -28,6 +32,9 @@ import { runFeatures } from '../pipelines/features/run.ts'
 import { createRecomputeEngine, loadTenantCustomers } from '../pipelines/features/recompute.ts'
 import { fitGammaGamma, TRANSACTION_MODELS } from '../pipelines/features/clv/index.ts'
 import { utcDay } from '../pipelines/features/order-facts.ts'
+import { simulateBgNbd } from '../pipelines/features/clv/simulate.ts'
+import { partitionFor } from '../common/eventlog/partitioner.ts'
+import { customerKey } from '../common/events.ts'
 import { UsageError } from '../cli/args.ts'
 import { intFlag, percentile, progress, sig3, benchFlags } from './common.ts'
 
@@ -40,15 +47,23 @@ const FLAGS = {
   batch: { type: 'string' },
   runtime: { type: 'string' },
   only: { type: 'string' },
+  'state-orders': { type: 'string' },
+  'state-customers': { type: 'string' },
 } as const
 
-const HELP = `usage: cdp bench features [--customers N] [--orders N] [--stream-customers N] [--freshness-orders N] [--rate N] [--batch N] [--runtime embedded|kafka] [--only a,b,c]
+/** The targets each figure is printed beside (the speed issue's). */
+export const FEATURE_TARGETS = { recompute_s: 15, events_per_s: 100_000, freshness_p99_ms: 250, fit_s: 2, state_rss_mb: 1024 } as const
+const mark = (ok: boolean) => (ok ? '✓' : '✗')
+
+const HELP = `usage: cdp bench features [--customers N] [--orders N] [--stream-customers N] [--freshness-orders N] [--rate N] [--batch N] [--runtime embedded|kafka] [--state-orders N] [--state-customers N] [--only a,b,c,d]
 
 (a) full recompute of --customers (1,000,000) customers with --orders (10,000,000) orders,
     rows written --batch (10,000) at a time;
 (b) incremental throughput over the history of --stream-customers (20,000) generated customers,
-    then freshness of --freshness-orders (3,000) first orders published at --rate (200) per second;
-(c) CLV fit time on the customers of (a).
+    then freshness of --freshness-orders (3,000) first orders published at --rate (1,000) per second;
+(c) CLV fit time on the customers of (a) and on as many drawn from BG/NBD with dropout;
+(d) RSS of the feature consumer holding --state-orders (10,000,000) order facts of
+    --state-customers (1,000,000) customers.
 Output: progress on stderr; a table and one JSON line on stdout.
 `
 
@@ -132,12 +147,21 @@ async function benchRecompute(customers: number, orders: number, batch: number) 
       t = performance.now()
       const fit = TRANSACTION_MODELS[name].fit(data)
       fits[name] = { seconds: secs(performance.now() - t), params: fit.params, patterns: fit.patterns, converged: fit.converged }
-      progress(`(c) ${name}: ${fits[name].seconds} s over ${fit.patterns.toLocaleString('en')} distinct (x, t_x, T) patterns`)
+      progress(`(c) ${name}: ${fits[name]!.seconds} s over ${fit.patterns.toLocaleString('en')} distinct (x, t_x, T) patterns`)
+    }
+    // Real-like data with dropout: as many customers drawn from BG/NBD (day-scale parameters of a
+    // shop whose buyers order every few months and one in four stops after each purchase).
+    const drawn = simulateBgNbd(data.length, { r: 0.5, alpha: 60, a: 0.9, b: 3 }, 730, 17)
+    for (const name of ['bgnbd', 'mbgnbd'] as const) {
+      t = performance.now()
+      const fit = TRANSACTION_MODELS[name].fit(drawn)
+      fits[`${name}_dropout`] = { seconds: secs(performance.now() - t), params: fit.params, patterns: fit.patterns, converged: fit.converged }
+      progress(`(c) ${name} on data with dropout: ${fits[`${name}_dropout`]!.seconds} s over ${fit.patterns.toLocaleString('en')} patterns`)
     }
     t = performance.now()
     const gg = fitGammaGamma(spend)
     fits.gammagamma = { seconds: secs(performance.now() - t), params: gg.params }
-    progress(`(c) gamma-gamma: ${fits.gammagamma.seconds} s over ${spend.length.toLocaleString('en')} repeat buyers`)
+    progress(`(c) gamma-gamma: ${fits.gammagamma!.seconds} s over ${spend.length.toLocaleString('en')} repeat buyers`)
     return {
       a: {
         customers,
@@ -256,6 +280,62 @@ async function benchIncremental(runtime: 'embedded' | 'distributed', streamCusto
 }
 
 // ---------------------------------------------------------------------------------------------
+// (d)
+
+/**
+ * The feature consumer's state for `orders` order facts: facts seeded into its state store by SQL
+ * (`customers` customers, spread over the partitions), then one first order per partition
+ * published, so the consumer loads every partition as it would after a restart or a rebalance.
+ * RSS is read once the group has no lag.
+ */
+async function benchState(orders: number, customers: number) {
+  const { config, dir } = freshConfig('embedded')
+  const logger = createLogger({ level: 'warn' })
+  const rt = await openRuntime(config, logger)
+  const tenant = 88
+  const group = `bench-state-${randomUUID().slice(0, 8)}`
+  try {
+    progress(`(d) seeding ${orders.toLocaleString('en')} order facts of ${customers.toLocaleString('en')} customers ...`)
+    await rt.store.command({
+      query: `INSERT INTO feature_order_facts (partition, tenant_id, customer_id, order_id, version, event_id, placed_at, total_cents, cancelled)
+              SELECT customer_id % {p:UInt16}, {t:UInt64}, customer_id, concat('o', toString(number)), 1, concat('e', toString(number)),
+                     toDateTime64('2023-07-01 00:00:00', 3, 'UTC') + toIntervalSecond(number % 63072000), 1000 + number % 90000, number % 50 = 0
+              FROM (SELECT number, 1 + (number * 7919) % {c:UInt64} AS customer_id FROM numbers({n:UInt64}))`,
+      query_params: { p: config.partitions, t: tenant, c: customers, n: orders },
+    })
+    const before = process.memoryUsage().rss
+    const t = performance.now()
+    const features = await runFeatures(rt, { name: group, tickMs: 3_600_000 })
+    // One new customer's first order per partition: each partition's state is loaded to fold it.
+    const seen = new Set<number>()
+    const batch: OrderEvent[] = []
+    for (let id = customers + 1; seen.size < config.partitions; id++) {
+      const p = partitionFor(customerKey(tenant, id), config.partitions, () => 0)
+      if (seen.has(p)) continue
+      seen.add(p)
+      const at = Date.UTC(2025, 5, 30)
+      batch.push({
+        event_id: randomUUID(), tenant_id: tenant, occurred_at: at, source: 'bench', event_type: 'placed', order_id: `state-${id}`,
+        customer_id: id, status: 'paid', total: '1500.00', currency: 'ARS', refunded_amount: null,
+        items: [{ sku: 'sku-1', name: null, quantity: 1, unit_price: '1500.00' }], placed_at: at,
+      })
+    }
+    await publishEvents(rt.log, rt.codec, 'orders', batch)
+    while ((await groupLag(rt.log, group, TOPICS.orders.name)) > 0) await new Promise((r) => setTimeout(r, 200))
+    const loadMs = performance.now() - t
+    global.gc?.()
+    const m = process.memoryUsage()
+    await features.stop()
+    const mb = (x: number) => Math.round(x / 1048576)
+    progress(`(d) state of ${orders.toLocaleString('en')} orders loaded in ${secs(loadMs)} s: RSS ${mb(m.rss)} MB (${mb(before)} MB before), heap ${mb(m.heapUsed)} MB`)
+    return { orders, customers, partitions: config.partitions, load_s: secs(loadMs), rss_mb: mb(m.rss), rss_before_mb: mb(before), heap_used_mb: mb(m.heapUsed), target_mb: FEATURE_TARGETS.state_rss_mb }
+  } finally {
+    await rt.close()
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 
 export async function run(argv: string[]): Promise<number> {
   const values = benchFlags(argv, FLAGS, HELP)
@@ -263,24 +343,31 @@ export async function run(argv: string[]): Promise<number> {
   const runtime = values.runtime ?? 'embedded'
   if (runtime !== 'embedded' && runtime !== 'kafka') throw new UsageError(`--runtime must be embedded or kafka, got '${runtime}'`)
   if (runtime === 'kafka' && !(process.env.KAFKA_BROKERS && process.env.SCHEMA_REGISTRY_URL)) throw new UsageError('--runtime kafka needs KAFKA_BROKERS and SCHEMA_REGISTRY_URL')
-  const only = new Set((values.only ?? 'a,b,c').split(',').map((s) => s.trim()))
+  const only = new Set((values.only ?? 'a,b,c,d').split(',').map((s) => s.trim()))
   const customers = intFlag(values.customers, 'customers', 1_000_000)
   const orders = intFlag(values.orders, 'orders', 10_000_000)
   const batch = intFlag(values.batch, 'batch', 10_000)
   const out: Record<string, unknown> = { machine: { cpus: os.cpus().length, load1: os.loadavg()[0], node: process.version } }
   if (only.has('a') || only.has('c')) Object.assign(out, await benchRecompute(customers, orders, batch))
-  if (only.has('b')) out.b = await benchIncremental(runtime === 'kafka' ? 'distributed' : 'embedded', intFlag(values['stream-customers'], 'stream-customers', 20_000), intFlag(values['freshness-orders'], 'freshness-orders', 3_000), intFlag(values.rate, 'rate', 200))
+  if (only.has('b')) out.b = await benchIncremental(runtime === 'kafka' ? 'distributed' : 'embedded', intFlag(values['stream-customers'], 'stream-customers', 20_000), intFlag(values['freshness-orders'], 'freshness-orders', 3_000), intFlag(values.rate, 'rate', 1_000))
+  if (only.has('d')) out.d = await benchState(intFlag(values['state-orders'], 'state-orders', 10_000_000), intFlag(values['state-customers'], 'state-customers', 1_000_000))
 
   const a = out.a as Awaited<ReturnType<typeof benchRecompute>>['a'] | undefined
   const b = out.b as Awaited<ReturnType<typeof benchIncremental>> | undefined
-  const c = out.c as { customers: number; bgnbd: { seconds: number }; mbgnbd: { seconds: number }; gammagamma: { seconds: number } } | undefined
-  const lines = ['', '| figure | value |', '|---|---|']
-  if (a) lines.push(`| (a) full recompute, ${a.customers.toLocaleString('en')} customers / ${a.orders.toLocaleString('en')} orders | ${a.recompute_s} s (${a.customers_per_s.toLocaleString('en')} customers/s) |`)
+  const c = out.c as ({ customers: number } & Record<'bgnbd' | 'mbgnbd' | 'bgnbd_dropout' | 'mbgnbd_dropout' | 'gammagamma', { seconds: number }>) | undefined
+  const d = out.d as Awaited<ReturnType<typeof benchState>> | undefined
+  const T = FEATURE_TARGETS
+  const lines = ['', '| figure | value | target |', '|---|---|---|']
+  if (a) lines.push(`| (a) full recompute, ${a.customers.toLocaleString('en')} customers / ${a.orders.toLocaleString('en')} orders | ${a.recompute_s} s (${a.customers_per_s.toLocaleString('en')} customers/s) | < ${T.recompute_s} s ${mark(a.recompute_s < T.recompute_s)} |`)
   if (b) {
-    lines.push(`| (b) incremental throughput (${b.runtime}, ${b.events.toLocaleString('en')} events) | ${b.events_per_s.toLocaleString('en')} events/s |`)
-    lines.push(`| (b) freshness order → segment change (${b.freshness.samples} samples at ${b.freshness.rate_per_s}/s) | p50 ${b.freshness.p50_ms} ms, p99 ${b.freshness.p99_ms} ms |`)
+    lines.push(`| (b) incremental throughput (${b.runtime}, ${b.events.toLocaleString('en')} events) | ${b.events_per_s.toLocaleString('en')} events/s | ≥ ${T.events_per_s.toLocaleString('en')} ${mark(b.events_per_s >= T.events_per_s)} |`)
+    lines.push(`| (b) freshness order → segment change (${b.freshness.samples} samples at ${b.freshness.rate_per_s}/s) | p50 ${b.freshness.p50_ms} ms, p99 ${b.freshness.p99_ms} ms | p99 < ${T.freshness_p99_ms} ms ${mark(b.freshness.p99_ms < T.freshness_p99_ms && b.freshness.missing === 0)} |`)
   }
-  if (c) lines.push(`| (c) fit at ${c.customers.toLocaleString('en')} customers | BG/NBD ${c.bgnbd.seconds} s, MBG/NBD ${c.mbgnbd.seconds} s, Gamma-Gamma ${c.gammagamma.seconds} s |`)
+  if (c) {
+    lines.push(`| (c) fit at ${c.customers.toLocaleString('en')} customers, no dropout | BG/NBD ${c.bgnbd.seconds} s, MBG/NBD ${c.mbgnbd.seconds} s, Gamma-Gamma ${c.gammagamma.seconds} s | BG/NBD < ${T.fit_s} s ${mark(c.bgnbd.seconds < T.fit_s)} |`)
+    lines.push(`| (c) fit at ${c.customers.toLocaleString('en')} customers drawn with dropout | BG/NBD ${c.bgnbd_dropout.seconds} s, MBG/NBD ${c.mbgnbd_dropout.seconds} s | BG/NBD < ${T.fit_s} s ${mark(c.bgnbd_dropout.seconds < T.fit_s)} |`)
+  }
+  if (d) lines.push(`| (d) feature state, ${d.orders.toLocaleString('en')} orders of ${d.customers.toLocaleString('en')} customers | RSS ${d.rss_mb.toLocaleString('en')} MB (${d.rss_before_mb} MB before), loaded in ${d.load_s} s | ≤ ${T.state_rss_mb.toLocaleString('en')} MB ${mark(d.rss_mb <= T.state_rss_mb)} |`)
   process.stdout.write(`${lines.join('\n')}\n\n${JSON.stringify(out)}\n`)
   return 0
 }
