@@ -8,11 +8,11 @@ import { AudienceSyncSchema } from './audience-sync-views.ts'
 /** The audience-sync operations (ours; the spec has none); handlers in audience-sync-routes.ts. */
 const BASE = '/api/v2/cdp/audience-syncs'
 
-export const tenantQuery = z.object({ tenant_id: z.coerce.number().int().positive() })
+export const tenantQuery = z.object({ tenant_id: z.coerce.number().int().positive().max(Number.MAX_SAFE_INTEGER) })
 const token = z.string().trim().min(8).max(4096)
 export const CreateBody = z
   .object({
-    tenant_id: z.coerce.number().int().positive(),
+    tenant_id: z.coerce.number().int().positive().max(Number.MAX_SAFE_INTEGER),
     name: z.string().trim().min(1).max(200).optional(),
     segment: z.enum(SEGMENTS),
     ad_account_id: z.string().regex(/^act_\d{1,30}$/, 'must be act_<number>'),

@@ -15,7 +15,7 @@ import { Count, DateOnly, Fraction, Percentage, SignedPercent } from '../respons
  */
 export const ChurnQuery = CommonQuery.extend({
   risk_level: z.enum(CHURN_RISKS).optional(),
-  days_inactive: z.coerce.number().int().min(0).optional(),
+  days_inactive: z.coerce.number().int().min(0).max(100_000).optional(),
   include_predictions: boolParam.default(false),
   limit: limitParam(100),
   offset: offsetParam,

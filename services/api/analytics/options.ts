@@ -18,17 +18,23 @@ const date = z.iso.date()
 
 export const PERIODS = ['today', 'yesterday', 'week', 'month', 'quarter', 'year'] as const
 
+/** The largest integer a parameter may be: every id and count binds exactly (JavaScript's safe integers). */
+export const MAX_ID = Number.MAX_SAFE_INTEGER
+/** Money filters are compared with Decimal(15,2) values: their range. */
+export const MAX_MONEY = 9_999_999_999_999.99
+const money = z.coerce.number().finite().min(-MAX_MONEY).max(MAX_MONEY)
+
 /** Options every analytics endpoint accepts; each endpoint documents which ones apply to it. */
 export const CommonQuery = z.object({
-  tenant_id: z.coerce.number().int().positive(),
+  tenant_id: z.coerce.number().int().positive().max(MAX_ID),
   date_from: date.optional(),
   date_to: date.optional(),
   period: z.enum(PERIODS).optional(),
   segments: list(z.enum(SEGMENTS)).optional(),
   exclude_segments: list(z.enum(SEGMENTS)).optional(),
-  min_value: z.coerce.number().finite().optional(),
-  max_value: z.coerce.number().finite().optional(),
-  customer_ids: list(z.coerce.number().int().positive()).optional(),
+  min_value: money.optional(),
+  max_value: money.optional(),
+  customer_ids: list(z.coerce.number().int().positive().max(MAX_ID)).optional(),
   email_domain: z.string().min(1).max(255).optional(),
   registration_source: z.string().min(1).max(100).optional(),
   format: z.enum(['csv', 'excel', 'json']).optional(),
@@ -39,7 +45,7 @@ export const CommonQuery = z.object({
 export type CommonOptions = z.infer<typeof CommonQuery>
 
 export const limitParam = (def: number) => z.coerce.number().int().min(1).max(1000).default(def)
-export const offsetParam = z.coerce.number().int().min(0).default(0)
+export const offsetParam = z.coerce.number().int().min(0).max(MAX_ID).default(0)
 export { bool as boolParam, date as dateParam, list as listParam }
 
 /** The [from, to) window in epoch ms selected by date_from/date_to or period, or null for all time. */
