@@ -6,7 +6,9 @@ import { EmbeddedEventLog } from '../common/eventlog/embedded.ts'
 import { embeddedLogDir } from '../common/runtime/context.ts'
 
 /** Administrative commands (apikey, keys) open the store themselves; chdb admits one process per data directory. */
-export class StoreBusyError extends Error {}
+export class StoreBusyError extends Error {
+  override name = 'StoreBusyError'
+}
 
 /** The store as the runtime opens it (server or chdb), migrated; chdb only when no process holds the data directory. */
 export async function openAdminStore(config: Config, logger: Logger): Promise<Store> {

@@ -52,3 +52,11 @@ export function retryPolicyFlag(v: string | undefined): RetryPolicy {
   if (!Number.isFinite(seconds) || seconds < 0 || v?.trim() === '') throw new UsageError(`--retry-for must be a number of seconds (0 or more), got "${v}"`)
   return { ...DEFAULT_RETRY_POLICY, retryForMs: seconds * 1000 }
 }
+
+/** A process that cannot start for a reason its operator can fix (a port in use, a held lock): one line, exit 1, no stack. */
+export class StartupError extends Error {
+  constructor(message: string) {
+    super(message)
+    this.name = 'StartupError'
+  }
+}

@@ -1,7 +1,7 @@
 import { UsageError } from '../args.ts'
 
 /** `cdp bench <name>`: each benchmark is its own module under bench/. */
-const BENCHES: Record<string, () => Promise<{ run(argv: string[]): Promise<number | void> }>> = {
+export const BENCHES: Record<string, () => Promise<{ run(argv: string[]): Promise<number | void> }>> = {
   ingest: () => import('../../bench/ingest.ts'),
   features: () => import('../../bench/features.ts'),
   api: () => import('../../bench/api.ts'),
@@ -11,9 +11,19 @@ const BENCHES: Record<string, () => Promise<{ run(argv: string[]): Promise<numbe
   identity: () => import('../../bench/identity.ts'),
 }
 
+const USAGE = `usage: cdp bench ${Object.keys(BENCHES).join('|')} [options]
+
+Each benchmark prints its figures beside their targets (bench/README.md);
+\`cdp bench <name> --help\` lists its options.
+`
+
 export async function run(argv: string[]): Promise<number | void> {
   const [name, ...rest] = argv
+  if (name === '--help' || name === '-h' || name === 'help') {
+    process.stdout.write(USAGE)
+    return 0
+  }
   const load = name ? BENCHES[name] : undefined
-  if (!load) throw new UsageError(`usage: cdp bench ${Object.keys(BENCHES).join('|')} [options]`)
+  if (!load) throw new UsageError(name ? `unknown benchmark '${name}'\n${USAGE}` : USAGE)
   return (await load()).run(rest)
 }

@@ -79,9 +79,18 @@ export async function startRoles(config: Config, logger: Logger): Promise<Starte
   const connectorsRole = roles.has('connectors') ? await connectors.start(runtime, secrets!, processing) : null
   const pipelines = [...(featuresRole?.pipelines ?? []), ...[audienceSyncRole, connectorsRole].filter((p) => p !== null)]
   const services = secrets ? laneServices(runtime, secrets, { audienceSync: audienceSyncRole, connectors: connectorsRole }) : null
-  const server = roles.has('api')
-    ? await api.start(runtime, { adminToken, secrets: secrets!, services: services!, processing, features: featuresRole?.features ?? null, pipelines })
-    : await startHealth(runtime, pipelines)
+  let server: Awaited<ReturnType<typeof startHealth>>
+  try {
+    server = roles.has('api')
+      ? await api.start(runtime, { adminToken, secrets: secrets!, services: services!, processing, features: featuresRole?.features ?? null, pipelines })
+      : await startHealth(runtime, pipelines)
+  } catch (err) {
+    // Nothing may outlive a failed start (a taken port): stop what started and release the data dir.
+    featuresRole?.detach()
+    for (const p of pipelines) await p.stop().catch(() => undefined)
+    await runtime.close().catch(() => undefined)
+    throw err
+  }
 
   let stopping: Promise<void> | null = null
   const stop = () =>
@@ -108,7 +117,10 @@ export async function run(argv: string[]): Promise<number> {
   const sims = await startDemoSimulators(loaded)
   const config = sims.config
   logger.info({ config: redactConfig(config) }, 'starting')
-  const started = await startRoles(config, logger)
+  const started = await startRoles(config, logger).catch(async (err: unknown) => {
+    await sims.close()
+    throw err
+  })
   if (config.demo) await seedDemo(started, config, logger, sims)
   const demo = config.demo ? streamDemoTenant(started.runtime, logger) : null
   await new Promise<void>((resolve) => {

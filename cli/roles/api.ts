@@ -55,7 +55,12 @@ export async function start(rt: Runtime, deps: ApiRoleDeps): Promise<RunningHttp
     integrations: integrationsRouter(deps.services.integrations),
     tenantSettings: tenantSettingsRouter({ store: rt.store, logger, onChange: referenceDateChanges(rt, deps, analytics) }),
   })
-  const http = await listen(rt, app, config.apiPort, 'API listening')
+  const http = await listen(rt, app, config.apiPort, 'API listening').catch(async (err: unknown) => {
+    analytics.detach()
+    await scheduler.stop()
+    await analytics.summaries?.stop()
+    throw err
+  })
   return {
     ...http,
     stop: async () => {

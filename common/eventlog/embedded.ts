@@ -183,6 +183,7 @@ interface TopicMeta {
 export class LogLockedError extends Error {
   constructor(public readonly dir: string, public readonly holder: { pid: number; apiUrl?: string }) {
     super(`the embedded event log at ${dir} is in use by process ${holder.pid}${holder.apiUrl ? ` (its API is at ${holder.apiUrl})` : ''}`)
+    this.name = 'LogLockedError'
   }
 }
 

@@ -7,7 +7,7 @@ import { healthRouter, type ReadinessCheck } from './health.ts'
 import { ingestRouter } from './ingest-routes.ts'
 import { processRouter } from './process-routes.ts'
 import type { ProcessingDeps } from '../../pipelines/processing/deps.ts'
-import { errorHandler, notFound } from './errors.ts'
+import { errorHandler, notFound, unknownMethod } from './errors.ts'
 import { analyticsRouter, type AnalyticsDeps } from './analytics/router.ts'
 import { customerRecordRouter } from './analytics/customer-record.ts'
 import { clvValidationRouter } from './analytics/clv-validation.ts'
@@ -51,6 +51,7 @@ export function createApp(deps: ApiDeps): Express {
   const app = express()
   app.disable('x-powered-by')
   app.set('query parser', 'extended')
+  app.use(unknownMethod)
   app.use((req, res, next) => {
     req.log = deps.logger
     const start = process.hrtime.bigint()
@@ -97,6 +98,7 @@ export function createApp(deps: ApiDeps): Express {
 export function createHealthApp(readiness: ReadinessCheck[], info?: Record<string, unknown>): Express {
   const app = express()
   app.disable('x-powered-by')
+  app.use(unknownMethod)
   app.use(healthRouter(readiness, info))
   app.use(notFound)
   return app

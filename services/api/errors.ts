@@ -49,6 +49,34 @@ export function sendDomainError(res: Response, err: DomainError): void {
   sendError(res, DOMAIN_ERROR_STATUS[err.kind], err.message, err.details)
 }
 
+/** The methods the service answers; any other (TRACE, CONNECT, PROPFIND, …) gets 405 on every path. */
+export const SERVED_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const
+
+/** 405 with `Allow` for a method the service never serves, before any route or authentication. */
+export const unknownMethod: RequestHandler = (req, res, next) => {
+  if ((SERVED_METHODS as readonly string[]).includes(req.method)) return next()
+  res.set('Allow', SERVED_METHODS.join(', '))
+  sendError(res, 405, 'Method not allowed', `${req.method} is not served; allowed: ${SERVED_METHODS.join(', ')}`)
+}
+
+/**
+ * Requests Node's HTTP parser refuses before Express sees them (a header or URL over the 16 KB
+ * limit, a malformed request line) answered with the common JSON body instead of Node's empty one.
+ */
+export function jsonClientErrors(server: import('node:http').Server): void {
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    if (!socket.writable || (err.code === 'ECONNRESET')) return void socket.destroy()
+    const [status, error, details] =
+      err.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'Request header fields too large', 'the request line and headers exceed 16 KB: send long filters in fewer, shorter parameters']
+        : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? [408, 'Request timeout', null]
+          : [400, 'Bad request', 'the request could not be parsed as HTTP/1.1']
+    const body = JSON.stringify({ success: false, error, details })
+    socket.end(`HTTP/1.1 ${status} ${error}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`)
+  })
+}
+
 export const notFound: RequestHandler = (req, res) => sendError(res, 404, 'Not found', `no route for ${req.method} ${req.path}`)
 
 /** Services' refusals, body-parser and unexpected errors become the common error body; internals are logged, not returned. */
