@@ -7,7 +7,8 @@
 #
 # No build step: bin/cdp.mjs runs the TypeScript sources through tsx, which is a runtime dependency.
 # Debian slim, not Alpine: chdb (the embedded ClickHouse) ships a glibc build of its native library.
-FROM node:20-bookworm-slim
+# Node 24 (Active LTS; Node 20 reached its end of life on 2026-04-30). The code also runs on Node 20.
+FROM node:24.11.1-bookworm-slim
 
 ENV NODE_ENV=production \
     CDP_API_HOST=0.0.0.0 \

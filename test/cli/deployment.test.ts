@@ -173,8 +173,10 @@ describe('docker-compose.yml', () => {
   })
 
   it('runs the pinned infrastructure images', () => {
-    expect(services.kafka?.image).toMatch(/^apache\/kafka:4\./)
-    expect(services.registry?.image).toMatch(/^apicurio\/apicurio-registry:3\./)
+    // Every image pinned to a full version: a tag like 25.8 or latest moves under the deployment.
+    expect(services.kafka?.image).toMatch(/^apache\/kafka:4\.\d+\.\d+$/)
+    expect(services.registry?.image).toMatch(/^apicurio\/apicurio-registry:3\.\d+\.\d+$/)
+    expect(services.clickhouse?.image).toMatch(/^clickhouse\/clickhouse-server:\d+\.\d+\.\d+\.\d+$/)
     const clickhouse = /^clickhouse\/clickhouse-server:(\d+)\.(\d+)/.exec(services.clickhouse?.image ?? '')
     expect(clickhouse, 'clickhouse-server image with a version tag').not.toBeNull()
     // 25.8 or newer (our SQL needs 24.8 LTS at least; the file pins a newer LTS).
@@ -263,9 +265,10 @@ function filesUnder(dir: string): string[] {
 }
 
 describe('Dockerfile', () => {
-  it('starts from a Node 20 glibc image', () => {
+  it('starts from a supported Node LTS glibc image, pinned to a full version', () => {
     const from = dockerfile.filter((i) => i.op === 'FROM').at(-1)
-    expect(from?.args).toMatch(/^node:20(\.|-|$)/)
+    // Node 20 reached its end of life on 2026-04-30: 22 (maintenance) or 24 (active LTS), Debian slim.
+    expect(from?.args).toMatch(/^node:(22|24)\.\d+\.\d+-bookworm-slim$/)
     expect(from?.args).not.toMatch(/alpine/)
   })
 
