@@ -1,8 +1,25 @@
+import fs from 'node:fs'
 import client from 'prom-client'
 
-/** One Prometheus registry per process; every role registers its metrics here. */
+/**
+ * One Prometheus registry per process; every role registers its metrics here. Node's default
+ * metrics keep their standard names (process_cpu_seconds_total, nodejs_eventloop_lag_seconds, …)
+ * so stock Node.js dashboards work; ours start with cdp_.
+ */
 export const registry = new client.Registry()
-client.collectDefaultMetrics({ register: registry, prefix: 'cdp_process_' })
+client.collectDefaultMetrics({ register: registry })
+
+/** The running build: version and Node.js, always 1 (`cdp_build_info{version="0.1.0",node="v20.20.2"} 1`). */
+export const buildInfo = new client.Gauge({ name: 'cdp_build_info', help: 'The running build: package version and Node.js version', labelNames: ['version', 'node'] as const, registers: [registry] })
+buildInfo.set({ version: process.env.npm_package_version ?? packageVersion(), node: process.version }, 1)
+
+function packageVersion(): string {
+  try {
+    return (JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version
+  } catch {
+    return 'unknown'
+  }
+}
 
 export const recordsProcessed = new client.Counter({
   name: 'cdp_records_processed_total',

@@ -8,6 +8,7 @@ import { ingestRouter } from './ingest-routes.ts'
 import { processRouter } from './process-routes.ts'
 import type { ProcessingDeps } from '../../pipelines/processing/deps.ts'
 import { errorHandler, notFound, unknownMethod } from './errors.ts'
+import { requestObservability } from './request-observability.ts'
 import { analyticsRouter, type AnalyticsDeps } from './analytics/router.ts'
 import { customerRecordRouter } from './analytics/customer-record.ts'
 import { clvValidationRouter } from './analytics/clv-validation.ts'
@@ -51,15 +52,8 @@ export function createApp(deps: ApiDeps): Express {
   const app = express()
   app.disable('x-powered-by')
   app.set('query parser', 'extended')
+  app.use(...requestObservability(deps.logger))
   app.use(unknownMethod)
-  app.use((req, res, next) => {
-    req.log = deps.logger
-    const start = process.hrtime.bigint()
-    res.on('finish', () => {
-      deps.logger.debug({ method: req.method, path: req.path, status: res.statusCode, ms: Number(process.hrtime.bigint() - start) / 1e6 }, 'request')
-    })
-    next()
-  })
   // With auth: the per-IP limit and the token check come before the body is parsed (no 20 MB
   // parse for a caller without a key); the tenant check needs the body (ingest), so it comes after.
   if (deps.webhooks) app.use(deps.webhooks)

@@ -90,11 +90,6 @@ export const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
   sendError(res, 500, 'Internal error', 'the request failed; see the service logs')
 }
 
-declare module 'express-serve-static-core' {
-  interface Request {
-    log?: import('pino').Logger
-  }
-}
 
 /**
  * Validates a request's path parameters, query and (when given) body with their zod schemas; on
