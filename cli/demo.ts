@@ -40,6 +40,9 @@ export async function startDemoSimulators(config: Config): Promise<DemoSimulator
     config.demo && config.roles.includes('audience-sync') && !config.adsApiBaseUrl
       ? await startAdsSimulator({ tokens: [DEMO_ADS.token], adAccounts: [DEMO_ADS.account], appSecret: DEMO_ADS.appSecret, webhookVerifyToken: DEMO_ADS.verifyToken })
       : null
+  // The demo's tenants are small and move all the time: summaries are checked every 5 s so the
+  // overviews show new data at once (a deployment's default is 60 s).
+  if (config.demo && !process.env.CDP_ANALYTICS_SUMMARY_INTERVAL_MS) config = { ...config, analyticsSummaryIntervalMs: 5_000 }
   if (ads) config = { ...config, adsApiBaseUrl: ads.url, adsAppAccessToken: ads.appAccessToken, adsAppSecret: DEMO_ADS.appSecret, adsWebhookVerifyToken: DEMO_ADS.verifyToken }
   // ... and the commerce platform, which tenant 2's integration syncs from.
   const shop = config.demo && config.roles.includes('connectors') && !process.env.CDP_CONNECTORS_COMMERCE_PLATFORM_URL ? await startCommerceSimulator({ ...DEMO_POPULATION, appKeys: [DEMO_SHOP_KEY] }) : null
@@ -101,7 +104,10 @@ export async function seedDemo(started: { runtime: Runtime; url: string; service
 
 /** One of tenant 2's integrations (its credentials checked with the simulator, as any) and a first full sync of its customers and orders. */
 async function connectDemoIntegration(services: LaneServices, input: Parameters<LaneServices['integrations']['create']>[1], where: string, note = ''): Promise<void> {
-  const { integration } = await services.integrations.create(ALL_TENANTS, input)
-  const sync = await services.integrations.queueSync(ALL_TENANTS, integration.id, { sync_type: 'full', entities: ['customers', 'orders'] })
+  // A demo started again on the same data finds its integration: it reuses it and only syncs again.
+  const { integrations } = await services.integrations.list(ALL_TENANTS, DEMO_SHOP_TENANT)
+  const existing = integrations.find((i) => i.integration_type === input.integration_type && i.deleted_at === null)
+  const integration = existing ?? (await services.integrations.create(ALL_TENANTS, input)).integration
+  const sync = await services.integrations.queueSync(ALL_TENANTS, integration.id, { sync_type: existing ? 'incremental' : 'full', entities: ['customers', 'orders'] })
   process.stdout.write(`${where}: tenant ${DEMO_SHOP_TENANT}'s integration ${integration.id} is syncing (sync ${sync.job.sync_id})${note}\n`)
 }

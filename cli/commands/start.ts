@@ -113,6 +113,16 @@ export async function run(argv: string[]): Promise<number> {
   }
   const loaded = loadConfig(process.env, configFlags(values, Object.keys(FLAGS)))
   const logger = createLogger({ level: loaded.logLevel })
+  // Signals are handled from the first moment: one that arrives while starting shuts down
+  // cleanly once the start is done, instead of killing the process half-way.
+  const signalled = new Promise<void>((resolve) => {
+    const onSignal = (sig: string) => {
+      logger.info({ signal: sig }, 'shutting down')
+      resolve()
+    }
+    process.once('SIGTERM', () => onSignal('SIGTERM'))
+    process.once('SIGINT', () => onSignal('SIGINT'))
+  })
   // The demo without an ads or a commerce platform configured: the simulators run in this process.
   const sims = await startDemoSimulators(loaded)
   const config = sims.config
@@ -123,15 +133,8 @@ export async function run(argv: string[]): Promise<number> {
   })
   if (config.demo) await seedDemo(started, config, logger, sims)
   const demo = config.demo ? streamDemoTenant(started.runtime, logger) : null
-  await new Promise<void>((resolve) => {
-    const onSignal = (sig: string) => {
-      logger.info({ signal: sig }, 'shutting down')
-      demo?.cancel()
-      resolve()
-    }
-    process.once('SIGTERM', () => onSignal('SIGTERM'))
-    process.once('SIGINT', () => onSignal('SIGINT'))
-  })
+  await signalled
+  demo?.cancel()
   await demo?.done.catch(() => {})
   await started.stop()
   await sims.close()

@@ -114,6 +114,7 @@ export async function runConnectors(rt: Runtime, deps: ConnectorsDeps): Promise<
       abort.abort()
       ;(wake as (() => void) | null)?.()
       await loop
+      await chain // a tick started by runOnce() (an API hook) finishes its writes before the store closes
       logger.info('connectors stopped')
     },
   }

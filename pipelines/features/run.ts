@@ -2,12 +2,17 @@ import type { Runtime } from '../../common/runtime/context.ts'
 import { runPipeline, type RunningPipeline } from '../../common/runtime/pipeline.ts'
 import { FeatureEngine, FEATURES_GROUP } from './engine.ts'
 import { featureTicks } from './metrics.ts'
+import { TOPICS } from '../../common/topics.ts'
+import { groupLag } from '../../common/eventlog/port.ts'
 
 export interface RunningFeatures extends RunningPipeline {
   engine: FeatureEngine
   /** Runs one tick now (also what the timer does). */
-  tick(): ReturnType<FeatureEngine['tick']>
+  tick(opts?: Parameters<FeatureEngine['tick']>[0]): ReturnType<FeatureEngine['tick']>
 }
+
+/** How often the role checks whether it has caught up, until its first catch-up tick. */
+const CATCH_UP_CHECK_MS = 1_000
 
 /** Composition of the feature role: the consumer plus its wall-clock punctuator. */
 export async function runFeatures(rt: Runtime, opts: { now?: () => number; tickMs?: number; name?: string } = {}): Promise<RunningFeatures> {
@@ -27,9 +32,9 @@ export async function runFeatures(rt: Runtime, opts: { now?: () => number; tickM
   })
   const logger = rt.logger.child({ pipeline: engine.name })
   const pipeline = await runPipeline(engine.definition(), { log: rt.log, codec: rt.codec, logger: rt.logger, maxBatch: c.batchSize })
-  const tick = async () => {
+  const tick = async (tickOpts?: Parameters<FeatureEngine['tick']>[0]) => {
     const end = featureTicks.startTimer()
-    const r = await engine.tick()
+    const r = await engine.tick(tickOpts)
     end()
     if (r.changed) logger.info(r, 'feature tick')
     return r
@@ -43,12 +48,38 @@ export async function runFeatures(rt: Runtime, opts: { now?: () => number; tickM
       .finally(() => (ticking = false))
   }, opts.tickMs ?? c.featuresTickMs)
   timer.unref()
+  // First scoring right after catch-up: once the group has read everything there was to read
+  // (a backlog at start, or the first events after an empty start), one tick refreshes the models
+  // and thresholds at once instead of after tickMs; the timer does the rest.
+  const inputs = [TOPICS.orders.name, TOPICS.customers.name]
+  const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0)
+  const ends = async () => sum(await Promise.all(inputs.map(async (t) => sum((await rt.log.endOffsets(t)).map((e) => Number(e.offset))))))
+  let lastEnds = await ends().catch(() => 0)
+  let pending = false
+  let checking: Promise<void> = Promise.resolve()
+  const catchUp = setInterval(() => {
+    if (ticking) return
+    checking = (async () => {
+      const now = await ends()
+      if (now > lastEnds) pending = true
+      lastEnds = now
+      const lag = sum(await Promise.all(inputs.map((t) => groupLag(rt.log, engine.name, t))))
+      if (lag > 0) pending = true
+      if (!pending || lag > 0 || ticking) return
+      clearInterval(catchUp)
+      ticking = true
+      await tick({ refreshModels: true }).finally(() => (ticking = false))
+    })().catch((err) => logger.warn({ err }, 'catch-up tick failed; the timer ticks later'))
+  }, CATCH_UP_CHECK_MS)
+  catchUp.unref()
   return {
     ...pipeline,
     engine,
     tick,
     stop: async () => {
       clearInterval(timer)
+      clearInterval(catchUp)
+      await checking // a catch-up tick in flight finishes before the store closes
       await pipeline.stop()
     },
   }
