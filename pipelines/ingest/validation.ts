@@ -15,6 +15,7 @@
  * local time, so the same file imports identically on every machine.
  */
 import { createHash } from 'node:crypto'
+import { ISO_3166_1_ALPHA_2 } from './countries.ts'
 import { z } from 'zod'
 import { DecimalError, fromCents, normaliseAmount, normaliseDecimal, toCents } from '../../common/decimal.ts'
 import {
@@ -227,12 +228,14 @@ function currency(v: unknown): string | null {
   return s
 }
 
-/** ISO 3166-1 alpha-2 per the Avro contract; case-insensitive on input. */
+/** ISO 3166-1 alpha-2 per the Avro contract (an assigned code); case-insensitive on input. */
 function country(v: unknown): string | null {
   const s = text(v)
   if (s === null) return null
   if (!/^[A-Za-z]{2}$/.test(s)) fail('invalid_country', 'expected a 2-letter ISO 3166-1 code, e.g. AR')
-  return s.toUpperCase()
+  const code = s.toUpperCase()
+  if (!ISO_3166_1_ALPHA_2.has(code)) fail('invalid_country', `${code} is not an ISO 3166-1 alpha-2 country code`)
+  return code
 }
 
 // Deliberately loose ("looks like an email"): strict RFC 5322 checks reject real addresses.

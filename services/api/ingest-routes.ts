@@ -4,7 +4,7 @@ import type { EventCodec } from '../../common/eventlog/codec.ts'
 import type { CustomerUpserted, OrderEvent } from '../../common/events.ts'
 import type { Store } from '../../common/store/clickhouse.ts'
 import { TenantCurrencies, TenantSettingsStore } from '../../common/store/tenant-settings.ts'
-import { IngestBatchSchema, validateCustomerInput, validateOrderInput, fieldErrorsFromZod, refundErrors, MAX_BATCH_EVENTS } from '../../pipelines/ingest/validation.ts'
+import { IngestBatchSchema, validateCustomerInput, validateOrderInput, fieldErrorsFromZod, refundErrors, MAX_BATCH_EVENTS, ORDER_INPUT_FIELDS, CUSTOMER_INPUT_FIELDS, ORDER_ITEM_FIELDS, type FieldError } from '../../pipelines/ingest/validation.ts'
 import { publishEvents, type IngestKind } from '../../pipelines/ingest/publisher.ts'
 import { sendError } from './errors.ts'
 import { tenantValue } from './auth.ts'
@@ -60,6 +60,29 @@ async function paidTotals(store: Store, events: readonly OrderEvent[]): Promise<
 }
 
 /**
+ * Fields the event schema does not have (a typo, or a field such as `password` that must never be
+ * sent): refused rather than dropped in silence, so a sender learns at once. HTTP ingest only; an
+ * import file's extra columns are its own business (docs/import.md).
+ */
+function unknownFields(kind: IngestKind, input: unknown): FieldError[] {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) return []
+  const known = new Set(kind === 'orders' ? ORDER_INPUT_FIELDS : CUSTOMER_INPUT_FIELDS)
+  const what = kind === 'orders' ? 'an order event' : 'a customer event'
+  const out: FieldError[] = Object.keys(input)
+    .filter((k) => !known.has(k))
+    .map((k) => ({ path: k, code: 'unknown_field', message: `${k} is not a field of ${what}` }))
+  const items = (input as { items?: unknown }).items
+  if (kind === 'orders' && Array.isArray(items)) {
+    const itemFields = new Set(ORDER_ITEM_FIELDS)
+    items.forEach((item, i) => {
+      if (typeof item !== 'object' || item === null) return
+      for (const k of Object.keys(item)) if (!itemFields.has(k)) out.push({ path: `items.${i}.${k}`, code: 'unknown_field', message: `${k} is not a field of an order item` })
+    })
+  }
+  return out
+}
+
+/**
  * POST /api/v2/cdp/ingest/{orders|customers} with `{ "events": [...] }` (1 to 10,000).
  * A batch is all or nothing: any invalid event → 400 listing every field error by index, and
  * nothing is written. 202 once every event is durable in the log. With a store, orders are also
@@ -84,6 +107,7 @@ export function ingestRouter(deps: { log: EventLog; codec: EventCodec; store?: S
         batch.data.events.forEach((input, index) => {
           const ctx = { defaultSource: 'http', now, tenantCurrency: held?.held.get(tenantValue(field(input, 'tenant_id')) ?? 0) ?? null }
           const r = kind === 'orders' ? validateOrderInput(input, held ? ctx : { ...ctx, tenantCurrency: undefined }) : validateCustomerInput(input, ctx)
+          for (const e of unknownFields(kind, input)) errors.push({ index, ...e })
           if (r.ok) events.push(r.value)
           else for (const e of r.errors) errors.push({ index, ...e })
         })

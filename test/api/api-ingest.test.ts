@@ -75,6 +75,24 @@ describe('ingest endpoint', () => {
     expect(after).toBe(before)
   })
 
+  it('refuses fields the events do not have (a password, a typo, an unknown item field) instead of dropping them, and writes nothing', async () => {
+    const before = (await rt.log.endOffsets(TOPICS.customers.name)).reduce((s, p) => s + Number(p.offset), 0)
+    const customer = { tenant_id: 42, customer_id: 8, occurred_at: '2025-03-01T12:00:00Z', email: 'a@b.test', country: 'AR' }
+    const res = await post('/api/v2/cdp/ingest/customers', { events: [customer, { ...customer, customer_id: 9, password: 'hunter2', emial: 'x' }, { ...customer, customer_id: 10, country: 'XX' }] })
+    expect(res.status).toBe(400)
+    const body = res.body as { details: { errors: { index: number; path: string; code: string; message: string }[] } }
+    expect(body.details.errors.map((e) => [e.index, e.path, e.code])).toEqual([
+      [1, 'password', 'unknown_field'],
+      [1, 'emial', 'unknown_field'],
+      [2, 'country', 'invalid_country'],
+    ])
+    expect(JSON.stringify(body)).not.toContain('hunter2') // the refused value is never echoed
+    expect((await rt.log.endOffsets(TOPICS.customers.name)).reduce((s, p) => s + Number(p.offset), 0)).toBe(before)
+    const order = await post('/api/v2/cdp/ingest/orders', { events: [{ ...goodOrder, items: [{ sku: 'X', quantity: 2, unit_price: '75.25', colour: 'red' }] }] })
+    expect(order.status).toBe(400)
+    expect((order.body as typeof body).details.errors.map((e) => [e.index, e.path, e.code])).toEqual([[0, 'items.0.colour', 'unknown_field']])
+  })
+
   it('answers malformed JSON, an empty batch and unknown routes with the common error body', async () => {
     const bad = await post('/api/v2/cdp/ingest/customers', '{"events": [')
     expect(bad.status).toBe(400)

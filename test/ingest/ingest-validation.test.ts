@@ -353,6 +353,15 @@ describe('validateCustomerInput', () => {
     expect(codes(validateCustomerInput({ tenant_id: 1, customer_id: 1, occurred_at: T, email: 'a b@x.com' }, ctx))).toEqual([['email', 'invalid_email']])
   })
 
+  it.each(['XX', 'zz', 'EU', 'QM', 'UK'])('refuses %s: two letters, but not an assigned ISO 3166-1 country code', (country) => {
+    expect(codes(validateCustomerInput({ tenant_id: 1, customer_id: 5, occurred_at: NOW, country }, ctx))).toEqual([['country', 'invalid_country']])
+  })
+
+  it.each([['ar', 'AR'], ['Uy', 'UY'], [' br ', 'BR'], ['AX', 'AX']])('accepts %j as %s', (given, code) => {
+    const r = validateCustomerInput({ tenant_id: 1, customer_id: 5, occurred_at: NOW, country: given }, ctx)
+    expect(r.ok && r.value.country).toBe(code)
+  })
+
   it('reports missing and malformed fields', () => {
     expect(codes(validateCustomerInput({ tenant_id: 1, country: 'Argentina', created_at: 'soon', source_ids: [{ id: 'x' }] }, ctx))).toEqual([
       ['occurred_at', 'required'],
