@@ -136,10 +136,10 @@ export async function refusal<T extends Error>(p: Promise<unknown>, type: new (.
   return err as T
 }
 
-/** Serves an Express app on a free loopback port: its base URL and a close() that waits for the server. */
-export async function serve(app: import('express').Express): Promise<{ base: string; close(): Promise<void> }> {
+/** Serves an Express app on a free loopback port: its base URL, the server and a close() that waits for it. */
+export async function serve(app: import('express').Express): Promise<{ base: string; server: import('node:http').Server; close(): Promise<void> }> {
   const server = app.listen(0, '127.0.0.1')
   await new Promise((r) => server.once('listening', r))
   const { port } = server.address() as import('node:net').AddressInfo
-  return { base: `http://127.0.0.1:${port}`, close: () => new Promise<void>((r) => server.close(() => r())) }
+  return { base: `http://127.0.0.1:${port}`, server, close: () => new Promise<void>((r) => server.close(() => r())) }
 }

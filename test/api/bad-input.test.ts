@@ -8,7 +8,7 @@ import type { EventCodec } from '../../common/eventlog/codec.ts'
 import { createApp } from '../../services/api/app.ts'
 import { jsonClientErrors } from '../../services/api/errors.ts'
 import { ANALYTICS_ENDPOINTS } from '../../services/api/analytics/endpoints.ts'
-import { silentLogger, tmpDir } from '../helpers.ts'
+import { serve, silentLogger, tmpDir } from '../helpers.ts'
 
 /**
  * Bad input is refused with a 4xx and the common error body, never a 5xx: numbers beyond what the
@@ -23,10 +23,10 @@ beforeAll(async () => {
   store = await openStore({ database: 'cdp', chdbPath: tmpDir() })
   await migrate(store, silentLogger)
   const app = createApp({ logger: silentLogger, log: {} as EventLog, codec: {} as EventCodec, readiness: [], analytics: { store, logger: silentLogger, now: () => Date.UTC(2025, 6, 1) } })
-  server = http.createServer(app)
+  const served = await serve(app)
+  server = served.server
   jsonClientErrors(server)
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  base = served.base
 }, 60_000)
 
 afterAll(async () => {

@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import http from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { Writable } from 'node:stream'
 import { migrate, openStore, type Store } from '../../common/store/clickhouse.ts'
 import type { EventLog } from '../../common/eventlog/port.ts'
@@ -8,7 +7,7 @@ import type { EventCodec } from '../../common/eventlog/codec.ts'
 import { createLogger } from '../../common/logger.ts'
 import { registry } from '../../common/runtime/metrics.ts'
 import { createApp } from '../../services/api/app.ts'
-import { tmpDir } from '../helpers.ts'
+import { serve, tmpDir } from '../helpers.ts'
 
 /** Request ids, the access log and the HTTP metrics (services/api/request-observability.ts). */
 let store: Store
@@ -23,9 +22,7 @@ beforeAll(async () => {
   const sink = new Writable({ write: (chunk, _e, cb) => (lines.push(...String(chunk).trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>)), cb()) })
   const logger = createLogger({ level: 'info', destination: sink })
   const app = createApp({ logger, log: {} as EventLog, codec: {} as EventCodec, readiness: [], analytics: { store, logger, now: () => Date.UTC(2025, 6, 1) } })
-  server = http.createServer(app)
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  ;({ server, base } = await serve(app))
 }, 60_000)
 
 afterAll(async () => {

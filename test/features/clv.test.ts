@@ -33,7 +33,7 @@ import {
   type TransactionParams,
 } from '../../pipelines/features/clv/index.ts'
 import { fitClv } from '../../pipelines/features/model.ts'
-import { simulateBgNbd } from '../../pipelines/features/clv/simulate.ts'
+import { simulateBgNbd } from '../../pipelines/ingest/synthetic/bgnbd.ts'
 import { computeFeatures } from '../../pipelines/features/features.ts'
 import type { CustomerAggregates } from '../../pipelines/features/order-facts.ts'
 
