@@ -40,9 +40,11 @@ export async function startDemoSimulators(config: Config): Promise<DemoSimulator
     config.demo && config.roles.includes('audience-sync') && !config.adsApiBaseUrl
       ? await startAdsSimulator({ tokens: [DEMO_ADS.token], adAccounts: [DEMO_ADS.account], appSecret: DEMO_ADS.appSecret, webhookVerifyToken: DEMO_ADS.verifyToken })
       : null
-  // The demo's tenants are small and move all the time: summaries are checked every 5 s so the
-  // overviews show new data at once (a deployment's default is 60 s).
+  // The demo's tenants are small and move all the time: summaries are checked every 5 s and the
+  // feature role ticks every 10 s, so the overviews show new data at once (a deployment's
+  // defaults are 60 s for both; a tick over a million customers takes tens of seconds).
   if (config.demo && !process.env.CDP_ANALYTICS_SUMMARY_INTERVAL_MS) config = { ...config, analyticsSummaryIntervalMs: 5_000 }
+  if (config.demo && !process.env.CDP_FEATURES_TICK_MS) config = { ...config, featuresTickMs: 10_000 }
   if (ads) config = { ...config, adsApiBaseUrl: ads.url, adsAppAccessToken: ads.appAccessToken, adsAppSecret: DEMO_ADS.appSecret, adsWebhookVerifyToken: DEMO_ADS.verifyToken }
   // ... and the commerce platform, which tenant 2's integration syncs from.
   const shop = config.demo && config.roles.includes('connectors') && !process.env.CDP_CONNECTORS_COMMERCE_PLATFORM_URL ? await startCommerceSimulator({ ...DEMO_POPULATION, appKeys: [DEMO_SHOP_KEY] }) : null

@@ -11,8 +11,12 @@ export interface RunningFeatures extends RunningPipeline {
   tick(opts?: Parameters<FeatureEngine['tick']>[0]): ReturnType<FeatureEngine['tick']>
 }
 
-/** How often the role checks whether it has caught up, until its first catch-up tick. */
+/** How often the role checks whether it has caught up, during its first tick interval. */
 const CATCH_UP_CHECK_MS = 1_000
+/** A catch-up tick comes at the latest this long after new input arrived. */
+const CATCH_UP_WAIT_MS = 8_000
+/** Catch-up ticks happen during the role's first tick interval, and at most this long. */
+const CATCH_UP_MAX_MS = 120_000
 
 /** Composition of the feature role: the consumer plus its wall-clock punctuator. */
 export async function runFeatures(rt: Runtime, opts: { now?: () => number; tickMs?: number; name?: string } = {}): Promise<RunningFeatures> {
@@ -48,25 +52,27 @@ export async function runFeatures(rt: Runtime, opts: { now?: () => number; tickM
       .finally(() => (ticking = false))
   }, opts.tickMs ?? c.featuresTickMs)
   timer.unref()
-  // First scoring right after catch-up: once the group has read everything there was to read
-  // (a backlog at start, or the first events after an empty start), one tick refreshes the models
-  // and thresholds at once instead of after tickMs; the timer does the rest.
+  // First scoring right after catch-up: during its first tick interval (at most two minutes), whenever the group has
+  // read what arrived (or is still reading CATCH_UP_WAIT_MS after it arrived: a source that keeps
+  // publishing, a loaded machine), the role ticks with every model refreshed, so a tenant seen for
+  // the first time is scored within seconds instead of after tickMs; the timer does the rest.
   const inputs = [TOPICS.orders.name, TOPICS.customers.name]
   const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0)
   const ends = async () => sum(await Promise.all(inputs.map(async (t) => sum((await rt.log.endOffsets(t)).map((e) => Number(e.offset))))))
+  const startedAt = Date.now()
   let lastEnds = await ends().catch(() => 0)
-  let pending = false
+  let pendingSince: number | null = null
   let checking: Promise<void> = Promise.resolve()
   const catchUp = setInterval(() => {
+    if (Date.now() - startedAt >= Math.min(opts.tickMs ?? c.featuresTickMs, CATCH_UP_MAX_MS)) return clearInterval(catchUp)
     if (ticking) return
     checking = (async () => {
       const now = await ends()
-      if (now > lastEnds) pending = true
-      lastEnds = now
       const lag = sum(await Promise.all(inputs.map((t) => groupLag(rt.log, engine.name, t))))
-      if (lag > 0) pending = true
-      if (!pending || lag > 0 || ticking) return
-      clearInterval(catchUp)
+      if (pendingSince === null && (now > lastEnds || lag > 0)) pendingSince = Date.now()
+      lastEnds = now
+      if (pendingSince === null || (lag > 0 && Date.now() - pendingSince < CATCH_UP_WAIT_MS) || ticking) return
+      pendingSince = null
       ticking = true
       await tick({ refreshModels: true }).finally(() => (ticking = false))
     })().catch((err) => logger.warn({ err }, 'catch-up tick failed; the timer ticks later'))

@@ -257,7 +257,8 @@ export class TenantSummaries implements SummarySource {
       try {
         await this.refresh(tenantId, r.stamp)
         refreshed++
-        if (cur && cur.stamp !== r.stamp) this.deps.onDataMoved?.(tenantId)
+        // A first summary too: answers cached before it were computed live from older data.
+        if (!cur || cur.stamp !== r.stamp) this.deps.onDataMoved?.(tenantId)
       } catch (err) {
         this.deps.logger.error({ err, tenantId }, 'analytics summary refresh failed; the live queries answer meanwhile')
       }
