@@ -486,10 +486,8 @@ export class FeatureEngine {
    * thresholds drift as data arrive. Refreshes the models of the tenants this consumer holds
    * (thresholds from every stored customer of the tenant, CLV refitted when due), rescores
    * every customer held, emits the resulting segment changes and writes today's snapshot.
-   * `refreshModels` refreshes every model even when it is recent (the catch-up tick: a model made
-   * from the first few customers must not stand until the next tick).
    */
-  tick(opts: { refreshModels?: boolean } = {}): Promise<{ tenants: number; changed: number; segmentChanges: number }> {
+  tick(): Promise<{ tenants: number; changed: number; segmentChanges: number }> {
     return this.exclusive(async () => {
       const now = this.now()
       for (const p of this.assigned ?? []) if (!this.loaded.has(p)) await this.loadPartition(p)
@@ -511,7 +509,7 @@ export class FeatureEngine {
         const moved = !prev || prev.setting !== ref.setting || prev.cutoffMs !== ref.cutoffMs
         const current = newest(stored.get(t), this.models.get(t))
         const sameDay = (current?.clv?.referenceDay ?? utcDay(ref.ms)) === utcDay(ref.ms)
-        if (!opts.refreshModels && current && !moved && sameDay && now - current.version < this.boundaryMaxAgeMs) {
+        if (current && !moved && sameDay && now - current.version < this.boundaryMaxAgeMs) {
           this.models.set(t, current)
           continue
         }

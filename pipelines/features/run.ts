@@ -8,7 +8,7 @@ import { groupLag } from '../../common/eventlog/port.ts'
 export interface RunningFeatures extends RunningPipeline {
   engine: FeatureEngine
   /** Runs one tick now (also what the timer does). */
-  tick(opts?: Parameters<FeatureEngine['tick']>[0]): ReturnType<FeatureEngine['tick']>
+  tick(): ReturnType<FeatureEngine['tick']>
 }
 
 /** How often the role checks whether it has caught up, during its first tick interval. */
@@ -36,9 +36,9 @@ export async function runFeatures(rt: Runtime, opts: { now?: () => number; tickM
   })
   const logger = rt.logger.child({ pipeline: engine.name })
   const pipeline = await runPipeline(engine.definition(), { log: rt.log, codec: rt.codec, logger: rt.logger, maxBatch: c.batchSize })
-  const tick = async (tickOpts?: Parameters<FeatureEngine['tick']>[0]) => {
+  const tick = async () => {
     const end = featureTicks.startTimer()
-    const r = await engine.tick(tickOpts)
+    const r = await engine.tick()
     end()
     if (r.changed) logger.info(r, 'feature tick')
     return r
@@ -52,10 +52,11 @@ export async function runFeatures(rt: Runtime, opts: { now?: () => number; tickM
       .finally(() => (ticking = false))
   }, opts.tickMs ?? c.featuresTickMs)
   timer.unref()
-  // First scoring right after catch-up: during its first tick interval (at most two minutes), whenever the group has
-  // read what arrived (or is still reading CATCH_UP_WAIT_MS after it arrived: a source that keeps
-  // publishing, a loaded machine), the role ticks with every model refreshed, so a tenant seen for
-  // the first time is scored within seconds instead of after tickMs; the timer does the rest.
+  // First scoring right after catch-up: during its first tick interval (at most two minutes),
+  // whenever the group has read what arrived (or is still reading CATCH_UP_WAIT_MS after it
+  // arrived: a source that keeps publishing, a loaded machine), the role ticks as its timer would
+  // (a model older than half an interval is refreshed), so a tenant seen for the first time is
+  // scored within seconds instead of after tickMs; the timer does the rest.
   const inputs = [TOPICS.orders.name, TOPICS.customers.name]
   const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0)
   const ends = async () => sum(await Promise.all(inputs.map(async (t) => sum((await rt.log.endOffsets(t)).map((e) => Number(e.offset))))))
@@ -74,7 +75,7 @@ export async function runFeatures(rt: Runtime, opts: { now?: () => number; tickM
       if (pendingSince === null || (lag > 0 && Date.now() - pendingSince < CATCH_UP_WAIT_MS) || ticking) return
       pendingSince = null
       ticking = true
-      await tick({ refreshModels: true }).finally(() => (ticking = false))
+      await tick().finally(() => (ticking = false))
     })().catch((err) => logger.warn({ err }, 'catch-up tick failed; the timer ticks later'))
   }, CATCH_UP_CHECK_MS)
   catchUp.unref()
