@@ -45,6 +45,7 @@ export async function startDemoSimulators(config: Config): Promise<DemoSimulator
   // defaults are 60 s for both; a tick over a million customers takes tens of seconds).
   if (config.demo && !process.env.CDP_ANALYTICS_SUMMARY_INTERVAL_MS) config = { ...config, analyticsSummaryIntervalMs: 5_000 }
   if (config.demo && !process.env.CDP_FEATURES_TICK_MS) config = { ...config, featuresTickMs: 10_000 }
+  if (config.demo && !process.env.CDP_FEATURES_CATCH_UP_TICKS) config = { ...config, featuresCatchUpTicks: true }
   if (ads) config = { ...config, adsApiBaseUrl: ads.url, adsAppAccessToken: ads.appAccessToken, adsAppSecret: DEMO_ADS.appSecret, adsWebhookVerifyToken: DEMO_ADS.verifyToken }
   // ... and the commerce platform, which tenant 2's integration syncs from.
   const shop = config.demo && config.roles.includes('connectors') && !process.env.CDP_CONNECTORS_COMMERCE_PLATFORM_URL ? await startCommerceSimulator({ ...DEMO_POPULATION, appKeys: [DEMO_SHOP_KEY] }) : null

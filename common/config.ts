@@ -44,6 +44,8 @@ export const ConfigSchema = z
     demo: bool.default(false),
     /** How often the feature role rescores quiet customers, refreshes quintiles and snapshots segments (ms). */
     featuresTickMs: z.coerce.number().int().min(100).max(86_400_000).default(60_000),
+    /** Tick as soon as the feature role has caught up during its first interval (docs/features.md, "Time"); the demo turns it on. */
+    featuresCatchUpTicks: bool.default(false),
     /** How often the identity resolver looks for tenants whose customers changed (docs/identity.md). */
     identityIntervalMs: z.coerce.number().int().min(100).max(86_400_000).default(5_000),
     /** Transaction model of the CLV: MBG/NBD (one-time buyers can be inactive) or BG/NBD. */
@@ -137,6 +139,7 @@ export const ENV_NAMES: Record<keyof z.input<typeof ConfigSchema>, string> = {
   batchMaxWaitMs: 'CDP_BATCH_MAX_WAIT_MS',
   demo: 'CDP_DEMO',
   featuresTickMs: 'CDP_FEATURES_TICK_MS',
+  featuresCatchUpTicks: 'CDP_FEATURES_CATCH_UP_TICKS',
   identityIntervalMs: 'CDP_IDENTITY_INTERVAL_MS',
   clvModel: 'CDP_CLV_MODEL',
   clvHorizonMonths: 'CDP_CLV_HORIZON_MONTHS',

@@ -52,7 +52,8 @@ export async function runFeatures(rt: Runtime, opts: { now?: () => number; tickM
       .finally(() => (ticking = false))
   }, opts.tickMs ?? c.featuresTickMs)
   timer.unref()
-  // First scoring right after catch-up: during its first tick interval (at most two minutes),
+  // First scoring right after catch-up (CDP_FEATURES_CATCH_UP_TICKS, on in the demo): during its
+  // first tick interval (at most two minutes),
   // whenever the group has read what arrived (or is still reading CATCH_UP_WAIT_MS after it
   // arrived: a source that keeps publishing, a loaded machine), the role ticks as its timer would
   // (a model older than half an interval is refreshed), so a tenant seen for the first time is
@@ -65,6 +66,7 @@ export async function runFeatures(rt: Runtime, opts: { now?: () => number; tickM
   let pendingSince: number | null = null
   let checking: Promise<void> = Promise.resolve()
   const catchUp = setInterval(() => {
+    if (!c.featuresCatchUpTicks) return clearInterval(catchUp)
     if (Date.now() - startedAt >= Math.min(opts.tickMs ?? c.featuresTickMs, CATCH_UP_MAX_MS)) return clearInterval(catchUp)
     if (ticking) return
     checking = (async () => {
