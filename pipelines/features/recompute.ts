@@ -89,6 +89,8 @@ SETTINGS join_use_nulls = 1`
 
 /** Int64 bound for "no cutoff". */
 const NO_CUTOFF = '9223372036854775807'
+/** The `{cutoff:Int64}` parameter of a cutoff (Infinity: none). */
+const cutoffParam = (cutoffMs: number) => (Number.isFinite(cutoffMs) ? cutoffMs : NO_CUTOFF)
 
 const PROFILES_SQL = `
 SELECT customer_id, argMax(coalesce(email, ''), tuple(version, coalesce(email, ''))), max(version)
@@ -120,7 +122,7 @@ export async function absorbedCustomers(store: Store, tenantId: number): Promise
  * ClickHouse join them to the rows it writes).
  */
 export async function loadTenantCustomers(store: Store, tenantId: number, cutoffMs = Infinity, opts: { history?: boolean } = {}): Promise<BatchCustomer[]> {
-  const cutoff = Number.isFinite(cutoffMs) ? cutoffMs : NO_CUTOFF
+  const cutoff = cutoffParam(cutoffMs)
   const withHistory = opts.history ?? true
   const [aggRows, profileRows, creditRows] = await Promise.all([
     store.query({ query: AGGREGATES_SQL(withHistory), query_params: { t: tenantId, cutoff }, format: 'JSONCompactEachRow' }).then((r) => r.json<[number, number, number, number, number, number, number, number, number, [number, number][]]>()),
@@ -248,7 +250,7 @@ export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine {
                 SELECT s.* REPLACE (h.times AS order_times, h.cents AS order_cents)
                 FROM ${staging} AS s LEFT JOIN (${HISTORY_SQL}) AS h ON h.customer_id = s.customer_id
                 SETTINGS join_use_nulls = 1`, // the profiles' join needs NULLs; an array is never one: a customer without orders gets []
-        query_params: { t: tenantId, cutoff: Number.isFinite(ref.cutoffMs) ? ref.cutoffMs : NO_CUTOFF },
+        query_params: { t: tenantId, cutoff: cutoffParam(ref.cutoffMs) },
       })
       historyMs = performance.now() - h0
     } finally {

@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import { CHURN_DEFINITIONS, CHURN_RISKS, CHURN_THRESHOLDS, churnRate } from '../../../pipelines/features/churn.ts'
 import { CommonQuery, boolParam, limitParam, offsetParam } from './options.ts'
-import { customerFilter, type SqlFilter } from './filters.ts'
+import { customerFilter, idsFilter, type SqlFilter } from './filters.ts'
 import { customerScope } from './customers.ts'
 import { descendingBy, lowerBound, maskOf, once, pageInOrder, selectCustomers, upperBound, type CustomerColumns, type Condition } from './customer-columns.ts'
 import { tenantWide, tenantWidePage } from './summary.ts'
@@ -151,7 +151,7 @@ function windowOf(c: CustomerColumns, rows: Uint32Array | null, nowMs: number): 
 interface LevelRow { risk: string; customers: string; probability: number; loss: number }
 
 async function atRiskRows(ctx: AnalyticsContext, q: ChurnOptions, limit: number, offset: number, ids?: number[]): Promise<AtRiskRow[]> {
-  const f = ids ? { where: 'f.tenant_id = {tenant_id:UInt64} AND f.customer_id IN {page_ids:Array(UInt64)}', params: { tenant_id: q.tenant_id, page_ids: ids } } : churnFilter(q, ctx.now())
+  const f = ids ? idsFilter(q.tenant_id, ids) : churnFilter(q, ctx.now())
   const rows = await select<AtRiskRow & { customer_id: string; potential_loss: number | null }>(
     ctx.store,
     `SELECT f.customer_id AS customer_id, f.email AS email, toString(toDate(f.last_order_at)) AS last_order_date, f.recency_days AS days_since_last_order,

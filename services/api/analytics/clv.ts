@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import { CLV_TIER_HIGH_ABOVE, CLV_TIER_MEDIUM_FROM, DEFAULT_CLV_MONTHS } from '../../../pipelines/features/clv/lifetime-value.ts'
 import { CommonQuery, limitParam, offsetParam } from './options.ts'
-import { customerFilter, type SqlFilter } from './filters.ts'
+import { customerFilter, idsFilter, type SqlFilter } from './filters.ts'
 import { customerScope } from './customers.ts'
 import { descendingBy, maskOf, once, pageInOrder, selectCustomers, topRows, type CustomerColumns, type Condition } from './customer-columns.ts'
 import { tenantWide, tenantWidePage } from './summary.ts'
@@ -98,7 +98,7 @@ function clvPageIds(c: CustomerColumns, q: ClvOptions, rows: Uint32Array | null,
 
 async function customerRows(ctx: AnalyticsContext, q: ClvOptions, limit: number, offset: number, ids?: number[]): Promise<ClvCustomerRow[]> {
   const nowMs = ctx.now()
-  const f = ids ? { where: 'f.tenant_id = {tenant_id:UInt64} AND f.customer_id IN {page_ids:Array(UInt64)}', params: { tenant_id: q.tenant_id, page_ids: ids } } : clvFilter(q, nowMs)
+  const f = ids ? idsFilter(q.tenant_id, ids) : clvFilter(q, nowMs)
   const dir = q.sort_order === 'asc' ? 'ASC' : 'DESC'
   const rows = await select<{
     customer_id: string

@@ -3,7 +3,7 @@ import { z } from 'zod'
 import type { AnalyticsContext, AnalyticsEndpoint, RowsExport } from './endpoint.ts'
 import { analyticsBody, fieldColumns, select } from './endpoint.ts'
 import { Count, NullableTimestamp } from '../response-schemas.ts'
-import { customerFilter, type SqlFilter } from './filters.ts'
+import { customerFilter, idsFilter, type SqlFilter } from './filters.ts'
 import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
 import { iso } from '../../../common/time.ts'
 import { maskOf, once, pageInOrder, selectCustomers } from './customer-columns.ts'
@@ -135,7 +135,7 @@ async function count(ctx: AnalyticsContext, q: CustomersOptions): Promise<number
 
 /** A page of list items of the scope, in customer id order (the list, its export and the per-customer record). */
 export async function customerPage(ctx: AnalyticsContext, q: CustomersOptions, limit: number, offset: number, ids?: number[]): Promise<CustomerItem[]> {
-  const s = ids ? { where: 'f.tenant_id = {tenant_id:UInt64} AND f.customer_id IN {page_ids:Array(UInt64)}', params: { tenant_id: q.tenant_id, page_ids: ids } } : customerScope(q, ctx.now())
+  const s = ids ? idsFilter(q.tenant_id, ids) : customerScope(q, ctx.now())
   // The page is chosen on customer_features alone; profiles and demographics are joined for its ids only.
   const rows = await select<Row>(
     ctx.store,

@@ -54,3 +54,8 @@ export function customerFilter(o: CommonOptions, nowMs: number, alias = 'f'): Sq
   }
   return { where: c.join(' AND '), params }
 }
+
+/** These customers of the tenant only: a page whose ids were chosen elsewhere (the customer columns, summary.ts). */
+export function idsFilter(tenantId: number, ids: readonly number[]): SqlFilter {
+  return { where: 'f.tenant_id = {tenant_id:UInt64} AND f.customer_id IN {page_ids:Array(UInt64)}', params: { tenant_id: tenantId, page_ids: ids } }
+}
