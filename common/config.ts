@@ -29,6 +29,12 @@ export const ConfigSchema = z
     partitions: z.coerce.number().int().min(1).max(256).default(4),
     kafkaBrokers: csv.pipe(z.array(z.string().min(1))).optional(),
     kafkaClientId: z.string().default('cdp'),
+    /**
+     * How long the broker waits for a consumer's heartbeat before it gives the consumer's
+     * partitions to the others of its group (a crashed or frozen process): the longest a
+     * rebalance after a crash waits. Within the broker's group.min/max.session.timeout.ms.
+     */
+    kafkaSessionTimeoutMs: z.coerce.number().int().min(6_000).max(300_000).default(30_000),
     /** Prepended to every consumer group id, so several deployments (or test runs) can share a cluster. */
     consumerGroupPrefix: z.string().regex(/^[A-Za-z0-9._-]*$/).default(''),
     schemaRegistryUrl: z.url().optional(),
@@ -127,6 +133,7 @@ export const ENV_NAMES: Record<keyof z.input<typeof ConfigSchema>, string> = {
   partitions: 'CDP_PARTITIONS',
   kafkaBrokers: 'KAFKA_BROKERS',
   kafkaClientId: 'KAFKA_CLIENT_ID',
+  kafkaSessionTimeoutMs: 'CDP_KAFKA_SESSION_TIMEOUT_MS',
   consumerGroupPrefix: 'CDP_CONSUMER_GROUP_PREFIX',
   schemaRegistryUrl: 'SCHEMA_REGISTRY_URL',
   schemaRegistryUsername: 'SCHEMA_REGISTRY_USERNAME',

@@ -10,6 +10,7 @@ import { ConfluentSchemaRegistry, EmbeddedSchemaRegistry } from '../common/event
 import { groupLag, type EventLog } from '../common/eventlog/port.ts'
 import type { EventCodec } from '../common/eventlog/codec.ts'
 import { loadConfig, type Config } from '../common/config.ts'
+import { KAFKA_TEST_PARTITIONS } from './infra/global-setup.ts'
 
 export const silentLogger = createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' })
 
@@ -61,7 +62,7 @@ export function testConfig(runtime: 'embedded' | 'distributed', overrides: Parti
       runtime,
       dataDir: tmpDir(),
       logLevel: 'silent',
-      partitions: 4,
+      partitions: runtime === 'distributed' ? KAFKA_TEST_PARTITIONS : 4,
       ...(runtime === 'distributed' ? { kafkaBrokers: infra('kafkaBrokers'), schemaRegistryUrl: registryUrl() } : {}),
       ...(ch ? { clickhouseUrl: ch } : {}),
       ...overrides,

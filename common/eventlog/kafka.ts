@@ -37,8 +37,11 @@ export class KafkaEventLog implements EventLog {
   private producing: Promise<Producer> | null = null
   private admin: Admin | null = null
   private readonly consumers = new Set<Consumer>()
+  private readonly sessionTimeout: number
 
-  constructor(opts: { brokers: string[]; clientId: string; logger?: Logger }) {
+  /** `sessionTimeoutMs`: how long the broker waits for a silent member before its partitions move (CONSUMER_SETTINGS by default). */
+  constructor(opts: { brokers: string[]; clientId: string; logger?: Logger; sessionTimeoutMs?: number }) {
+    this.sessionTimeout = opts.sessionTimeoutMs ?? CONSUMER_SETTINGS.sessionTimeout
     this.kafka = new Kafka({
       brokers: opts.brokers,
       clientId: opts.clientId,
@@ -94,7 +97,13 @@ export class KafkaEventLog implements EventLog {
   }
 
   async consume(opts: ConsumeOptions): Promise<ConsumerHandle> {
-    const consumer = this.kafka.consumer({ groupId: opts.groupId, ...CONSUMER_SETTINGS })
+    // Heartbeats at most a tenth of the session: a member survives several missed ones.
+    const consumer = this.kafka.consumer({
+      groupId: opts.groupId,
+      ...CONSUMER_SETTINGS,
+      sessionTimeout: this.sessionTimeout,
+      heartbeatInterval: Math.min(CONSUMER_SETTINGS.heartbeatInterval, Math.floor(this.sessionTimeout / 10)),
+    })
     this.consumers.add(consumer)
     await consumer.connect()
     await consumer.subscribe({ topics: opts.topics, fromBeginning: opts.fromBeginning ?? true })

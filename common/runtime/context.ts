@@ -6,7 +6,7 @@ import { EmbeddedEventLog } from '../eventlog/embedded.ts'
 import { KafkaEventLog } from '../eventlog/kafka.ts'
 import { ConfluentSchemaRegistry, EmbeddedSchemaRegistry, type SchemaRegistryPort } from '../eventlog/schema-registry.ts'
 import { EventCodec } from '../eventlog/codec.ts'
-import { ALL_TOPICS } from '../topics.ts'
+import { ALL_TOPICS, TOPICS } from '../topics.ts'
 import { migrate, openStore, type Store } from '../store/clickhouse.ts'
 import { maskUrlPassword } from '../config.ts'
 
@@ -27,7 +27,7 @@ export function embeddedLogDir(config: Config): string {
 async function openLogAdapter(config: Config, logger: Logger, opts: { apiUrl?: string }): Promise<{ log: EventLog; registry: SchemaRegistryPort }> {
   if (config.runtime === 'distributed') {
     return {
-      log: new KafkaEventLog({ brokers: config.kafkaBrokers!, clientId: config.kafkaClientId, logger }),
+      log: new KafkaEventLog({ brokers: config.kafkaBrokers!, clientId: config.kafkaClientId, logger, sessionTimeoutMs: config.kafkaSessionTimeoutMs }),
       registry: new ConfluentSchemaRegistry({ url: config.schemaRegistryUrl!, username: config.schemaRegistryUsername, password: config.schemaRegistryPassword }),
     }
   }
@@ -48,6 +48,22 @@ export async function openEventLog(config: Config, logger: Logger, opts: { apiUr
 }
 
 /**
+ * The partition count of the keyed input topics as they are, which may differ from
+ * CDP_PARTITIONS: topics created earlier (or by an operator) keep theirs. The feature consumer
+ * works out which partition holds a customer from it, so it must be the topics' own.
+ */
+export async function inputPartitions(log: EventLog, config: Config, logger: Logger): Promise<number> {
+  const keyed = [TOPICS.orders.name, TOPICS.customers.name, TOPICS.profileChanges.name]
+  const counts = await Promise.all(keyed.map(async (t) => (await log.endOffsets(t)).length))
+  if (new Set(counts).size > 1) {
+    throw new Error(`the keyed input topics have different partition counts (${keyed.map((t, i) => `${t}: ${counts[i]}`).join(', ')}); they must be equal, as a customer's records and its profile's meet by key`)
+  }
+  const n = counts[0]!
+  if (n !== config.partitions) logger.warn({ topic_partitions: n, configured: config.partitions }, 'the input topics exist with another partition count than CDP_PARTITIONS; using the topics\' count')
+  return n
+}
+
+/**
  * Opens the event log (topics created, schemas registered) and the store (migrated).
  * The composition roots (cli/start.ts, the tests, the benchmark) all come through here.
  */
@@ -64,12 +80,13 @@ export async function openRuntime(config: Config, logger: Logger, opts: { apiUrl
         chdbPath: path.resolve(config.dataDir, 'clickhouse'),
       }))
     await migrate(store, logger)
+    const partitions = await inputPartitions(log, config, logger)
     logger.info(
       { runtime: config.runtime, log: log.kind, store: config.clickhouseUrl ? maskUrlPassword(config.clickhouseUrl) : 'chdb' },
       'runtime opened',
     )
     return {
-      config,
+      config: partitions === config.partitions ? config : { ...config, partitions },
       logger,
       log,
       codec,

@@ -13,11 +13,13 @@ import { aggregate, EMPTY_AGGREGATES, factOf, mergeFact, orderHistory, utcDay, t
 import { clvFeatures, computeFeatures, DEFAULT_FEATURE_OPTIONS, sameFeatures, type ClvPart, type FeatureOptions, type FeatureValues } from './features.ts'
 import { buildTenantModel, type TenantModel } from './model.ts'
 import { deletedFeatureRow, factRow, featureRow, featuresEvent, segmentChangedEvent, segmentChangeRow, type CustomerIdentity } from './rows.ts'
-import { loadCustomerFacts, loadModels, loadPartitionCustomers, loadPartitionFacts, loadPartitionProfiles, profileRow, saveModel, tenantAggregates, writeSegmentSnapshot, type StoredFact } from './feature-store.ts'
+import { claimModelRefresh, loadCustomerFacts, loadModels, loadPartitionCustomers, loadPartitionFacts, loadPartitionProfiles, profileRow, saveModel, tenantAggregates, writeSegmentSnapshot, type StoredFact } from './feature-store.ts'
 import { ProfileMemberships, type ProfileRecord } from './profiles.ts'
 import { TenantCurrencies, TenantSettingsStore } from '../../common/store/tenant-settings.ts'
 import { resolveReference, type Reference } from '../../common/reference-date.ts'
-import { segmentChangesEmitted } from './metrics.ts'
+import { modelRefreshes, segmentChangesEmitted } from './metrics.ts'
+import { hostname } from 'node:os'
+import { randomUUID } from 'node:crypto'
 
 export const FEATURES_GROUP = 'cdp-features'
 
@@ -62,6 +64,8 @@ export interface FeatureEngineOptions {
   refitIntervalMs?: number
   /** Quintile thresholds younger than this are reused by the tick (ms; default 30 s). */
   boundaryMaxAgeMs?: number
+  /** The tick interval: a tenant's model is refreshed at most once per interval across the group's consumers (default 2 × boundaryMaxAgeMs). */
+  refreshIntervalMs?: number
 }
 
 /**
@@ -99,6 +103,9 @@ export class FeatureEngine {
   private readonly clvModel: TransactionModelName
   private readonly refitMs: number
   private readonly boundaryMaxAgeMs: number
+  private readonly refreshIntervalMs: number
+  /** This consumer among the group's, in model refresh claims. */
+  private readonly owner = `${hostname()}:${process.pid}:${randomUUID()}`
   private chain: Promise<unknown> = Promise.resolve()
 
   constructor(private readonly deps: FeatureEngineOptions) {
@@ -108,6 +115,7 @@ export class FeatureEngine {
     this.clvModel = deps.clvModel ?? 'mbgnbd'
     this.refitMs = deps.refitIntervalMs ?? 3600_000
     this.boundaryMaxAgeMs = deps.boundaryMaxAgeMs ?? 30_000
+    this.refreshIntervalMs = deps.refreshIntervalMs ?? 2 * this.boundaryMaxAgeMs
     this.settings = new TenantSettingsStore(deps.store, this.now)
     this.currencies = new TenantCurrencies(this.settings)
   }
@@ -513,6 +521,14 @@ export class FeatureEngine {
           this.models.set(t, current)
           continue
         }
+        // Due: one consumer of the group refreshes it per interval (the others keep the stored
+        // model until their next tick). A moved cutoff is refreshed by every consumer at once.
+        if (current && !moved && !(await claimModelRefresh(this.deps.store, t, Math.floor(now / this.refreshIntervalMs), this.owner))) {
+          this.models.set(t, current)
+          modelRefreshes.inc({ pipeline: this.name, outcome: 'claimed_elsewhere' })
+          continue
+        }
+        modelRefreshes.inc({ pipeline: this.name, outcome: 'refreshed' })
         // A new cutoff changes every aggregate: score against the consumer's refolded customers
         // rather than the stored rows, which still hold the old cutoff.
         const aggs = moved && prev ? [...this.customers.values()].filter((c) => c.id.tenantId === t && this.isProfile(c)).map((c) => this.aggregates(c, ref)) : await tenantAggregates(this.deps.store, t)

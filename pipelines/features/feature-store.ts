@@ -126,6 +126,27 @@ export async function saveModel(store: Store, tenantId: number, model: TenantMod
   })
 }
 
+/**
+ * Claims the refresh of a tenant's model for one tick interval (`slot`) among the feature
+ * consumers sharing the store: inserts this owner's claim, stamped by the store's clock, and
+ * reads which claim came first. True for that one owner. Claims stamped by one clock (one
+ * ClickHouse server, or chdb) in insert order never make two winners; claims in the same
+ * microsecond are ordered by owner, and a claimant reading between two such inserts could then
+ * win beside the other: two refreshes of the same data, the later version standing.
+ */
+export async function claimModelRefresh(store: Store, tenantId: number, slot: number, owner: string): Promise<boolean> {
+  await store.command({
+    query: 'INSERT INTO model_refresh_claims SELECT {t:UInt64}, {s:UInt64}, {o:String}, now64(6)',
+    query_params: { t: tenantId, s: slot, o: owner },
+  })
+  const [first] = await rows<[string]>(
+    store,
+    'SELECT argMin(owner, (claimed_at, owner)) FROM model_refresh_claims WHERE tenant_id = {t:UInt64} AND slot = {s:UInt64}',
+    { t: tenantId, s: slot },
+  )
+  return first?.[0] === owner
+}
+
 /** The aggregates of every customer of a tenant with a counting order, as the feature rows hold them. */
 export async function tenantAggregates(store: Store, tenantId: number): Promise<CustomerAggregates[]> {
   const out = await rows<[number, number, number | null, number | null, number, number, number, number]>(

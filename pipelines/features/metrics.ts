@@ -14,3 +14,10 @@ export const featureTicks = new client.Histogram({
   buckets: [0.01, 0.1, 0.5, 1, 5, 10, 30, 60],
   registers: [registry],
 })
+
+export const modelRefreshes = new client.Counter({
+  name: 'cdp_feature_model_refreshes_total',
+  help: 'Tenant model refreshes due at a tick: refreshed here, or claimed by another consumer of the group for the interval.',
+  labelNames: ['pipeline', 'outcome'] as const,
+  registers: [registry],
+})

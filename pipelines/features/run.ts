@@ -33,6 +33,7 @@ export async function runFeatures(rt: Runtime, opts: { now?: () => number; tickM
     clvModel: c.clvModel,
     refitIntervalMs: c.clvRefitIntervalMs,
     boundaryMaxAgeMs: Math.floor((opts.tickMs ?? c.featuresTickMs) / 2),
+    refreshIntervalMs: opts.tickMs ?? c.featuresTickMs,
   })
   const logger = rt.logger.child({ pipeline: engine.name })
   const pipeline = await runPipeline(engine.definition(), { log: rt.log, codec: rt.codec, logger: rt.logger, maxBatch: c.batchSize })

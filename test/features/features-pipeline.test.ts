@@ -24,9 +24,7 @@ import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { readTopic, silentLogger, testConfig, uniqueName, waitFor } from '../helpers.ts'
 import { history, NOW, rng, shuffle } from './histories.ts'
-
-const byCustomer = (aggs: Map<string, CustomerAggregates>, tenant: number) =>
-  new Map([...aggs].filter(([k]) => k.startsWith(`${tenant}:`)).map(([k, v]) => [Number(k.split(':')[1]), v]))
+import { byCustomer, expectedFeatureRows, featureRows } from './batch-expectation.ts'
 
 describe('order facts fold (pure property)', () => {
   it('any arrival order, with duplicates and a restart from persisted facts, equals the batch aggregate', () => {
@@ -110,19 +108,6 @@ describe('feature consumer (embedded log, chdb)', () => {
   const segmentChanges = async (tenant: number) =>
     (await readTopic<SegmentChanged>(rt.log, rt.codec, TOPICS.segmentChanges.name)).map((r) => r.value).filter((e) => e.tenant_id === tenant)
 
-  async function featureRows(tenant: number) {
-    const rs = await rt.store.query({
-      query: `SELECT customer_id, email, recency_days, frequency, toDecimalString(monetary, 2) AS monetary, r_score, f_score, m_score, rfm_score, segment,
-                     toUnixTimestamp64Milli(first_order_at) AS first, toUnixTimestamp64Milli(last_order_at) AS last, purchase_days, repeat_purchases,
-                     repeat_span_days, predicted_value, total_clv, clv_tier, p_alive, churn_risk, churn_probability, order_frequency_days,
-                     toString(expected_order_date) AS expected_order_date, days_overdue, potential_loss, recommended_action, order_times, order_cents
-              FROM customer_features FINAL WHERE tenant_id = {t:UInt64} ORDER BY customer_id`,
-      query_params: { t: tenant },
-      format: 'JSONEachRow',
-    })
-    return rs.json<Record<string, unknown>>()
-  }
-
   for (const seed of [11, 12]) {
     it(`seed ${seed}: stream with duplicates, disorder and a restart equals the batch recompute`, { timeout: 120_000 }, async () => {
       const tenant = 500 + seed
@@ -154,63 +139,14 @@ describe('feature consumer (embedded log, chdb)', () => {
       expect(model.version).toBe(clock)
 
       // Batch: every event once, in generation order, through the same pure functions.
-      const aggs = byCustomer(aggregateEvents(orders), tenant)
-      // The order history of each customer: the latest event of each of its orders, counting ones, ascending.
-      const facts = new Map<number, Map<string, OrderFact>>()
-      for (const e of orders) {
-        if (e.tenant_id !== tenant) continue
-        if (!facts.has(e.customer_id)) facts.set(e.customer_id, new Map())
-        mergeFact(facts.get(e.customer_id)!, e.order_id, factOf(e))
-      }
-      const historyOf = (id: number) => {
-        const h = orderHistory(facts.get(id)?.values() ?? [])
-        return { order_times: h.times, order_cents: h.cents }
-      }
-      const emails = new Map<number, { at: number; email: string }>()
-      for (const p of profiles) {
-        const cur = emails.get(p.customer_id)
-        const email = p.email ?? ''
-        if (!cur || p.occurred_at > cur.at || (p.occurred_at === cur.at && email > cur.email)) emails.set(p.customer_id, { at: p.occurred_at, email })
-      }
-      const rows = await featureRows(tenant)
-      const ids = new Set([...aggs.keys(), ...emails.keys()])
-      expect(rows.map((r) => r.customer_id)).toEqual([...ids].sort((a, b) => a - b))
+      const expected = expectedFeatureRows(orders, profiles, tenant, model, clock)
+      const { aggs, emails } = expected
+      const rows = await featureRows(rt.store, tenant)
+      expect(rows.map((r) => r.customer_id)).toEqual([...expected.rows.keys()])
       let segmented = 0
       for (const row of rows) {
-        const id = row.customer_id as number
-        const agg = aggs.get(id) ?? aggregate([])
-        const v = computeFeatures(agg, model, clock)
-        const expected = {
-          customer_id: id,
-          email: emails.get(id)?.email ?? '',
-          recency_days: v.recency_days,
-          frequency: v.frequency,
-          monetary: (agg.monetaryCents / 100).toFixed(2),
-          r_score: v.r_score,
-          f_score: v.f_score,
-          m_score: v.m_score,
-          rfm_score: v.rfm_score,
-          segment: v.segment,
-          first: agg.firstOrderAt,
-          last: agg.lastOrderAt,
-          purchase_days: agg.purchaseDays,
-          repeat_purchases: agg.repeatPurchases,
-          repeat_span_days: agg.repeatSpanDays,
-          predicted_value: v.predicted_value,
-          total_clv: v.total_clv,
-          clv_tier: v.clv_tier,
-          p_alive: v.p_alive,
-          churn_risk: v.churn_risk,
-          churn_probability: v.churn_probability,
-          order_frequency_days: v.order_frequency_days,
-          expected_order_date: v.expected_order_date,
-          days_overdue: v.days_overdue,
-          potential_loss: v.potential_loss,
-          recommended_action: v.recommended_action,
-          ...historyOf(id),
-        }
-        expect(row, `customer ${id}`).toEqual(expected)
-        if (v.segment) segmented++
+        expect(row, `customer ${row.customer_id}`).toEqual(expected.rows.get(row.customer_id as number))
+        if (row.segment) segmented++
       }
       expect(segmented).toBeGreaterThan(30)
 
@@ -238,7 +174,7 @@ describe('feature consumer (embedded log, chdb)', () => {
       const result = await engine.run(tenant, { analyses: ['rfm', 'clv', 'churn'], batchSize: 25, force: true, signal: new AbortController().signal })
       expect(result.rfm!.total_processed).toBe([...aggs.values()].filter((a) => a.orderCount > 0).length)
       const refitted = (await loadModels(rt.store, [tenant])).get(tenant)!
-      const recomputed = await featureRows(tenant)
+      const recomputed = await featureRows(rt.store, tenant)
       expect(recomputed.map((r) => [r.customer_id, r.frequency, r.monetary, r.first, r.last, r.purchase_days, r.repeat_purchases, r.email, r.order_times, r.order_cents])).toEqual(
         rows.map((r) => [r.customer_id, r.frequency, r.monetary, r.first, r.last, r.purchase_days, r.repeat_purchases, r.email, r.order_times, r.order_cents]),
       )
@@ -258,14 +194,14 @@ describe('feature consumer (embedded log, chdb)', () => {
     await drain(group)
     await first.tick()
     await first.stop()
-    const before = new Map((await featureRows(tenant)).map((r) => [r.customer_id as number, r]))
+    const before = new Map((await featureRows(rt.store, tenant)).map((r) => [r.customer_id as number, r]))
 
     clock += 120 * 86_400_000
     const second = await runFeatures(rt, { now, tickMs: 3_600_000, name: group })
     const r = await second.tick()
     await second.stop()
     expect(r.tenants).toBeGreaterThanOrEqual(1)
-    const after = await featureRows(tenant)
+    const after = await featureRows(rt.store, tenant)
     let buyers = 0
     for (const row of after) {
       const prev = before.get(row.customer_id as number)!

@@ -38,6 +38,7 @@ export default async function setup(project: TestProject) {
       ;({ brokers, registry } = await startLocal(cleanups))
     }
   }
+  await createProductTopics(brokers)
   process.stderr.write(`[infra] Kafka ${brokers}, schema registry ${registry} (${source}); ClickHouse ${process.env.CLICKHOUSE_URL ?? 'chdb (embedded)'}\n`)
   project.provide('kafkaBrokers', brokers)
   project.provide('schemaRegistryUrl', registry)
@@ -45,6 +46,24 @@ export default async function setup(project: TestProject) {
   project.provide('infraSource', source)
   return async () => {
     for (const c of cleanups.reverse()) await c().catch(() => {})
+  }
+}
+
+/**
+ * Partitions of the product's topics on the suite's broker, created here as an operator would,
+ * before any test: whichever test came first would otherwise decide. Six, so the scale-out test
+ * (test/features/scale-out.int.test.ts) spreads them over three and four consumers.
+ */
+export const KAFKA_TEST_PARTITIONS = 6
+
+async function createProductTopics(brokers: string): Promise<void> {
+  const { KafkaEventLog } = await import('../../common/eventlog/kafka.ts')
+  const { ALL_TOPICS } = await import('../../common/topics.ts')
+  const log = new KafkaEventLog({ brokers: brokers.split(','), clientId: 'test-setup' })
+  try {
+    await log.createTopics(ALL_TOPICS.map((t) => ({ name: t.name, partitions: KAFKA_TEST_PARTITIONS, compacted: t.compacted })))
+  } finally {
+    await log.close()
   }
 }
 
