@@ -66,6 +66,11 @@ export const ConfigSchema = z
     /** Admin bearer token (all tenants). Required in production; development generates one (docs/auth.md). */
     adminToken: z.string().min(16).optional(),
     /** Analytics endpoints: requests per minute per API key (spec: 100). */
+    /**
+     * API processes serving the same clients behind one balancer: each enforces 1/N of every rate
+     * limit, so together they allow the configured limit (docs/auth.md, "Several API replicas").
+     */
+    apiReplicas: z.coerce.number().int().min(1).max(1000).default(1),
     rateLimitAnalyticsPerMinute: z.coerce.number().int().min(1).default(100),
     /** Demographics-related endpoints: requests per 15 minutes per IP (spec: 1,000 in production, 10,000 otherwise). */
     rateLimitDemographicsPer15Min: z.coerce.number().int().min(1).optional(),
@@ -154,6 +159,7 @@ export const ENV_NAMES: Record<keyof z.input<typeof ConfigSchema>, string> = {
   clvRefitIntervalMs: 'CDP_CLV_REFIT_INTERVAL_MS',
   adminToken: 'CDP_ADMIN_TOKEN',
   secretsKeys: 'CDP_SECRETS_KEYS',
+  apiReplicas: 'CDP_API_REPLICAS',
   rateLimitAnalyticsPerMinute: 'CDP_RATE_LIMIT_ANALYTICS_PER_MINUTE',
   rateLimitDemographicsPer15Min: 'CDP_RATE_LIMIT_DEMOGRAPHICS_PER_15MIN',
   rateLimitOperationsPerMinute: 'CDP_RATE_LIMIT_OPERATIONS_PER_MINUTE',

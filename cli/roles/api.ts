@@ -18,7 +18,7 @@ import { createApp } from '../../services/api/app.ts'
 import { audienceSyncRouter } from '../../services/api/audience-sync-routes.ts'
 import type { AuthDeps } from '../../services/api/auth.ts'
 import { integrationsRouter } from '../../services/api/integrations/index.ts'
-import { defaultRateLimits } from '../../services/api/rate-limit.ts'
+import { defaultRateLimits, replicaShare } from '../../services/api/rate-limit.ts'
 import { tenantSettingsRouter } from '../../services/api/tenant-settings-routes.ts'
 import { webhooksRouter } from '../../services/api/webhooks.ts'
 import { listen, processInfo, readiness, type RunningHttp } from './http.ts'
@@ -77,12 +77,15 @@ function authDeps(rt: Runtime, adminToken: string): AuthDeps {
   return {
     adminToken,
     keys: new ApiKeyStore(rt.store),
-    rateLimits: {
-      analyticsPerMinute: c.rateLimitAnalyticsPerMinute,
-      demographicsPer15Min: c.rateLimitDemographicsPer15Min ?? defaultRateLimits(c.nodeEnv).demographicsPer15Min,
-      operationsPerMinute: c.rateLimitOperationsPerMinute,
-      jobsPerMinute: c.rateLimitJobsPerMinute,
-    },
+    rateLimits: replicaShare(
+      {
+        analyticsPerMinute: c.rateLimitAnalyticsPerMinute,
+        demographicsPer15Min: c.rateLimitDemographicsPer15Min ?? defaultRateLimits(c.nodeEnv).demographicsPer15Min,
+        operationsPerMinute: c.rateLimitOperationsPerMinute,
+        jobsPerMinute: c.rateLimitJobsPerMinute,
+      },
+      c.apiReplicas,
+    ),
   }
 }
 

@@ -124,6 +124,22 @@ export interface RateLimitOptions {
   now?: () => number
 }
 
+/**
+ * One replica's share of limits that `replicas` API processes enforce together, each in its own
+ * memory: 1/N of each, rounded down (at least one call), so N replicas never allow more than the
+ * limit. A balancer that spreads a client's requests evenly gives it the whole limit; one that
+ * pins a client to a replica gives it that replica's share (docs/auth.md).
+ */
+export function replicaShare(limits: Omit<RateLimitOptions, 'now'>, replicas: number): Omit<RateLimitOptions, 'now'> {
+  const share = (n: number) => Math.max(1, Math.floor(n / replicas))
+  return {
+    analyticsPerMinute: share(limits.analyticsPerMinute),
+    demographicsPer15Min: share(limits.demographicsPer15Min),
+    operationsPerMinute: share(limits.operationsPerMinute),
+    jobsPerMinute: share(limits.jobsPerMinute),
+  }
+}
+
 /** The spec's numbers for an environment, and ours where it shows none (docs/auth.md). */
 export function defaultRateLimits(nodeEnv: string): Omit<RateLimitOptions, 'now'> {
   return { analyticsPerMinute: 100, demographicsPer15Min: nodeEnv === 'production' ? 1000 : 10_000, operationsPerMinute: 120, jobsPerMinute: 20 }

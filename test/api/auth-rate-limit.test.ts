@@ -12,7 +12,7 @@ import { loadConfig, redactConfig } from '../../common/config.ts'
 import { createApp } from '../../services/api/app.ts'
 import { ApiKeyStore, hashKey, type CreatedKey } from '../../common/store/api-keys.ts'
 import type { AuthDeps } from '../../services/api/auth.ts'
-import { defaultRateLimits, isJobRequest, isOperationsPath } from '../../services/api/rate-limit.ts'
+import { defaultRateLimits, isJobRequest, isOperationsPath, replicaShare } from '../../services/api/rate-limit.ts'
 import { silentLogger, testConfig, tmpDir } from '../helpers.ts'
 import { expectDocumented, expectErrorBody } from './documented.ts'
 
@@ -237,6 +237,30 @@ describe('rate limits', () => {
     expect((await post(base, '/api/v2/cdp/process/1', {}, bearer(keyA.key))).status).toBe(404)
     c.advance(40_000)
     expect([200, 404]).toContain((await get(base, url, bearer(keyA.key))).status)
+  })
+
+  it('two API replicas with CDP_API_REPLICAS=2: a client spread over both gets the limit and not one request more; pinned to one, its share', async () => {
+    const c = clock()
+    const limits = replicaShare({ ...defaultRateLimits('production'), analyticsPerMinute: 100 }, 2)
+    expect(limits).toEqual({ analyticsPerMinute: 50, demographicsPer15Min: 500, operationsPerMinute: 60, jobsPerMinute: 10 })
+    expect(replicaShare({ analyticsPerMinute: 101, demographicsPer15Min: 1, operationsPerMinute: 120, jobsPerMinute: 20 }, 2)).toMatchObject({ analyticsPerMinute: 50, demographicsPer15Min: 1 })
+    const replicas = [await serve({ now: c.now, rateLimits: limits }), await serve({ now: c.now, rateLimits: limits })]
+    const url = '/api/v2/cdp/analytics/rfm?tenant_id=1'
+    // Round robin, as a balancer would: 150 requests, of which exactly 100 pass.
+    const statuses: number[] = []
+    for (let i = 0; i < 150; i++) statuses.push((await get(replicas[i % 2]!.base, url, bearer(keyA.key))).status)
+    expect(statuses.filter((s) => s !== 429)).toHaveLength(100)
+    expect(statuses.slice(0, 100).every((s) => s !== 429)).toBe(true)
+    // Pinned to one replica: its share. Another key: untouched on both.
+    c.advance(60_000)
+    const pinned: number[] = []
+    for (let i = 0; i < 60; i++) pinned.push((await get(replicas[0]!.base, url, bearer(keyA.key))).status)
+    expect(pinned.filter((s) => s !== 429)).toHaveLength(50)
+    const limited = await get(replicas[0]!.base, url, bearer(keyA.key))
+    expect(limited.headers.get('ratelimit-limit')).toBe('50')
+    expect(await expectCommonError(limited, 429, 'GET')).toMatchObject({ details: { code: 'RATE_LIMIT_EXCEEDED', limit: 50 } })
+    expect((await get(replicas[1]!.base, url, bearer(keyA.key))).status).not.toBe(429)
+    expect((await get(replicas[0]!.base, '/api/v2/cdp/analytics/rfm?tenant_id=2', bearer(keyB.key))).status).not.toBe(429)
   })
 
   it('demographics-related paths: 1,000 per 15 minutes per IP in production, 10,000 in development, counted before auth', async () => {
