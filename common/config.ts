@@ -22,6 +22,8 @@ export const ConfigSchema = z
     roles: csv.pipe(z.array(z.enum(ROLES)).min(1)).default([...ROLES]),
     dataDir: z.string().default('./data'),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    /** auto: readable lines on a terminal, JSON lines otherwise (common/logger.ts). */
+    logFormat: z.enum(['auto', 'json', 'pretty']).default('auto'),
     apiPort: z.coerce.number().int().min(0).max(65535).default(8080),
     apiHost: z.string().default('127.0.0.1'),
     /** Health and metrics port of roles that run without the API. */
@@ -132,6 +134,7 @@ export const ENV_NAMES: Record<keyof z.input<typeof ConfigSchema>, string> = {
   roles: 'CDP_ROLES',
   dataDir: 'CDP_DATA_DIR',
   logLevel: 'LOG_LEVEL',
+  logFormat: 'CDP_LOG_FORMAT',
   apiPort: 'CDP_API_PORT',
   apiHost: 'CDP_API_HOST',
   metricsPort: 'CDP_METRICS_PORT',

@@ -1,4 +1,5 @@
 import { pino, type Logger } from 'pino'
+import pretty from 'pino-pretty'
 
 export type { Logger }
 
@@ -17,7 +18,20 @@ export const REDACT_PATHS = [
   '*.*.refresh_token', '*.*.developer_token', '*.*.credentials', '*.*.webhook_secret', '*.*.authorization',
 ]
 
-export function createLogger(opts: { level?: string; name?: string; destination?: pino.DestinationStream } = {}): Logger {
+export type LogFormat = 'auto' | 'json' | 'pretty'
+
+/**
+ * Where log lines go without an explicit destination: readable, coloured lines on a terminal
+ * (pino-pretty, synchronous so nothing is lost on exit), one JSON object per line otherwise (a
+ * pipe, a file, a container's log collector). `CDP_LOG_FORMAT` forces either.
+ */
+function defaultDestination(format: LogFormat): pino.DestinationStream | undefined {
+  if (format === 'json' || (format === 'auto' && !process.stdout.isTTY)) return undefined
+  return pretty({ sync: true, colorize: format === 'auto' || process.stdout.isTTY === true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' })
+}
+
+export function createLogger(opts: { level?: string; name?: string; destination?: pino.DestinationStream; format?: LogFormat } = {}): Logger {
+  const format = opts.format ?? ((process.env.CDP_LOG_FORMAT as LogFormat | undefined) || 'auto')
   return pino(
     {
       name: opts.name ?? 'cdp',
@@ -26,6 +40,6 @@ export function createLogger(opts: { level?: string; name?: string; destination?
       base: { pid: process.pid },
       timestamp: pino.stdTimeFunctions.isoTime,
     },
-    opts.destination,
+    opts.destination ?? defaultDestination(format),
   )
 }

@@ -112,7 +112,7 @@ export async function run(argv: string[]): Promise<number> {
     return 0
   }
   const loaded = loadConfig(process.env, configFlags(values, Object.keys(FLAGS)))
-  const logger = createLogger({ level: loaded.logLevel })
+  const logger = createLogger({ level: loaded.logLevel, format: loaded.logFormat })
   // Signals are handled from the first moment: one that arrives while starting shuts down
   // cleanly once the start is done, instead of killing the process half-way.
   const signalled = new Promise<void>((resolve) => {

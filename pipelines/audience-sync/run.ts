@@ -113,6 +113,7 @@ export async function runAudienceSync(rt: Runtime, secrets: SecretBox, s: Audien
       stopCycle()
       stopStatus()
       await running
+      await syncer.release()
       await consumer.stop()
     },
   }

@@ -85,6 +85,21 @@ export class AudienceSyncStore implements LimitStore {
     return rs.json<ConfigRow>()
   }
 
+  /** Who syncs a configuration, and its last heartbeat (epoch ms; 0: released). */
+  async lease(configId: string): Promise<{ owner: string; heartbeat_at: number } | null> {
+    const rs = await this.store.query({
+      query: 'SELECT owner, toUnixTimestamp64Milli(heartbeat_at) AS heartbeat_at FROM audience_sync_leases FINAL WHERE config_id = {c:String}',
+      query_params: { c: configId },
+      format: 'JSONEachRow',
+    })
+    const [r] = await rs.json<{ owner: string; heartbeat_at: number | string }>()
+    return r ? { owner: r.owner, heartbeat_at: Number(r.heartbeat_at) } : null
+  }
+
+  async writeLease(configId: string, owner: string, heartbeatAt: number): Promise<void> {
+    await this.store.insert({ table: 'audience_sync_leases', format: 'JSONEachRow', values: [{ config_id: configId, owner, heartbeat_at: iso(heartbeatAt), version: nextVersion() }] })
+  }
+
   async listConfigs(tenantId: number): Promise<AudienceSyncConfig[]> {
     return (await this.configRows('tenant_id = {t:UInt64}', { t: tenantId })).map((r) => this.toConfig(r))
   }

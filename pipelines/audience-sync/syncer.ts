@@ -1,4 +1,7 @@
-import { createHash } from 'node:crypto'
+import { createHash, randomUUID } from 'node:crypto'
+import { hostname } from 'node:os'
+import { leaseHeld } from '../../common/jobs/lease.ts'
+import { claimRow } from '../../common/jobs/lock.ts'
 import type { Logger } from '../../common/logger.ts'
 import { sleep as defaultSleep, type Sleep } from '../../common/retry.ts'
 import {
@@ -16,7 +19,7 @@ import {
   type AdsRetryOptions,
   type UploadBatch,
 } from './ads-platform/index.ts'
-import type { AudienceSyncStore, ConfigWithToken } from './store.ts'
+import type { AudienceSyncConfig, AudienceSyncStore, ConfigWithToken } from './store.ts'
 import { auditEvents } from './metrics.ts'
 
 /** The permissions /debug_token must show before anything is synced (spec "Authentication"). */
@@ -42,6 +45,10 @@ export interface SyncerOptions {
   retry?: AdsRetryOptions
   sleep?: Sleep
   now?: () => number
+  /** This process among the audience-sync processes sharing the store (a random id by default). */
+  owner?: string
+  /** A configuration's owner that has not written a heartbeat for this long is taken over (ms; default 20 s). */
+  leaseMs?: number
 }
 
 /** The tenant was paused (its token is invalid or lacks a permission): no more calls for it in this cycle. */
@@ -80,8 +87,14 @@ export class AudienceSyncer {
   private readonly checked = new Map<string, number>()
   private readonly now: () => number
   private readonly sleep: Sleep
+  private readonly owner: string
+  private readonly leaseMs: number
+  /** Configurations this syncer holds the lease of, with its last heartbeat. */
+  private readonly leases = new Map<string, number>()
 
   constructor(private readonly o: SyncerOptions) {
+    this.owner = o.owner ?? `${hostname()}:${process.pid}:${randomUUID()}`
+    this.leaseMs = o.leaseMs ?? 20_000
     this.now = o.now ?? Date.now
     this.sleep = o.sleep ?? defaultSleep
     this.budget = new HourlyBudget({ store: o.store, now: this.now })
@@ -100,12 +113,47 @@ export class AudienceSyncer {
       if (paused.has(c.tenant_id)) continue
       if (c.blocked_until !== null && c.blocked_until > this.now()) continue
       try {
+        if (!(await this.holds(c))) continue
         rows += await this.syncConfig(c, signal)
       } catch (err) {
         if (await this.handle(c, err)) paused.add(c.tenant_id)
       }
     }
     return rows
+  }
+
+  /**
+   * Whether this syncer may sync the configuration now: one process at a time does, under a lease
+   * (common/jobs: a heartbeat at least every third of it, taken over once older than it). A
+   * claim is written and read back; two claimants in the same instant may both go on for one
+   * cycle, which re-checks before the audience is created and before every batch.
+   */
+  private async holds(c: AudienceSyncConfig): Promise<boolean> {
+    const now = this.now()
+    const beat = this.leases.get(c.config_id)
+    if (beat !== undefined && now - beat < this.leaseMs / 3) return true
+    const current = await this.o.store.lease(c.config_id)
+    if (current && current.owner !== this.owner && leaseHeld(current.heartbeat_at, now, this.leaseMs)) {
+      this.leases.delete(c.config_id)
+      return false
+    }
+    const mine = await claimRow(
+      { owner: this.owner, heartbeat_at: now },
+      { write: (r) => this.o.store.writeLease(c.config_id, r.owner, r.heartbeat_at), read: () => this.o.store.lease(c.config_id), ours: (r) => r.owner === this.owner },
+    )
+    if (!mine) {
+      this.leases.delete(c.config_id)
+      return false
+    }
+    if (beat === undefined) this.o.logger.info({ tenantId: c.tenant_id, configId: c.config_id, owner: this.owner }, 'audience sync configuration taken')
+    this.leases.set(c.config_id, now)
+    return true
+  }
+
+  /** Gives up every lease this syncer holds, so another process takes its configurations over at once (on stop). */
+  async release(): Promise<void> {
+    for (const configId of this.leases.keys()) await this.o.store.writeLease(configId, this.owner, 0).catch(() => {})
+    this.leases.clear()
   }
 
   /** Maps a failure to the spec's action; true when the tenant was paused. */
@@ -179,6 +227,11 @@ export class AudienceSyncer {
 
   private async ensureAudience(c: ConfigWithToken): Promise<string> {
     if (c.audience_id) return c.audience_id
+    // Created once: another process may have taken the configuration (and created it) meanwhile.
+    this.leases.delete(c.config_id)
+    if (!(await this.holds(c))) throw new AudienceResetError()
+    const stored = await this.o.store.getConfig(c.tenant_id, c.config_id)
+    if (stored?.audience_id) return stored.audience_id
     let created
     try {
       created = await this.client(c.token).createCustomAudience(c.ad_account_id, {
@@ -265,6 +318,8 @@ export class AudienceSyncer {
     for (const [n, { operation, batch }] of work.entries()) {
       if (signal?.aborted) break
       if (n > 0 && this.o.pacingMs > 0) await this.sleep(this.o.pacingMs)
+      // A long sync keeps its lease alive; one lost meanwhile (this process stalled) stops here.
+      if (n > 0 && !(await this.holds(c))) break
       await this.upload(c, client, audienceId, operation, batch)
       sent += batch.items.length
     }

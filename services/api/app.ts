@@ -19,6 +19,8 @@ import { openApiDocument } from './openapi.ts'
 import { JSON_BODY_LIMIT_MB } from './routes.ts'
 import { createAuth, type AuthDeps } from './auth.ts'
 import { keyLimiter, defaultRateLimits, demographicsLimiter } from './rate-limit.ts'
+import { apiKeyRouter } from './api-key-routes.ts'
+import { ApiKeyStore } from '../../common/store/api-keys.ts'
 
 export interface ApiDeps {
   logger: Logger
@@ -81,6 +83,8 @@ export function createApp(deps: ApiDeps): Express {
     app.use(clvValidationRouter(analytics))
     app.use(profilesRouter({ store: analytics.store, log: deps.log, codec: deps.codec, logger: deps.logger, now: analytics.now, onChange: (tenantId) => analytics.cache.invalidateTenant(tenantId) }))
   }
+  // Tenant API keys over HTTP, with the admin token (authorize refuses tenant keys here).
+  if (auth && deps.auth!.keys instanceof ApiKeyStore) app.use(apiKeyRouter({ keys: deps.auth!.keys, logger: deps.logger, onRevoke: auth.clearCache }))
   if (deps.integrations) app.use(deps.integrations)
   if (deps.audienceSyncs) app.use(deps.audienceSyncs)
   app.use(notFound)

@@ -9,6 +9,7 @@ import { TENANT_ROUTES } from './tenant-settings-routes.ts'
 import { INTEGRATION_ROUTES } from './integrations/operations.ts'
 import { AUDIENCE_SYNC_ROUTES } from './audience-sync-operations.ts'
 import { WEBHOOK_ROUTES } from './webhooks.ts'
+import { API_KEY_ROUTES } from './api-key-routes.ts'
 import { OPERATIONS_ROUTES } from './health.ts'
 import { DOCS_ROUTES } from './docs-routes.ts'
 
@@ -27,6 +28,7 @@ export const ROUTE_GROUPS: readonly RouteGroup[] = [
   INGEST_ROUTES,
   INTEGRATION_ROUTES,
   AUDIENCE_SYNC_ROUTES,
+  API_KEY_ROUTES,
   WEBHOOK_ROUTES,
   OPERATIONS_ROUTES,
   DOCS_ROUTES,

@@ -213,6 +213,48 @@ describe('key storage and revocation', () => {
   })
 })
 
+describe('API keys over HTTP (admin token)', () => {
+  it('create, use, list and revoke while the service runs; tenant keys are refused; bad input is 400, an unknown key 404', async () => {
+    const { base } = await serve()
+    const admin = bearer(ADMIN)
+    const created = await post(base, '/api/v2/admin/api-keys', { tenant_id: 3, name: 'reporting job' }, admin)
+    expect(created.status).toBe(201)
+    const body = (await created.json()) as { success: boolean; message: string; data: CreatedKey }
+    expectDocumented('POST', created.url, 201, body)
+    expect(body.data).toMatchObject({ tenant_id: 3, name: 'reporting job', revoked_at: null })
+    expect(body.data.key.startsWith(body.data.key_prefix)).toBe(true)
+    // The new key works at once, for its tenant only.
+    expect([200, 404]).toContain((await get(base, '/api/v2/cdp/analytics/rfm?tenant_id=3', bearer(body.data.key))).status)
+    expect((await get(base, '/api/v2/cdp/analytics/rfm?tenant_id=1', bearer(body.data.key))).status).toBe(403)
+    // Listed without the key or its hash.
+    const listed = await get(base, '/api/v2/admin/api-keys?tenant_id=3', admin)
+    const list = (await listed.json()) as { data: Record<string, unknown>[]; count: number }
+    expectDocumented('GET', listed.url, 200, list)
+    expect(list.data.map((k) => k.key_id)).toContain(body.data.key_id)
+    expect(JSON.stringify(list)).not.toContain(body.data.key)
+    expect(JSON.stringify(list)).not.toContain(hashKey(body.data.key))
+    // A tenant key cannot manage keys, not even its own tenant's.
+    await expectCommonError(await post(base, '/api/v2/admin/api-keys', { tenant_id: 3 }, bearer(body.data.key)), 403, 'POST')
+    await expectCommonError(await get(base, '/api/v2/admin/api-keys', bearer(keyA.key)), 403, 'GET')
+    await expectCommonError(await fetch(`${base}/api/v2/admin/api-keys/${body.data.key_id}`, { method: 'DELETE', headers: bearer(keyA.key) }), 403, 'DELETE')
+    // Bad input.
+    for (const bad of [{}, { tenant_id: 0 }, { tenant_id: 'x' }, { tenant_id: 2 ** 53 }, { tenant_id: 1, name: 'n'.repeat(201) }, { tenant_id: 1, password: 'x' }]) {
+      await expectCommonError(await post(base, '/api/v2/admin/api-keys', bad, admin), 400, 'POST')
+    }
+    await expectCommonError(await get(base, '/api/v2/admin/api-keys?tenant_id=-1', admin), 400, 'GET')
+    await expectCommonError(await fetch(`${base}/api/v2/admin/api-keys/key_0000000000000000`, { method: 'DELETE', headers: admin }), 404, 'DELETE')
+    await expectCommonError(await fetch(`${base}/api/v2/admin/api-keys/${"'; DROP TABLE api_keys; --"}`, { method: 'DELETE', headers: admin }), 404, 'DELETE')
+    // Revoked: refused at once by this process (its key cache is dropped), twice is the same answer.
+    const revoked = await fetch(`${base}/api/v2/admin/api-keys/${body.data.key_id}`, { method: 'DELETE', headers: admin })
+    const r = (await revoked.json()) as { data: { revoked_at: string | null } }
+    expectDocumented('DELETE', revoked.url, 200, r)
+    expect(r.data.revoked_at).not.toBeNull()
+    expect((await get(base, '/api/v2/cdp/analytics/rfm?tenant_id=3', bearer(body.data.key))).status).toBe(401)
+    const again = await fetch(`${base}/api/v2/admin/api-keys/${body.data.key_id}`, { method: 'DELETE', headers: admin })
+    expect(((await again.json()) as { data: { revoked_at: string } }).data.revoked_at).toBe(r.data.revoked_at)
+  })
+})
+
 describe('rate limits', () => {
   it('the 101st analytics request of a key in a minute is 429 with Retry-After; the next window allows it again', async () => {
     const c = clock()

@@ -43,6 +43,8 @@ function syncer(over: Partial<ConstructorParameters<typeof AudienceSyncer>[0]> =
     pacingMs: 2000,
     sleep: async (ms) => void sleeps.push(ms),
     now: () => clock,
+    // One process, restarted: a new syncer keeps the configurations' leases (other owners: the lease test).
+    owner: 'this-process',
     ...over,
   })
 }
@@ -215,6 +217,42 @@ describe('audience sync', () => {
     const c = await syncStore.createConfig({ tenant_id: t, name: 'x', segment: 'At Risk', ad_account_id: 'act_999', token: TOKEN })
     await syncer().cycle()
     expect(await syncStore.getConfig(t, c.config_id)).toMatchObject({ status: 'paused', paused_reason: 'ad_account_not_found' })
+  })
+
+  it('two processes on one configuration: one syncs under a lease; the other takes over when it stops, or once its heartbeat is older than the lease', async () => {
+    const t = tenant
+    await customers(t, [1, 2, 3, 4])
+    await segments(t, [[1, 'At Risk'], [2, 'At Risk']])
+    const c = await config(t)
+    const created = () => sim.state.listAudiences().filter((x) => x.name === `sync ${t}`)
+    const a = syncer({ owner: 'process-a', leaseMs: 20_000 })
+    const b = syncer({ owner: 'process-b', leaseMs: 20_000 })
+    const before = uploads().length
+    // Both at once: one audience, each member uploaded once.
+    const rows = await Promise.all([a.cycle(), b.cycle()])
+    expect(rows.sort()).toEqual([0, 2])
+    expect(uploads().length - before).toBe(1)
+    expect(await held(t, c.config_id)).toEqual(expected(t, [1, 2]))
+    const owner = (await syncStore.lease(c.config_id))!.owner
+    const [holder, other] = owner === 'process-a' ? [a, b] : [b, a]
+    // The holder keeps it while it beats; the other stays out.
+    await segments(t, [[3, 'At Risk']])
+    clock += 10_000
+    expect(await other.cycle()).toBe(0)
+    expect(await holder.cycle()).toBe(1)
+    // The holder stops (releases): the other takes over at once.
+    await holder.release()
+    await segments(t, [[4, 'At Risk']])
+    expect(await other.cycle()).toBe(1)
+    expect(await held(t, c.config_id)).toEqual(expected(t, [1, 2, 3, 4]))
+    // The new holder dies without a word: the first waits out the lease, then takes over.
+    await segments(t, [[1, null]])
+    clock += 5_000
+    expect(await holder.cycle()).toBe(0)
+    clock += 20_001
+    expect(await holder.cycle()).toBe(1)
+    expect(await held(t, c.config_id)).toEqual(expected(t, [2, 3, 4]))
+    expect(created()).toHaveLength(1)
   })
 
   it('the hourly upload limit holds across restarts: past it, the sync waits for the window without calling', async () => {

@@ -66,6 +66,68 @@ describe('cdp command line', () => {
     expect(out).toContain('"msg":"stopped"')
   })
 
+  it('launched by npm or npx, start stops (draining) when its launcher is killed: no orphan holds the port and the data dir', async () => {
+    const dir = tmpDir()
+    // npx runs `sh -c 'cdp start'`; killing npx kills that shell, not its child. `; true` keeps sh from exec-ing node.
+    const launcher = spawn('sh', ['-c', `node ${CDP} start --api-port 0; true`], { env: { ...process.env, CDP_DATA_DIR: path.join(dir, 'data'), LOG_LEVEL: 'info', npm_command: 'exec' } })
+    let out = ''
+    launcher.stdout.on('data', (d) => (out += d))
+    await waitFor(async () => /"url":"(http:[^"]+)"/.exec(out)?.[1], { what: 'the API url in the log', timeoutMs: 60_000 })
+    const pid = Number(/"pid":(\d+)/.exec(out)![1])
+    expect(pid).not.toBe(launcher.pid)
+    launcher.kill('SIGKILL')
+    const alive = () => {
+      try {
+        process.kill(pid, 0)
+        return true
+      } catch {
+        return false
+      }
+    }
+    await waitFor(async () => !alive(), { what: `the orphaned cdp (pid ${pid}) to exit`, timeoutMs: 30_000, intervalMs: 100 })
+    expect(out).toContain('"msg":"stopped"')
+  })
+
+  it('logs: JSON lines through a pipe, readable lines when CDP_LOG_FORMAT=pretty (what a terminal gets), secrets redacted either way', async () => {
+    const script = "import { createLogger } from './common/logger.ts'; createLogger({ name: 'cdp' }).info({ tenant_id: 7, token: 'secret-value' }, 'hello log')"
+    const line = (format: string) => run('node', ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: path.resolve(import.meta.dirname, '../..'), env: { ...process.env, CDP_LOG_FORMAT: format, LOG_LEVEL: 'info' } })
+    const piped = (await line('auto')).stdout.trim()
+    expect(JSON.parse(piped)).toMatchObject({ level: 30, msg: 'hello log', tenant_id: 7, token: '***' })
+    const pretty = (await line('pretty')).stdout.trim()
+    expect(() => JSON.parse(pretty)).toThrow()
+    expect(pretty).toMatch(/INFO.*hello log/)
+    expect(pretty).toContain('tenant_id: 7')
+    expect(pretty).not.toContain('secret-value')
+  })
+
+  it('a bad config or a missing reference directory: start exits 2 within seconds with one line and no stack trace, and the data dir starts afterwards', async () => {
+    const dir = tmpDir()
+    const env = { ...process.env, CDP_DATA_DIR: path.join(dir, 'data'), LOG_LEVEL: 'warn', CDP_API_PORT: '0' }
+    const cases: [Record<string, string>, RegExp][] = [
+      [{ CDP_API_PORT: 'eighty' }, /^cdp: invalid configuration: apiPort \(CDP_API_PORT\): /],
+      [{ CDP_RUNTIME: 'distributed' }, /^cdp: invalid configuration: .*KAFKA_BROKERS is required/],
+      [{ CDP_DEMOGRAPHICS_REFERENCE_DIR: path.join(dir, 'missing') }, /^cdp: reference directory .*missing: /],
+    ]
+    for (const [over, line] of cases) {
+      const started = Date.now()
+      const failed = await run('node', [CDP, 'start'], { env: { ...env, ...over }, timeout: 60_000 }).then(() => null, (e: { code: number; stderr: string }) => e)
+      expect(failed?.code, JSON.stringify(over)).toBe(2)
+      expect((Date.now() - started) / 1000).toBeLessThan(30)
+      const lines = failed!.stderr.trim().split('\n')
+      expect(lines, failed!.stderr).toHaveLength(1)
+      expect(lines[0]).toMatch(line)
+      expect(failed!.stderr).not.toMatch(/\n\s+at /)
+    }
+    // Nothing held on.
+    const child = spawn('node', [CDP, 'start', '--api-port', '0'], { env: { ...env, LOG_LEVEL: 'info' } })
+    let out = ''
+    child.stdout.on('data', (d) => (out += d))
+    await waitFor(async () => /"url":"(http:[^"]+)"/.exec(out)?.[1], { what: 'the API url in the log', timeoutMs: 60_000 })
+    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)))
+    child.kill('SIGTERM')
+    expect(await exited).toBe(0)
+  })
+
   it('a taken port: start exits 1 within seconds with one line naming the port, releases the data dir, and a second start succeeds', async () => {
     const dir = tmpDir()
     const held = net.createServer()
