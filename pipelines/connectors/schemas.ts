@@ -89,7 +89,15 @@ export function configuredEntities(type: IntegrationType, c: IntegrationConfigur
   return SYNCABLE_ENTITIES[type].filter((e) => on[e])
 }
 
-const text = (max: number) => z.string().trim().min(1).max(max)
+/**
+ * A credential as the platforms issue them: printable ASCII. It travels in HTTP headers and form
+ * fields; a control or non-ASCII character there makes the call fail before any platform sees it
+ * (undici refuses the header, or the server drops the connection), which would read as the
+ * platform being down (502) instead of a bad value (400).
+ */
+export const credential = (max: number) =>
+  z.string().trim().min(1).max(max).regex(/^[\x20-\x7e]+$/, 'printable ASCII characters only (credentials travel in HTTP headers)')
+const text = credential
 const tenantId = z.union([z.number(), z.string().regex(/^\d{1,16}$/).transform(Number)]).pipe(z.number().int().positive().max(Number.MAX_SAFE_INTEGER))
 const base = { tenant_id: tenantId, configuration: ConfigurationInput.optional() }
 

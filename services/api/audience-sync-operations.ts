@@ -9,7 +9,7 @@ import { AudienceSyncSchema } from './audience-sync-views.ts'
 const BASE = '/api/v2/cdp/audience-syncs'
 
 export const tenantQuery = z.object({ tenant_id: z.coerce.number().int().positive().max(Number.MAX_SAFE_INTEGER) })
-const token = z.string().trim().min(8).max(4096)
+const token = z.string().trim().min(8).max(4096).regex(/^[\x20-\x7e]+$/, 'printable ASCII characters only (the token travels in HTTP headers)')
 export const CreateBody = z
   .object({
     tenant_id: z.coerce.number().int().positive().max(Number.MAX_SAFE_INTEGER),

@@ -163,6 +163,12 @@ describe('create (endpoint 3): credentials verified before anything is stored', 
     expect(tenant.body.details.errors[0].path).toBe('tenant_id')
     const json = await fetch(`${base}${BASE}`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' }, body: '{"tenant_id":' })
     expect(json.status).toBe(400)
+    // A credential with a control or non-ASCII character could not travel in a header: 400 naming it, not a 502 from a call that never left.
+    for (const token of ['tok\u0001en', 'tok\nen', 'tokén', 'tok\u4e00']) {
+      const bad = await call('POST', BASE, { tenant_id: 1, integration_type: 'social_ads', app_id: '52', app_secret: 'secret-value', access_token: token })
+      expectCommonError(bad, 400)
+      expect(bad.body.details.errors).toEqual([expect.objectContaining({ path: 'access_token' })])
+    }
   })
 
   it('good credentials: 201; the stored row holds no plaintext secret, only the AES-256-GCM record', async () => {
