@@ -5,7 +5,7 @@ import type { RequestListener } from 'node:http'
 import type { Runtime } from '../../common/runtime/context.ts'
 import type { RunningPipeline } from '../../common/runtime/pipeline.ts'
 import { createHealthApp } from '../../services/api/app.ts'
-import { jsonClientErrors } from '../../services/api/errors.ts'
+import { createApiServer } from '../../services/api/errors.ts'
 import { StartupError } from '../args.ts'
 import type { ReadinessCheck } from '../../services/api/health.ts'
 
@@ -28,8 +28,7 @@ export const processInfo = (rt: Runtime) => ({ runtime: rt.config.runtime, roles
 
 /** Listens on `port` of the configured host and logs `what` with the url and the roles. */
 export async function listen(rt: Runtime, app: RequestListener, port: number, what: string): Promise<RunningHttp> {
-  const server = http.createServer(app)
-  jsonClientErrors(server)
+  const server = createApiServer(app)
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) => {
       if (err.code === 'EADDRINUSE') reject(new StartupError(`port ${port} on ${rt.config.apiHost} is already in use (set CDP_API_PORT or CDP_METRICS_PORT, or stop the process holding it)`))

@@ -1,4 +1,6 @@
 import express, { type Express, type Router } from 'express'
+import qs from 'qs'
+import { MAX_LIST_ITEMS } from './analytics/options.ts'
 import type { Logger } from '../../common/logger.ts'
 import type { Store } from '../../common/store/clickhouse.ts'
 import type { EventLog } from '../../common/eventlog/port.ts'
@@ -53,7 +55,10 @@ export interface ApiDeps {
 export function createApp(deps: ApiDeps): Express {
   const app = express()
   app.disable('x-powered-by')
-  app.set('query parser', 'extended')
+  // qs, as Express's 'extended' parser, with room for the documented lists: by default qs turns
+  // more than 20 repeated values (customer_ids=1&customer_ids=2&…) into an object and stops at 1,000
+  // parameters, so a list the OpenAPI document allows (up to MAX_LIST_ITEMS) was refused.
+  app.set('query parser', (query: string) => qs.parse(query, { arrayLimit: MAX_LIST_ITEMS, parameterLimit: 2 * MAX_LIST_ITEMS + 100, allowPrototypes: true }))
   app.use(...requestObservability(deps.logger))
   app.use(unknownMethod)
   // With auth: the per-IP limit and the token check come before the body is parsed (no 20 MB

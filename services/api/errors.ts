@@ -1,3 +1,4 @@
+import http from 'node:http'
 import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express'
 import { fieldErrorsFromZod } from '../../pipelines/ingest/validation.ts'
 import { z } from 'zod'
@@ -60,15 +61,30 @@ export const unknownMethod: RequestHandler = (req, res, next) => {
 }
 
 /**
- * Requests Node's HTTP parser refuses before Express sees them (a header or URL over the 16 KB
- * limit, a malformed request line) answered with the common JSON body instead of Node's empty one.
+ * The longest request line and headers the service reads: Node's 16 KB default is shorter than a
+ * filter the OpenAPI document allows (1,000 customer ids of up to 16 digits repeated as
+ * `customer_ids=…`, about 30 KB).
+ */
+export const MAX_HEADER_BYTES = 64 * 1024
+
+/** The HTTP server of the API (and of the health port): MAX_HEADER_BYTES, and jsonClientErrors. */
+export function createApiServer(app: import('node:http').RequestListener): import('node:http').Server {
+  const server = http.createServer({ maxHeaderSize: MAX_HEADER_BYTES }, app)
+  jsonClientErrors(server)
+  return server
+}
+
+/**
+ * Requests Node's HTTP parser refuses before Express sees them (a header or URL over
+ * MAX_HEADER_BYTES, a malformed request line) answered with the common JSON body instead of
+ * Node's empty one.
  */
 export function jsonClientErrors(server: import('node:http').Server): void {
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     if (!socket.writable || (err.code === 'ECONNRESET')) return void socket.destroy()
     const [status, error, details] =
       err.code === 'HPE_HEADER_OVERFLOW'
-        ? [431, 'Request header fields too large', 'the request line and headers exceed 16 KB: send long filters in fewer, shorter parameters']
+        ? [431, 'Request header fields too large', `the request line and headers exceed ${MAX_HEADER_BYTES / 1024} KB: send long filters in fewer, shorter parameters`]
         : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
           ? [408, 'Request timeout', null]
           : [400, 'Bad request', 'the request could not be parsed as HTTP/1.1']

@@ -1,6 +1,7 @@
 import { z } from 'zod'
 import { ORDER_EVENT_TYPES } from '../../common/events.ts'
-import { IngestBatchSchema, MAX_BATCH_EVENTS } from '../../pipelines/ingest/validation.ts'
+import { IngestBatchSchema, MAX_BATCH_EVENTS, MAX_TIMESTAMP, MIN_TIMESTAMP } from '../../pipelines/ingest/validation.ts'
+import { ISO_3166_1_ALPHA_2 } from '../../pipelines/ingest/countries.ts'
 import type { IngestKind } from '../../pipelines/ingest/publisher.ts'
 import { failure } from './errors.ts'
 import { propertiesOf, type JsonSchema } from './request-schemas.ts'
@@ -13,8 +14,13 @@ import { Count, success } from './response-schemas.ts'
  * epoch ms for times), which zod cannot express as JSON Schema, so the event item schemas are
  * written out here; the batch envelope is IngestBatchSchema's.
  */
-const TIMESTAMP = { anyOf: [{ type: 'integer', description: 'epoch milliseconds' }, { type: 'string', description: 'ISO 8601; without a zone it is UTC' }] }
-const ID = { anyOf: [{ type: 'integer', minimum: 1 }, { type: 'string', pattern: '^\\d+$' }] }
+const TIMESTAMP = {
+  anyOf: [
+    { type: 'integer', minimum: MIN_TIMESTAMP, maximum: MAX_TIMESTAMP, description: 'epoch milliseconds, from 1990; at most 5 minutes ahead of the server clock' },
+    { type: 'string', description: 'ISO 8601; without a zone it is UTC. From 1990; at most 5 minutes ahead of the server clock' },
+  ],
+}
+const ID = { anyOf: [{ type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER }, { type: 'string', pattern: '^0*[1-9]\\d{0,14}$' }] }
 const AMOUNT = { anyOf: [{ type: 'number' }, { type: 'string', pattern: '^-?\\d+(\\.\\d+)?$' }], description: 'decimal amount' }
 const TEXT = { type: 'string', maxLength: 1024 }
 const COMMON_EVENT = {
@@ -50,7 +56,7 @@ const CUSTOMER_EVENT: JsonSchema = {
     customer_id: ID,
     email: { type: 'string', maxLength: 255 },
     ...Object.fromEntries(['first_name', 'last_name', 'phone', 'national_id', 'street', 'city', 'province', 'postal_code', 'registration_source'].map((k) => [k, TEXT])),
-    country: { type: 'string', pattern: '^[A-Za-z]{2}$', description: 'ISO 3166-1 alpha-2' },
+    country: { type: 'string', enum: [...ISO_3166_1_ALPHA_2].sort(), description: 'ISO 3166-1 alpha-2 (an assigned code; lower case is accepted too)' },
     created_at: TIMESTAMP,
     source_ids: { type: 'array', items: { type: 'object', required: ['source', 'id'], properties: { source: TEXT, id: TEXT } } },
   },

@@ -6,9 +6,9 @@ import { migrate, openStore, type Store } from '../../common/store/clickhouse.ts
 import type { EventLog } from '../../common/eventlog/port.ts'
 import type { EventCodec } from '../../common/eventlog/codec.ts'
 import { createApp } from '../../services/api/app.ts'
-import { jsonClientErrors } from '../../services/api/errors.ts'
+import { createApiServer, MAX_HEADER_BYTES } from '../../services/api/errors.ts'
 import { ANALYTICS_ENDPOINTS } from '../../services/api/analytics/endpoints.ts'
-import { serve, silentLogger, tmpDir } from '../helpers.ts'
+import { silentLogger, tmpDir } from '../helpers.ts'
 
 /**
  * Bad input is refused with a 4xx and the common error body, never a 5xx: numbers beyond what the
@@ -23,10 +23,9 @@ beforeAll(async () => {
   store = await openStore({ database: 'cdp', chdbPath: tmpDir() })
   await migrate(store, silentLogger)
   const app = createApp({ logger: silentLogger, log: {} as EventLog, codec: {} as EventCodec, readiness: [], analytics: { store, logger: silentLogger, now: () => Date.UTC(2025, 6, 1) } })
-  const served = await serve(app)
-  server = served.server
-  jsonClientErrors(server)
-  base = served.base
+  server = createApiServer(app)
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
 }, 60_000)
 
 afterAll(async () => {
@@ -65,8 +64,23 @@ describe('bad input gets a 4xx with the common body', () => {
     }
   })
 
-  it('a URL over 16 KB gets 431 with the common JSON body, not an empty answer', async () => {
-    const res = await fetch(`${base}/api/v2/cdp/analytics/rfm?tenant_id=1&email_domain=${'a'.repeat(20_000)}`)
+  it('a list parameter takes the 1,000 values the document allows, repeated (past the parser default of 20), with brackets or comma-separated; the 1,001st is a 400 saying so', async () => {
+    const repeated = (n: number, key: string, id = 7) => Array.from({ length: n }, () => `${key}=${id}`).join('&')
+    // 1,000 of the largest ids, repeated: about 30 KB of URL, within what the service reads.
+    for (const q of [repeated(21, 'customer_ids'), repeated(1000, 'customer_ids', Number.MAX_SAFE_INTEGER), repeated(1000, 'customer_ids[]'), `customer_ids=${Array(1000).fill(7).join(',')}`]) {
+      const res = await fetch(`${base}/api/v2/cdp/analytics/rfm?tenant_id=1&${q}`)
+      expect([200, 404], q.slice(0, 40)).toContain(res.status)
+    }
+    for (const q of [`customer_ids=${Array(1001).fill(7).join(',')}`, `${repeated(600, 'customer_ids')}&customer_ids=${Array(401).fill(7).join(',')}`]) {
+      const res = await fetch(`${base}/api/v2/cdp/analytics/rfm?tenant_id=1&${q}`)
+      expect(res.status).toBe(400)
+      const body = (await res.json()) as { details: { errors: { path: string; message: string }[] } }
+      expect(body.details.errors).toEqual([expect.objectContaining({ path: 'customer_ids', message: expect.stringMatching(/1000/) })])
+    }
+  })
+
+  it('a URL over the 64 KB the service reads gets 431 with the common JSON body, not an empty answer', async () => {
+    const res = await fetch(`${base}/api/v2/cdp/analytics/rfm?tenant_id=1&email_domain=${'a'.repeat(MAX_HEADER_BYTES + 1000)}`)
     expect(res.status).toBe(431)
     expect(res.headers.get('content-type')).toContain('application/json')
     commonBody(await res.json())

@@ -6,12 +6,17 @@ import { EARLIEST_DATE, ReferenceDateSchema } from '../../../common/reference-da
  * Query options of the analytics endpoints (spec "Analytics", "Additional query options").
  * Arrays come as `segments[]=A&segments[]=B`, `segments=A,B` or repeated `segments=A`.
  */
+/** Most items a list parameter takes (the query parser keeps that many repeated values as a list: app.ts). */
+export const MAX_LIST_ITEMS = 1000
+
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 const list = <T extends z.ZodType<unknown, any>>(item: T) =>
   z
-    .union([z.string(), z.array(z.string())])
-    .transform((v) => (Array.isArray(v) ? v : v.split(',')).map((s) => s.trim()).filter(Boolean))
-    .pipe(z.array(item).max(1000))
+    // A record: qs's form of a list past its array limit (more than MAX_LIST_ITEMS values), so the
+    // answer says the list is too long instead of "invalid input".
+    .union([z.string(), z.array(z.string()), z.record(z.string(), z.string()).transform((o) => Object.values(o))])
+    .transform((v) => (Array.isArray(v) ? v : [v]).flatMap((s) => s.split(',')).map((s) => s.trim()).filter(Boolean))
+    .pipe(z.array(item).max(MAX_LIST_ITEMS))
 
 const bool = z.union([z.boolean(), z.enum(['true', 'false', '1', '0'])]).transform((v) => v === true || v === 'true' || v === '1')
 const date = z.iso.date()

@@ -137,7 +137,7 @@ const create: Operation = {
       schema: CreateIntegrationBody,
       required: true,
       document: () => ref('CreateIntegration'),
-      example: { tenant_id: 1, integration_type: 'commerce_platform', account_name: 'demoshop', environment: 'commerce_stable', app_key: 'appkey-demoshop-…', app_token: '…', configuration: { sync_interval: 'daily' } },
+      example: { tenant_id: 1, integration_type: 'commerce_platform', account_name: 'demoshop', environment: 'commerce_stable', app_key: 'appkey-demoshop-a1b2c3d4', app_token: 'your-app-token', configuration: { sync_interval: 'daily' } },
     },
   },
   responses: {
