@@ -8,7 +8,10 @@ const CDP = path.resolve(import.meta.dirname, '../../bin/cdp.mjs')
 
 /** `npm run demo` with its defaults (no tick or summary interval shortened), started twice on one data dir. */
 async function demo(dataDir: string, until: (url: string, key: string, admin: string) => Promise<void>) {
-  const child = spawn('node', [CDP, 'start', '--demo', '--api-port', '0'], { env: { ...process.env, CDP_DATA_DIR: dataDir, LOG_LEVEL: 'info', NODE_ENV: 'development' } })
+  // The test asks six overviews four times a second: far past the 100 analytics requests a minute
+  // of a key (spec "Limits"), which answered 429 until the minute was over. What is measured here is
+  // when the data shows, so the limit is lifted for this run.
+  const child = spawn('node', [CDP, 'start', '--demo', '--api-port', '0'], { env: { ...process.env, CDP_DATA_DIR: dataDir, LOG_LEVEL: 'info', NODE_ENV: 'development', CDP_RATE_LIMIT_ANALYTICS_PER_MINUTE: '100000' } })
   let out = ''
   child.stdout.on('data', (d) => (out += d))
   const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)))
@@ -30,7 +33,9 @@ describe('npm run demo', () => {
     const first = await demo(dataDir, async (url, key) => {
       const shown: Record<string, number> = {}
       const count = async (ep: string) => {
-        const b = (await (await fetch(`${url}/api/v2/cdp/analytics/${ep}?tenant_id=1`, { headers: { authorization: `Bearer ${key}` } })).json()) as { data: Record<string, unknown> }
+        const res = await fetch(`${url}/api/v2/cdp/analytics/${ep}?tenant_id=1`, { headers: { authorization: `Bearer ${key}` } })
+        if (res.status === 429) throw new Error(`${ep}: 429 rate limited, the measurement would wait for the window`)
+        const b = (await res.json()) as { data: Record<string, unknown> }
         if (ep === 'segments/performance') return (b.data.segments as { metrics: { size: number } }[]).reduce((s, x) => s + x.metrics.size, 0)
         if (ep === 'dashboard') return (b.data.kpis as { total_customers: number }).total_customers
         if (ep === 'cohorts') return (b.data.cohorts as unknown[]).length
@@ -45,12 +50,8 @@ describe('npm run demo', () => {
         { what: 'every overview showing the demo', timeoutMs: 90_000, intervalMs: 250 },
       )
       console.log(`[demo-at-once] seconds from start until each overview shows the demo: ${JSON.stringify(shown)}`)
-      // The issue asks 15 s on a developer machine; a loaded CI gets twice that. The overviews of
-      // scores (rfm, clv, segment performance) come within seconds from a terminal (6–11 s
-      // measured, loaded or not) but, under this test runner, at the feature role's first full
-      // tick (about a minute; the cause is not found yet): they are bounded by that here.
-      for (const ep of ['dashboard', 'cohorts', 'churn']) expect(shown[ep], ep).toBeLessThan(30)
-      for (const ep of ['rfm', 'clv', 'segments/performance']) expect(shown[ep], ep).toBeLessThan(90)
+      // The issue asks 15 s on a developer machine; a loaded CI gets twice that.
+      for (const ep of endpoints) expect(shown[ep], ep).toBeLessThan(30)
     })
     expect(first).toContain('demo: all events streamed')
 
