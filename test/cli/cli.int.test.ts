@@ -13,6 +13,17 @@ function cdp(args: string[], env: Record<string, string> = {}) {
   return run('node', [CDP, ...args], { env: { ...process.env, LOG_LEVEL: 'warn', ...env }, maxBuffer: 64 << 20, timeout: 120_000 })
 }
 
+/** `cdp start` on `env` answers with its URL, and SIGTERM stops it with exit 0 (nothing left held). */
+async function startsAndStops(env: NodeJS.ProcessEnv): Promise<void> {
+  const child = spawn('node', [CDP, 'start', '--api-port', '0'], { env: { ...env, LOG_LEVEL: 'info' } })
+  let out = ''
+  child.stdout.on('data', (d) => (out += d))
+  await waitFor(async () => /"url":"(http:[^"]+)"/.exec(out)?.[1], { what: 'the API url in the log', timeoutMs: 60_000 })
+  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)))
+  child.kill('SIGTERM')
+  expect(await exited).toBe(0)
+}
+
 describe('cdp command line', () => {
   it('generate is deterministic; import publishes every valid record; replay rebuilds from the log', async () => {
     const dir = tmpDir()
@@ -119,13 +130,7 @@ describe('cdp command line', () => {
       expect(failed!.stderr).not.toMatch(/\n\s+at /)
     }
     // Nothing held on.
-    const child = spawn('node', [CDP, 'start', '--api-port', '0'], { env: { ...env, LOG_LEVEL: 'info' } })
-    let out = ''
-    child.stdout.on('data', (d) => (out += d))
-    await waitFor(async () => /"url":"(http:[^"]+)"/.exec(out)?.[1], { what: 'the API url in the log', timeoutMs: 60_000 })
-    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)))
-    child.kill('SIGTERM')
-    expect(await exited).toBe(0)
+    await startsAndStops(env)
   })
 
   it('a taken port: start exits 1 within seconds with one line naming the port, releases the data dir, and a second start succeeds', async () => {
@@ -143,13 +148,7 @@ describe('cdp command line', () => {
     expect(failed!.stderr.trim().split('\n')).toEqual([`cdp: port ${port} on 127.0.0.1 is already in use (set CDP_API_PORT or CDP_METRICS_PORT, or stop the process holding it)`])
     await new Promise((r) => held.close(r))
     // Nothing held on: the same data dir starts now.
-    const child = spawn('node', [CDP, 'start', '--api-port', '0'], { env: { ...env, LOG_LEVEL: 'info' } })
-    let out = ''
-    child.stdout.on('data', (d) => (out += d))
-    await waitFor(async () => /"url":"(http:[^"]+)"/.exec(out)?.[1], { what: 'the API url in the log', timeoutMs: 60_000 })
-    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)))
-    child.kill('SIGTERM')
-    expect(await exited).toBe(0)
+    await startsAndStops(env)
   })
 
   it('--version, every --help exits 0, and a mistyped command is answered with the nearest one', async () => {
