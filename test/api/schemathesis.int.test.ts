@@ -8,9 +8,9 @@
  * schemathesis comes from the venv at .venv (CI's .ci/run installs it there with
  * confluent-kafka). Without it the test fails on CI and is skipped, with a message, elsewhere.
  *
- * Left out: the platforms' webhooks (/webhooks/*, signed by the platform: schemathesis 4.32 stops
- * with an internal error while generating their bodies; test/api/bad-input.test.ts and the
- * audience-sync tests cover them).
+ * Left out: the platforms' webhooks (/webhooks/*: signed by the platform, so every generated
+ * request is refused before its body is read; test/api/bad-input.test.ts and the audience-sync
+ * tests cover them).
  */
 import { afterAll, describe, expect, it } from 'vitest'
 import fs from 'node:fs'
@@ -96,9 +96,17 @@ describe('schemathesis against the running service', () => {
     const summary = result.out.slice(Math.max(0, result.out.lastIndexOf('SUMMARY') - 40))
     const failures = result.out.includes('FAILURES') ? result.out.slice(result.out.indexOf('FAILURES'), result.out.lastIndexOf('SUMMARY')) : ''
     console.info(`[schemathesis] exit ${result.code}; JUnit report ${junit}\n${failures}${summary}`)
-    expect(result.out, 'schemathesis ran').toContain('Test cases:')
+    // Failures are what the two checks found; the exit code is 1 for those and also for
+    // schemathesis' own "Runtime Error"s: Debian 12's Python 3.11.2 raises "AST constructor
+    // recursion depth mismatch" (CPython issue 106905, fixed in 3.11.5) inside hypothesis now and
+    // then while it describes a strategy, which says nothing about the service. They are reported,
+    // not failed on; a run too hollow to mean anything is.
+    const generated = Number(/(\d+) generated/.exec(result.out)?.[1] ?? 0)
+    expect(generated, 'test cases schemathesis generated').toBeGreaterThan(1000)
+    expect(result.out, failures).not.toMatch(/^Failures:/m)
     expect(result.out).not.toMatch(/Server error/)
     expect(result.out).not.toMatch(/Response violates schema/)
-    expect(result.code, failures).toBe(0)
+    const internal = result.out.match(/Runtime Error/g)?.length ?? 0
+    if (internal) console.warn(`[schemathesis] ${internal} internal generation error(s) of schemathesis itself (see above); not failures of the service`)
   })
 })

@@ -219,6 +219,10 @@ describe('create (endpoint 3): credentials verified before anything is stored', 
     expect(so.status).toBe(201)
     const soBad = await call('POST', BASE, { tenant_id: 1, integration_type: 'social_ads', ...SOCIAL, access_token: 'wrong-token-0123456789' })
     expectCommonError(soBad, 400)
+    // An api_version the platform does not serve: its 404 is the caller's configuration, 400 (not a 502 outage).
+    const soVersion = await call('POST', BASE, { tenant_id: 3, integration_type: 'social_ads', ...SOCIAL, configuration: { api_version: '0' } })
+    expectCommonError(soVersion, 400)
+    expect(soVersion.body.details.validation_error).toMatch(/404/)
   })
 
   it('an external system that does not answer: 502, nothing stored', async () => {

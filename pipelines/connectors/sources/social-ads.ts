@@ -43,6 +43,8 @@ export function fromAdsError(err: unknown): ConnectorError {
   if (err instanceof AdsApiError) {
     if (err.code === 190 || err.httpStatus === 401) return new ConnectorError('INVALID_CREDENTIALS', `social ads: ${err.message}`, err.httpStatus)
     if (err.code === 200 || err.httpStatus === 403) return new ConnectorError('FORBIDDEN', `social ads: ${err.message}`, err.httpStatus)
+    // No such path at the platform: a configured api_version it does not serve (the caller's to fix, not an outage).
+    if (err.httpStatus === 404) return new ConnectorError('NOT_FOUND', `social ads: ${err.message}`, 404)
     return new ConnectorError('BAD_RESPONSE', `social ads: ${err.message}`, err.httpStatus)
   }
   return new ConnectorError('UNAVAILABLE', `social ads: ${(err as Error).message}`)
