@@ -107,16 +107,32 @@ function levelsOf(c: CustomerColumns, rows: Uint32Array | null): LevelRow[] | nu
 
 type WindowRow = Record<'existed_prev' | 'churned_prev' | 'crossed' | 'was_at_risk' | 'saved' | 'existed_now' | 'churned_now' | 'orders_30d' | 'orders_365d', string>
 
-/** The columnar twin of the window query: each customer's order history by binary search instead of array scans. */
-function windowOf(c: CustomerColumns, rows: Uint32Array | null, nowMs: number): WindowRow[] | null {
-  if (!rows) return null
+/** Per customer, what the 30-day window sums: flag bits (WINDOW_*) and the order counts. */
+interface WindowFacts {
+  nowMs: number
+  flags: Uint8Array
+  orders30: Uint32Array
+  orders365: Uint32Array
+}
+const EXISTED_PREV = 1, CHURNED_PREV = 2, CROSSED = 4, WAS_AT_RISK = 8, SAVED = 16, EXISTED_NOW = 32, CHURNED_NOW = 64
+
+/**
+ * Each customer's part of the window, computed once per columns object and clock (a summary's
+ * columns are as of one reference): a filtered request then only sums the parts of the customers
+ * it selects, instead of searching every selected order history again.
+ */
+const windowFactsOf = new WeakMap<CustomerColumns, WindowFacts>()
+function windowFacts(c: CustomerColumns, nowMs: number): WindowFacts {
+  const cached = windowFactsOf.get(c)
+  if (cached?.nowMs === nowMs) return cached
   const { orderStart: starts, orderTimes: times } = c
   const prevMs = nowMs - CHURN_WINDOW_DAYS * DAY_MS
   const yearMs = nowMs - 365 * DAY_MS
   const { at_risk: atRiskDays, churned: churnedDays } = CHURN_THRESHOLDS
-  let existedPrev = 0, churnedPrev = 0, crossed = 0, wasAtRisk = 0, saved = 0, existedNow = 0, churnedNow = 0, orders30 = 0, orders365 = 0
-  for (let j = 0; j < rows.length; j++) {
-    const i = rows[j]!
+  const flags = new Uint8Array(c.size)
+  const orders30 = new Uint32Array(c.size)
+  const orders365 = new Uint32Array(c.size)
+  for (let i = 0; i < c.size; i++) {
     const s = starts[i]!
     const e = starts[i + 1]!
     if (s === e) continue // notEmpty(order_times)
@@ -126,23 +142,49 @@ function windowOf(c: CustomerColumns, rows: Uint32Array | null, nowMs: number): 
     const lastPrev = prevEnd > s ? times[prevEnd - 1]! : 0
     const lastNow = nowEnd > s ? times[nowEnd - 1]! : 0
     const recent = nowEnd - prevEnd
-    orders30 += recent
-    orders365 += nowEnd - (last < yearMs ? e : lowerBound(times, s, e, yearMs))
+    orders30[i] = recent
+    orders365[i] = nowEnd - (last < yearMs ? e : lowerBound(times, s, e, yearMs))
     const daysPrev = Math.trunc((prevMs - lastPrev) / DAY_MS)
     const daysNow = Math.trunc((nowMs - lastNow) / DAY_MS)
+    let f = 0
     if (lastPrev > 0) {
-      existedPrev++
-      if (daysPrev >= churnedDays) churnedPrev++
-      else if (daysNow >= churnedDays) crossed++
+      f |= EXISTED_PREV
+      if (daysPrev >= churnedDays) f |= CHURNED_PREV
+      else if (daysNow >= churnedDays) f |= CROSSED
       if (daysPrev >= atRiskDays && daysPrev <= churnedDays - 1) {
-        wasAtRisk++
-        if (recent > 0) saved++
+        f |= WAS_AT_RISK
+        if (recent > 0) f |= SAVED
       }
     }
     if (lastNow > 0) {
-      existedNow++
-      if (daysNow >= churnedDays) churnedNow++
+      f |= EXISTED_NOW
+      if (daysNow >= churnedDays) f |= CHURNED_NOW
     }
+    flags[i] = f
+  }
+  const facts = { nowMs, flags, orders30, orders365 }
+  windowFactsOf.set(c, facts)
+  return facts
+}
+
+/** The columnar twin of the window query: the selected customers' parts of the window (windowFacts), summed. */
+function windowOf(c: CustomerColumns, rows: Uint32Array | null, nowMs: number): WindowRow[] | null {
+  if (!rows) return null
+  const { flags, orders30: o30, orders365: o365 } = windowFacts(c, nowMs)
+  let existedPrev = 0, churnedPrev = 0, crossed = 0, wasAtRisk = 0, saved = 0, existedNow = 0, churnedNow = 0, orders30 = 0, orders365 = 0
+  for (let j = 0; j < rows.length; j++) {
+    const i = rows[j]!
+    const f = flags[i]!
+    orders30 += o30[i]!
+    orders365 += o365[i]!
+    if (f === 0) continue
+    existedPrev += f & EXISTED_PREV
+    churnedPrev += (f & CHURNED_PREV) >> 1
+    crossed += (f & CROSSED) >> 2
+    wasAtRisk += (f & WAS_AT_RISK) >> 3
+    saved += (f & SAVED) >> 4
+    existedNow += (f & EXISTED_NOW) >> 5
+    churnedNow += (f & CHURNED_NOW) >> 6
   }
   const str = String
   return [{ existed_prev: str(existedPrev), churned_prev: str(churnedPrev), crossed: str(crossed), was_at_risk: str(wasAtRisk), saved: str(saved), existed_now: str(existedNow), churned_now: str(churnedNow), orders_30d: str(orders30), orders_365d: str(orders365) }]
