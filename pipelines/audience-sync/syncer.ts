@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto'
 import { hostname } from 'node:os'
-import { leaseHeld } from '../../common/jobs/lease.ts'
+import { Heartbeat, leaseHeld } from '../../common/jobs/lease.ts'
 import { claimRow } from '../../common/jobs/lock.ts'
 import type { Logger } from '../../common/logger.ts'
 import { sleep as defaultSleep, type Sleep } from '../../common/retry.ts'
@@ -152,7 +152,11 @@ export class AudienceSyncer {
 
   /** Gives up every lease this syncer holds, so another process takes its configurations over at once (on stop). */
   async release(): Promise<void> {
-    for (const configId of this.leases.keys()) await this.o.store.writeLease(configId, this.owner, 0).catch(() => {})
+    for (const configId of this.leases.keys()) {
+      // Only a lease still ours: another process may have taken it over while this one stalled.
+      const current = await this.o.store.lease(configId).catch(() => null)
+      if (current?.owner === this.owner) await this.o.store.writeLease(configId, this.owner, 0).catch(() => {})
+    }
     this.leases.clear()
   }
 
@@ -257,6 +261,21 @@ export class AudienceSyncer {
   private async syncConfig(c: ConfigWithToken, signal?: AbortSignal): Promise<number> {
     const delta = await this.o.store.delta(c, this.o.settleMs, this.o.maxDeltaPerCycle ?? 100_000)
     if (!delta.length) return 0
+    // The lease is kept alive while the sync runs, a slow upload (retries, timeouts) included, so
+    // no other process takes the configuration over from a live holder; a lease found lost stops
+    // the sync before its next batch.
+    let lost = false
+    const beat = new Heartbeat(Math.max(1_000, Math.floor(this.leaseMs / 3)), async () => {
+      if (!(await this.holds(c))) lost = true
+    }, (err) => this.o.logger.warn({ err, configId: c.config_id }, 'audience sync lease heartbeat failed'))
+    try {
+      return await this.syncDelta(c, delta, () => lost, signal)
+    } finally {
+      await beat.stop()
+    }
+  }
+
+  private async syncDelta(c: ConfigWithToken, delta: Awaited<ReturnType<AudienceSyncStore['delta']>>, lost: () => boolean, signal?: AbortSignal): Promise<number> {
     await this.checkToken(c)
     const audienceId = await this.ensureAudience(c)
     const ids = await this.o.store.identifiers(c.tenant_id, delta.map((d) => d.customer_id))
@@ -318,8 +337,8 @@ export class AudienceSyncer {
     for (const [n, { operation, batch }] of work.entries()) {
       if (signal?.aborted) break
       if (n > 0 && this.o.pacingMs > 0) await this.sleep(this.o.pacingMs)
-      // A long sync keeps its lease alive; one lost meanwhile (this process stalled) stops here.
-      if (n > 0 && !(await this.holds(c))) break
+      // A lease lost meanwhile (this process stalled past it) stops here.
+      if (lost() || (n > 0 && !(await this.holds(c)))) break
       await this.upload(c, client, audienceId, operation, batch)
       sent += batch.items.length
     }
@@ -396,7 +415,8 @@ export class AudienceSyncer {
     let read = 0
     const paused = new Set<number>()
     for (const c of await this.o.store.activeConfigsWithTokens()) {
-      if (!c.audience_id || paused.has(c.tenant_id)) continue
+      // One process reads an audience: the one syncing it (the hourly read budget is the token's, shared).
+      if (!c.audience_id || paused.has(c.tenant_id) || !this.leases.has(c.config_id)) continue
       try {
         if (await this.readStatus({ ...c, audience_id: c.audience_id })) read++
       } catch (err) {

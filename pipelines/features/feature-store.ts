@@ -129,10 +129,10 @@ export async function saveModel(store: Store, tenantId: number, model: TenantMod
 /**
  * Claims the refresh of a tenant's model for one tick interval (`slot`) among the feature
  * consumers sharing the store: inserts this owner's claim, stamped by the store's clock, and
- * reads which claim came first. True for that one owner. Claims stamped by one clock (one
- * ClickHouse server, or chdb) in insert order never make two winners; claims in the same
- * microsecond are ordered by owner, and a claimant reading between two such inserts could then
- * win beside the other: two refreshes of the same data, the later version standing.
+ * reads which claim came first. True for that one owner. The stamp is taken when the insert
+ * starts and the row is seen once it commits, so two claims whose inserts overlap (a few
+ * milliseconds) can both read themselves first: then two consumers refresh the same data and the
+ * later version stands, harmless. One insert and one read per due tenant and tick.
  */
 export async function claimModelRefresh(store: Store, tenantId: number, slot: number, owner: string): Promise<boolean> {
   await store.command({
