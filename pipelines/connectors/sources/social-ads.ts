@@ -19,8 +19,9 @@ export function socialAdsClient(baseUrl: string, creds: SocialAdsCredentials, ve
     fetch: http.fetch,
     timeoutMs: http.timeoutMs ?? 30_000,
     // A person is waiting for the answer of a validation: no backoff; only a call that got no
-    // answer at all (a kept-alive connection the platform had just closed) is tried once more, at once.
-    retry: { policy: { maxAttempts: 2, multiplier: 1, minWaitMs: 0, maxWaitMs: 0 }, shouldRetry: (err) => err instanceof AdsNetworkError },
+    // answer at all (a kept-alive connection the platform had just closed; not a timeout, which would
+    // double the wait) is tried once more, at once.
+    retry: { policy: { maxAttempts: 2, multiplier: 1, minWaitMs: 0, maxWaitMs: 0 }, shouldRetry: (err) => err instanceof AdsNetworkError && (err.cause as Error | undefined)?.name !== 'TimeoutError' },
   })
 }
 
