@@ -1,8 +1,18 @@
+import os from 'node:os'
+
 /**
  * Leases: a claimed job is alive while its owner writes a heartbeat more often than the lease;
  * a claim whose heartbeat is older than the lease belongs to an owner that died, and another
  * owner may take the job over.
  */
+
+/**
+ * Who claims or holds something in the store: `host:pid`, and `:part` to tell apart several
+ * claimants of one process (a role's pieces, or instances sharing a process in a test).
+ */
+export function claimantId(part?: string): string {
+  return `${os.hostname()}:${process.pid}${part === undefined ? '' : `:${part}`}`
+}
 
 /** A heartbeat at `heartbeatAt` (epoch ms, null: never) still holds the lease at `now`. */
 export function leaseHeld(heartbeatAt: number | null, now: number, leaseMs: number): boolean {

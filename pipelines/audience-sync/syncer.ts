@@ -1,6 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto'
-import { hostname } from 'node:os'
-import { Heartbeat, leaseHeld } from '../../common/jobs/lease.ts'
+import { claimantId, Heartbeat, leaseHeld } from '../../common/jobs/lease.ts'
 import { claimRow } from '../../common/jobs/lock.ts'
 import type { Logger } from '../../common/logger.ts'
 import { sleep as defaultSleep, type Sleep } from '../../common/retry.ts'
@@ -93,7 +92,7 @@ export class AudienceSyncer {
   private readonly leases = new Map<string, number>()
 
   constructor(private readonly o: SyncerOptions) {
-    this.owner = o.owner ?? `${hostname()}:${process.pid}:${randomUUID()}`
+    this.owner = o.owner ?? claimantId(randomUUID())
     this.leaseMs = o.leaseMs ?? 20_000
     this.now = o.now ?? Date.now
     this.sleep = o.sleep ?? defaultSleep

@@ -4,7 +4,7 @@
  * `endpoints`, publishes to the runtime's event log. stop() aborts the page in flight; the job
  * goes back to the queue with its checkpoint and the next runner resumes it.
  */
-import os from 'node:os'
+import { claimantId } from '../../common/jobs/lease.ts'
 import type { Runtime } from '../../common/runtime/context.ts'
 import type { RunningPipeline } from '../../common/runtime/pipeline.ts'
 import type { SecretBox } from '../../common/secrets.ts'
@@ -68,7 +68,7 @@ export async function runConnectors(rt: Runtime, deps: ConnectorsDeps): Promise<
     fetch: deps.fetch,
     sleep: deps.sleep,
     now,
-    runnerId: deps.runnerId ?? `${os.hostname()}:${process.pid}:connectors`,
+    runnerId: deps.runnerId ?? claimantId('connectors'),
     timeoutMs: deps.timeoutMs ?? DEFAULT_SYNC_TIMEOUT_MS,
     overlapMs: deps.overlapMs ?? 10 * 60_000,
     heartbeatMs: Math.max(1000, Math.floor(leaseMs / 4)),

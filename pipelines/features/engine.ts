@@ -18,8 +18,8 @@ import { ProfileMemberships, type ProfileRecord } from './profiles.ts'
 import { TenantCurrencies, TenantSettingsStore } from '../../common/store/tenant-settings.ts'
 import { resolveReference, type Reference } from '../../common/reference-date.ts'
 import { modelRefreshes, segmentChangesEmitted } from './metrics.ts'
-import { hostname } from 'node:os'
 import { randomUUID } from 'node:crypto'
+import { claimantId } from '../../common/jobs/lease.ts'
 
 export const FEATURES_GROUP = 'cdp-features'
 
@@ -105,7 +105,7 @@ export class FeatureEngine {
   private readonly boundaryMaxAgeMs: number
   private readonly refreshIntervalMs: number
   /** This consumer among the group's, in model refresh claims. */
-  private readonly owner = `${hostname()}:${process.pid}:${randomUUID()}`
+  private readonly owner = claimantId(randomUUID())
   private chain: Promise<unknown> = Promise.resolve()
 
   constructor(private readonly deps: FeatureEngineOptions) {

@@ -1,4 +1,4 @@
-import os from 'node:os'
+import { claimantId } from '../../common/jobs/lease.ts'
 import type { Logger } from '../../common/logger.ts'
 import type { Store } from '../../common/store/clickhouse.ts'
 import type { ProcessingEngine } from '../features/index.ts'
@@ -37,7 +37,7 @@ export const DEFAULT_STALE_AFTER_MS = 24 * 60 * 60_000
 export const DEFAULT_CANCEL_WAIT_MS = 10_000
 
 export function defaultReplicaId(): string {
-  return `${os.hostname()}:${process.pid}`
+  return claimantId()
 }
 
 export function resolveDeps(deps: ProcessingDeps): ResolvedDeps {
