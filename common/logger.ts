@@ -27,7 +27,7 @@ export type LogFormat = 'auto' | 'json' | 'pretty'
  */
 function defaultDestination(format: LogFormat): pino.DestinationStream | undefined {
   if (format === 'json' || (format === 'auto' && !process.stdout.isTTY)) return undefined
-  return pretty({ sync: true, colorize: format === 'auto' || process.stdout.isTTY === true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' })
+  return pretty({ sync: true, colorize: process.stdout.isTTY === true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' })
 }
 
 export function createLogger(opts: { level?: string; name?: string; destination?: pino.DestinationStream; format?: LogFormat } = {}): Logger {

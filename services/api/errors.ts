@@ -68,7 +68,7 @@ export const unknownMethod: RequestHandler = (req, res, next) => {
 export const MAX_HEADER_BYTES = 64 * 1024
 
 /** The HTTP server of the API (and of the health port): MAX_HEADER_BYTES, and jsonClientErrors. */
-export function createApiServer(app: import('node:http').RequestListener): import('node:http').Server {
+export function createApiServer(app: http.RequestListener): http.Server {
   const server = http.createServer({ maxHeaderSize: MAX_HEADER_BYTES }, app)
   jsonClientErrors(server)
   return server
@@ -79,7 +79,7 @@ export function createApiServer(app: import('node:http').RequestListener): impor
  * MAX_HEADER_BYTES, a malformed request line) answered with the common JSON body instead of
  * Node's empty one.
  */
-export function jsonClientErrors(server: import('node:http').Server): void {
+export function jsonClientErrors(server: http.Server): void {
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     if (!socket.writable || (err.code === 'ECONNRESET')) return void socket.destroy()
     const [status, error, details] =

@@ -89,7 +89,8 @@ describe('schemathesis against the running service', () => {
       '--no-color',
     ]
     const result = await new Promise<{ code: number; out: string }>((resolve) => {
-      execFile(ST, args, { cwd: ROOT, timeout: (BUDGET_S + 240) * 1000, maxBuffer: 64 << 20, env: { ...process.env, NO_COLOR: '1' } }, (err, stdout, stderr) => {
+      // Run from the report directory: schemathesis keeps its cache (.schemathesis/) in the working directory.
+      execFile(ST, args, { cwd: REPORT_DIR, timeout: (BUDGET_S + 240) * 1000, maxBuffer: 64 << 20, env: { ...process.env, NO_COLOR: '1' } }, (err, stdout, stderr) => {
         resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, out: `${stdout}\n${stderr}` })
       })
     })
