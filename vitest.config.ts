@@ -13,7 +13,8 @@ export default defineConfig({
     maxWorkers: 2,
     testTimeout: 60_000,
     hookTimeout: 120_000,
-    reporters: ['default'],
+    // The second prints the plain closing line CI reads (test/infra/summary-reporter.ts).
+    reporters: ['default', './test/infra/summary-reporter.ts'],
     projects: [
       {
         extends: true,

@@ -1,0 +1,26 @@
+import type { Reporter, TestModule } from 'vitest/node'
+
+/**
+ * Prints one plain closing line after vitest's own summary: `tests: N passed, N failed, N skipped`.
+ * CI reads a run's closing lines to tell that tests ran; vitest's coloured table is not a form it
+ * knows, so without this line a green run was recorded as one that "ran no test".
+ */
+export default class SummaryReporter implements Reporter {
+  onTestRunEnd(testModules: ReadonlyArray<TestModule>, unhandledErrors: ReadonlyArray<unknown>): void {
+    let passed = 0
+    let failed = 0
+    let skipped = 0
+    for (const module of testModules) {
+      for (const test of module.children.allTests()) {
+        const state = test.result().state
+        if (state === 'passed') passed++
+        else if (state === 'failed') failed++
+        else skipped++
+      }
+      // A file that failed to load has no tests but is a failure all the same.
+      if (module.state() === 'failed' && [...module.children.allTests()].length === 0) failed++
+    }
+    failed += unhandledErrors.length
+    process.stdout.write(`\ntests: ${passed} passed, ${failed} failed, ${skipped} skipped\n`)
+  }
+}
