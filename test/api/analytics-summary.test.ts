@@ -88,6 +88,10 @@ describe('tenant summaries', () => {
   // customer columns; the body must equal the live body for every kind of filter.
   const filtered: [string, Record<string, string>][] = [
     ['/api/v2/cdp/analytics/rfm', { min_value: '150' }],
+    // Most customers selected: the columns subtract the few left out from the sums over everyone.
+    ['/api/v2/cdp/analytics/rfm', { exclude_segments: 'Hibernating' }],
+    ['/api/v2/cdp/analytics/rfm', { min_value: '50000' }],
+    ['/api/v2/cdp/analytics/rfm', { max_value: '120000', segments: 'Champions,Loyal Customers,Hibernating,Lost' }],
     ['/api/v2/cdp/analytics/rfm', { max_value: '80.5', segments: 'Champions,Loyal Customers,At Risk' }],
     ['/api/v2/cdp/analytics/rfm', { exclude_segments: 'Champions', period: 'month' }],
     ['/api/v2/cdp/analytics/rfm', { registration_source: 'marketplace', segment: 'Champions', include_details: 'true', limit: '3' }],

@@ -233,6 +233,23 @@ export type Condition =
  * request cannot be answered from the columns (`as_of`, an e-mail domain with an '@'): run the SQL.
  */
 export function selectCustomers(c: CustomerColumns, o: CommonOptions, nowMs: number, conditions: readonly Condition[] = [], drop: readonly (keyof CommonOptions)[] = []): Uint32Array | null {
+  const keep = selectMask(c, o, nowMs, conditions, drop)
+  if (!keep) return null
+  const n = keep.length
+  let m = 0
+  for (let i = 0; i < n; i++) m += keep[i]!
+  const out = new Uint32Array(m)
+  for (let i = 0, j = 0; i < n; i++) if (keep[i]) out[j++] = i
+  return out
+}
+
+/**
+ * The same selection as a mark per customer (1 = selected), in a buffer that the next call
+ * overwrites: read it before anything else can run (no await in between). An aggregate that walks
+ * every customer reads it directly, without building the index list (a 4 MB array per request at
+ * a million customers, and the garbage collection it brings).
+ */
+export function selectMask(c: CustomerColumns, o: CommonOptions, nowMs: number, conditions: readonly Condition[] = [], drop: readonly (keyof CommonOptions)[] = []): Uint8Array | null {
   if (o.as_of) return null
   const q: CommonOptions = { ...o }
   for (const k of drop) delete q[k]
@@ -245,8 +262,8 @@ export function selectCustomers(c: CustomerColumns, o: CommonOptions, nowMs: num
   if (q.segments?.length) keepCodes(keep, c.segment, segmentCodes(q.segments), true)
   if (q.exclude_segments?.length) keepCodes(keep, c.segment, segmentCodes(q.exclude_segments), false)
   // monetary is Decimal(15,2), compared as Float64: cents / 100 is that Float64 exactly.
-  if (q.min_value !== undefined) keepAtLeast(keep, c.monetaryCents, q.min_value, 100)
-  if (q.max_value !== undefined) keepAtMost(keep, c.monetaryCents, q.max_value, 100)
+  if (q.min_value !== undefined) keepAtLeast(keep, c.monetaryCents, centsAtLeast(q.min_value))
+  if (q.max_value !== undefined) keepAtMost(keep, c.monetaryCents, centsAtMost(q.max_value))
   if (q.customer_ids?.length) keepIds(keep, c.customerId, new Set(q.customer_ids))
   if (q.email_domain) {
     const domain = q.email_domain.toLowerCase().replace(/^@/, '')
@@ -256,21 +273,17 @@ export function selectCustomers(c: CustomerColumns, o: CommonOptions, nowMs: num
   if (q.registration_source) keepCodes(keep, c.registrationSource.codes, [c.registrationSource.code(q.registration_source)], true)
   const w = resolveWindow(q, nowMs)
   if (w) {
-    keepAtLeast(keep, c.lastOrderMs, w.from, 1) // NaN (no order) fails
+    keepAtLeast(keep, c.lastOrderMs, w.from) // NaN (no order) fails
     keepBelow(keep, c.lastOrderMs, w.to)
   }
   for (const k of conditions) {
     if ('present' in k) keepPresent(keep, k.present)
     else if ('nonzero' in k) keepCodes(keep, k.nonzero, [0], false)
     else if ('oneOf' in k) keepCodes(keep, k.oneOf, k.codes, true)
-    else if ('atLeast' in k) keepAtLeast(keep, k.atLeast, k.value, 1)
-    else keepAtMost(keep, k.atMost, k.value, 1)
+    else if ('atLeast' in k) keepAtLeast(keep, k.atLeast, k.value)
+    else keepAtMost(keep, k.atMost, k.value)
   }
-  let m = 0
-  for (let i = 0; i < n; i++) m += keep[i]!
-  const out = new Uint32Array(m)
-  for (let i = 0, j = 0; i < n; i++) if (keep[i]) out[j++] = i
-  return out
+  return keep
 }
 
 let keepScratch = new Uint8Array(0)
@@ -293,25 +306,47 @@ function keepCodes(keep: Uint8Array, codes: Uint32Array, allowed: readonly numbe
   const max = Math.max(0, ...allowed)
   const table = new Uint8Array(max + 2)
   for (const a of allowed) if (a >= 0) table[a] = 1
-  for (let i = 0; i < keep.length; i++) {
+  const n = keep.length
+  for (let i = 0; i < n; i++) {
     const v = codes[i]!
     if ((v <= max && table[v] === 1) !== wanted) keep[i] = 0
   }
 }
 function keepIds(keep: Uint8Array, ids: Float64Array, allowed: Set<number>): void {
-  for (let i = 0; i < keep.length; i++) if (!allowed.has(ids[i]!)) keep[i] = 0
+  for (let i = 0, n = keep.length; i < n; i++) if (!allowed.has(ids[i]!)) keep[i] = 0
 }
-function keepAtLeast(keep: Uint8Array, col: Float64Array, v: number, scale: number): void {
-  for (let i = 0; i < keep.length; i++) if (!(col[i]! / scale >= v)) keep[i] = 0
+function keepAtLeast(keep: Uint8Array, col: Float64Array, v: number): void {
+  for (let i = 0, n = keep.length; i < n; i++) if (!(col[i]! >= v)) keep[i] = 0
 }
-function keepAtMost(keep: Uint8Array, col: Float64Array, v: number, scale: number): void {
-  for (let i = 0; i < keep.length; i++) if (!(col[i]! / scale <= v)) keep[i] = 0
+function keepAtMost(keep: Uint8Array, col: Float64Array, v: number): void {
+  for (let i = 0, n = keep.length; i < n; i++) if (!(col[i]! <= v)) keep[i] = 0
+}
+
+/**
+ * The integer cents bounds of a Decimal(15,2) compared as Float64 (`cents / 100 >= v`), so the
+ * passes compare cents without a division per customer (a division made a pass eight times
+ * slower): the least integer c with c / 100 >= v, and the greatest with c / 100 <= v.
+ */
+const CENTS_BOUND = 1e14
+export function centsAtLeast(v: number): number {
+  if (!(Math.abs(v) < CENTS_BOUND)) return v > 0 ? Infinity : -Infinity // beyond every Decimal(15,2)
+  let c = Math.ceil(v * 100)
+  while ((c - 1) / 100 >= v) c--
+  while (!(c / 100 >= v)) c++
+  return c
+}
+export function centsAtMost(v: number): number {
+  if (!(Math.abs(v) < CENTS_BOUND)) return v > 0 ? Infinity : -Infinity
+  let c = Math.floor(v * 100)
+  while ((c + 1) / 100 <= v) c++
+  while (!(c / 100 <= v)) c--
+  return c
 }
 function keepBelow(keep: Uint8Array, col: Float64Array, v: number): void {
-  for (let i = 0; i < keep.length; i++) if (!(col[i]! < v)) keep[i] = 0
+  for (let i = 0, n = keep.length; i < n; i++) if (!(col[i]! < v)) keep[i] = 0
 }
 function keepPresent(keep: Uint8Array, col: Float64Array): void {
-  for (let i = 0; i < keep.length; i++) if (col[i] !== col[i]) keep[i] = 0
+  for (let i = 0, n = keep.length; i < n; i++) if (col[i] !== col[i]) keep[i] = 0
 }
 
 /**
