@@ -3,7 +3,7 @@ import { CHURN_DEFINITIONS, CHURN_RISKS, CHURN_THRESHOLDS, churnRate } from '../
 import { CommonQuery, boolParam, limitParam, offsetParam } from './options.ts'
 import { customerFilter, idsFilter, type SqlFilter } from './filters.ts'
 import { customerScope } from './customers.ts'
-import { descendingBy, lowerBound, maskOf, once, pageInOrder, selectCustomers, upperBound, type CustomerColumns, type Condition } from './customer-columns.ts'
+import { descendingBy, indexesMarked, lowerBound, once, selection, smallerSide, upperBound, type CustomerColumns, type Condition, type Selection } from './customer-columns.ts'
 import { tenantWide, tenantWidePage } from './summary.ts'
 import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
 import { analyticsBody, fieldColumns, pct, round2, select, signedPct, type AnalyticsContext, type AnalyticsEndpoint, type RowsExport } from './endpoint.ts'
@@ -62,46 +62,28 @@ export interface AtRiskRow {
 }
 
 /** The columnar twin of churnFilter. */
-function churnRows(c: CustomerColumns, q: ChurnOptions, nowMs: number): Uint32Array | null {
-  const tests: Condition[] = [{ nonzero: c.churnRisk.codes }]
-  if (q.risk_level) tests.push({ oneOf: c.churnRisk.codes, codes: [c.churnRisk.code(q.risk_level)] })
+function churnSelection(c: CustomerColumns, q: ChurnOptions, nowMs: number): Selection | null {
+  // A risk level is one of the nonzero codes already.
+  const tests: Condition[] = [q.risk_level ? { oneOf: c.churnRisk.codes, codes: [c.churnRisk.code(q.risk_level)] } : { nonzero: c.churnRisk.codes }]
   if (q.days_inactive !== undefined) tests.push({ atLeast: c.recencyDays, value: q.days_inactive }) // NaN (no order) fails
-  return selectCustomers(c, q, nowMs, tests)
+  return selection(c, q, nowMs, tests)
 }
 
 const AT_RISK_LEVELS = ['at_risk', 'churning'] as const
 
 /** The columnar twin of the at-risk page: its customer ids, highest potential loss first. */
-function atRiskPageIds(c: CustomerColumns, rows: Uint32Array | null, limit: number, offset: number): number[] | null {
-  if (!rows) return null
+function atRiskPageIds(c: CustomerColumns, nowMs: number, sel: Selection | null, limit: number, offset: number): number[] | null {
+  if (!sel) return null
   // The request's selection narrowed to the at-risk levels, walked in the shared potential-loss order.
-  const keep = new Uint8Array(c.size)
-  const risks = c.churnRisk.codes
-  const [atRisk, churning] = AT_RISK_LEVELS.map((l) => c.churnRisk.code(l))
-  for (let j = 0; j < rows.length; j++) {
-    const i = rows[j]!
-    if (risks[i] === atRisk || risks[i] === churning) keep[i] = 1
+  const { keep } = sel
+  const { risk, atRiskCodes } = windowFacts(c, nowMs)
+  const order = descendingBy(c, c.potentialLoss, 0)
+  const out: number[] = []
+  for (let p = 0, seen = 0; p < order.length && out.length < limit; p++) {
+    const i = order[p]!
+    if (!keep[i] || !atRiskCodes.includes(risk[i]!)) continue
+    if (seen++ >= offset) out.push(c.customerId[i]!)
   }
-  return pageInOrder(descendingBy(c, c.potentialLoss, 0), keep, limit, offset).map((i) => c.customerId[i]!)
-}
-
-/** The columnar twin of the levels query. */
-function levelsOf(c: CustomerColumns, rows: Uint32Array | null): LevelRow[] | null {
-  if (!rows) return null
-  const [risks, probabilities, losses] = [c.churnRisk.codes, c.churnProbability, c.potentialLoss]
-  const k = c.churnRisk.values.length
-  const [customers, probability, loss] = [new Float64Array(k), new Float64Array(k), new Float64Array(k)]
-  for (let j = 0; j < rows.length; j++) {
-    const i = rows[j]!
-    const r = risks[i]!
-    customers[r] = customers[r]! + 1
-    const p = probabilities[i]!
-    if (p === p) probability[r] = probability[r]! + p
-    const l = losses[i]!
-    if (l === l) loss[r] = loss[r]! + l
-  }
-  const out: LevelRow[] = []
-  for (let r = 1; r < k; r++) if (customers[r]) out.push({ risk: c.churnRisk.values[r]!, customers: String(customers[r]), probability: probability[r]!, loss: loss[r]! })
   return out
 }
 
@@ -113,6 +95,16 @@ interface WindowFacts {
   flags: Uint8Array
   orders30: Uint32Array
   orders365: Uint32Array
+  /** The churn risk code (0: none). */
+  risk: Uint8Array
+  /** churn_probability and potential_loss, 0 where null. */
+  probability: Float64Array
+  loss: Float64Array
+  atRiskCodes: number[]
+  /** 1 for a customer with a churn risk (the population of the levels and window queries). */
+  scored: Uint8Array
+  /** Every scored customer's sums (churnSums), for a selection of most customers. */
+  all: Float64Array
 }
 const EXISTED_PREV = 1, CHURNED_PREV = 2, CROSSED = 4, WAS_AT_RISK = 8, SAVED = 16, EXISTED_NOW = 32, CHURNED_NOW = 64
 
@@ -162,32 +154,78 @@ function windowFacts(c: CustomerColumns, nowMs: number): WindowFacts {
     }
     flags[i] = f
   }
-  const facts = { nowMs, flags, orders30, orders365 }
+  const risk = Uint8Array.from(c.churnRisk.codes.subarray(0, c.size))
+  const probability = new Float64Array(c.size)
+  const loss = new Float64Array(c.size)
+  for (let i = 0; i < c.size; i++) {
+    if (risk[i] === 0) {
+      // Unscored: never in the window query's population; its sums land on code 0, never read.
+      flags[i] = 0
+      orders30[i] = 0
+      orders365[i] = 0
+      continue
+    }
+    const p = c.churnProbability[i]!
+    const l = c.potentialLoss[i]!
+    probability[i] = p === p ? p : 0
+    loss[i] = l === l ? l : 0
+  }
+  const atRiskCodes = AT_RISK_LEVELS.map((l) => c.churnRisk.code(l)).filter((code) => code > 0)
+  const scored = Uint8Array.from(risk, (r) => (r === 0 ? 0 : 1))
+  const facts: WindowFacts = { nowMs, flags, orders30, orders365, risk, probability, loss, atRiskCodes, scored, all: new Float64Array(0) }
+  facts.all = churnSums(facts, indexesMarked(facts.scored, 1), 1, newChurnSums(c))
   windowFactsOf.set(c, facts)
   return facts
 }
 
-/** The columnar twin of the window query: the selected customers' parts of the window (windowFacts), summed. */
-function windowOf(c: CustomerColumns, rows: Uint32Array | null, nowMs: number): WindowRow[] | null {
-  if (!rows) return null
-  const { flags, orders30: o30, orders365: o365 } = windowFacts(c, nowMs)
-  let existedPrev = 0, churnedPrev = 0, crossed = 0, wasAtRisk = 0, saved = 0, existedNow = 0, churnedNow = 0, orders30 = 0, orders365 = 0
+/** Per risk code: customers, probability, loss; then the window's nine sums (WINDOW_SUMS). */
+const newChurnSums = (c: CustomerColumns) => new Float64Array(3 * c.churnRisk.values.length + 9)
+
+/**
+ * Adds (sign 1) or subtracts (sign -1) the customers `rows`, with no branch per customer: the
+ * levels' counts and sums and each customer's part of the window (windowFacts). Counts are
+ * exact either way; the probability and loss sums are floats that can differ in the last bits
+ * (the answers show two decimals).
+ */
+function churnSums(w: Omit<WindowFacts, 'all' | 'atRiskCodes' | 'nowMs' | 'scored'>, rows: Uint32Array, sign: 1 | -1, s: Float64Array): Float64Array {
+  const { flags, orders30: o30, orders365: o365, risk, probability, loss } = w
+  const base = s.length - 9
   for (let j = 0; j < rows.length; j++) {
     const i = rows[j]!
+    const o = 3 * risk[i]!
+    s[o] = s[o]! + sign
+    s[o + 1] = s[o + 1]! + sign * probability[i]!
+    s[o + 2] = s[o + 2]! + sign * loss[i]!
+    s[base + 7] = s[base + 7]! + sign * o30[i]!
+    s[base + 8] = s[base + 8]! + sign * o365[i]!
     const f = flags[i]!
-    orders30 += o30[i]!
-    orders365 += o365[i]!
-    if (f === 0) continue
-    existedPrev += f & EXISTED_PREV
-    churnedPrev += (f & CHURNED_PREV) >> 1
-    crossed += (f & CROSSED) >> 2
-    wasAtRisk += (f & WAS_AT_RISK) >> 3
-    saved += (f & SAVED) >> 4
-    existedNow += (f & EXISTED_NOW) >> 5
-    churnedNow += (f & CHURNED_NOW) >> 6
+    s[base] = s[base]! + sign * (f & 1)
+    s[base + 1] = s[base + 1]! + sign * ((f >> 1) & 1)
+    s[base + 2] = s[base + 2]! + sign * ((f >> 2) & 1)
+    s[base + 3] = s[base + 3]! + sign * ((f >> 3) & 1)
+    s[base + 4] = s[base + 4]! + sign * ((f >> 4) & 1)
+    s[base + 5] = s[base + 5]! + sign * ((f >> 5) & 1)
+    s[base + 6] = s[base + 6]! + sign * (f >> 6)
   }
-  const str = String
-  return [{ existed_prev: str(existedPrev), churned_prev: str(churnedPrev), crossed: str(crossed), was_at_risk: str(wasAtRisk), saved: str(saved), existed_now: str(existedNow), churned_now: str(churnedNow), orders_30d: str(orders30), orders_365d: str(orders365) }]
+  return s
+}
+
+/** The columnar twins of the levels and window queries, from one pass over the selection (or what it leaves out). */
+function churnFacts(c: CustomerColumns, sel: Selection | null, nowMs: number): { levels: LevelRow[]; window: WindowRow[] } | null {
+  if (!sel) return null
+  const w = windowFacts(c, nowMs)
+  const { rows, sign } = smallerSide(sel.keep, w.scored)
+  const s = churnSums(w, rows, sign, sign < 0 ? w.all.slice() : newChurnSums(c))
+  const levels: LevelRow[] = []
+  for (let r = 1; r < c.churnRisk.values.length; r++) {
+    if (s[3 * r]) levels.push({ risk: c.churnRisk.values[r]!, customers: String(s[3 * r]), probability: s[3 * r + 1]!, loss: s[3 * r + 2]! })
+  }
+  const base = s.length - 9
+  const str = (k: number) => String(s[base + k])
+  return {
+    levels,
+    window: [{ existed_prev: str(0), churned_prev: str(1), crossed: str(2), was_at_risk: str(3), saved: str(4), existed_now: str(5), churned_now: str(6), orders_30d: str(7), orders_365d: str(8) }],
+  }
 }
 
 interface LevelRow { risk: string; customers: string; probability: number; loss: number }
@@ -213,14 +251,15 @@ async function body(ctx: AnalyticsContext, q: ChurnOptions) {
   const f = churnFilter(q, nowMs)
   // Without a filter, the levels and the window figures come from the tenant summary (summary.ts).
   const whole = !customerScope(q, nowMs).filtered && !q.risk_level && q.days_inactive === undefined
-  const selected = once((c) => churnRows(c, q, nowMs))
+  const selected = once((c) => churnSelection(c, q, nowMs))
+  const facts = once((c) => churnFacts(c, selected(c), nowMs))
   const [levelRows, windowRows, atRisk] = await Promise.all([
     tenantWide(ctx, q.tenant_id, 'churn.levels', whole, () => select<LevelRow>(
       ctx.store,
       `SELECT assumeNotNull(f.churn_risk) AS risk, count() AS customers, sum(coalesce(f.churn_probability, 0)) AS probability, sum(coalesce(f.potential_loss, 0)) AS loss
        FROM customer_features AS f FINAL WHERE ${f.where} GROUP BY risk`,
       f.params,
-    ), (c) => levelsOf(c, selected(c))),
+    ), (c) => facts(c)?.levels ?? null),
     // The filtered customers' counting orders (not cancelled, total > 0) placed up to now, per
     // customer, from the order_times of its feature row (ascending; arrayLast of none is 0).
     tenantWide(ctx, q.tenant_id, 'churn.window', whole, () => select<WindowRow>(
@@ -249,9 +288,9 @@ async function body(ctx: AnalyticsContext, q: ChurnOptions) {
         at_risk_days: CHURN_THRESHOLDS.at_risk,
         churned_days: CHURN_THRESHOLDS.churned,
       },
-    ), (c) => windowOf(c, selected(c), nowMs)),
+    ), (c) => facts(c)?.window ?? null),
     // The first pages of the at-risk list (highest potential loss first) come from the summary.
-    tenantWidePage(ctx, q.tenant_id, 'churn.at_risk', whole, q, (limit, offset, ids) => atRiskRows(ctx, q, limit, offset, ids), (c, limit, offset) => atRiskPageIds(c, selected(c), limit, offset)),
+    tenantWidePage(ctx, q.tenant_id, 'churn.at_risk', whole, q, (limit, offset, ids) => atRiskRows(ctx, q, limit, offset, ids), (c, limit, offset) => atRiskPageIds(c, nowMs, selected(c), limit, offset)),
   ])
 
   const byLevel = new Map(levelRows.map((r) => [r.risk, r]))

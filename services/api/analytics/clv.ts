@@ -3,7 +3,7 @@ import { CLV_TIER_HIGH_ABOVE, CLV_TIER_MEDIUM_FROM, DEFAULT_CLV_MONTHS } from '.
 import { CommonQuery, limitParam, offsetParam } from './options.ts'
 import { customerFilter, idsFilter, type SqlFilter } from './filters.ts'
 import { customerScope } from './customers.ts'
-import { descendingBy, maskOf, once, pageInOrder, selectCustomers, topRows, type CustomerColumns, type Condition } from './customer-columns.ts'
+import { descendingBy, indexesMarked, once, pageInOrder, positionsMarked, rowsOf, selection, smallerSide, topRows, type CustomerColumns, type Condition, type Selection } from './customer-columns.ts'
 import { tenantWide, tenantWidePage } from './summary.ts'
 import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
 import { analyticsBody, fieldColumns, pct, round2, select, type AnalyticsContext, type AnalyticsEndpoint, type RowsExport } from './endpoint.ts'
@@ -73,22 +73,24 @@ export interface ClvCustomerRow {
 const SORT_COLUMN = { clv: 'f.total_clv', orders: 'length(f.order_times)', recency: 'f.recency_days' } as const
 
 /** The columnar twin of clvFilter: the same customers from the summary's customer columns. */
-function clvRows(c: CustomerColumns, q: ClvOptions, nowMs: number): Uint32Array | null {
+function clvSelection(c: CustomerColumns, q: ClvOptions, nowMs: number): Selection | null {
   const { min_value, max_value, ...rest } = q
-  const tests: Condition[] = [{ present: c.totalClv }]
+  // A bound on total_clv already fails a missing one.
+  const tests: Condition[] = min_value === undefined && max_value === undefined ? [{ present: c.totalClv }] : []
   if (q.tier) tests.push({ oneOf: c.clvTier.codes, codes: [c.clvTier.code(q.tier)] })
   if (min_value !== undefined) tests.push({ atLeast: c.totalClv, value: min_value })
   if (max_value !== undefined) tests.push({ atMost: c.totalClv, value: max_value })
-  return selectCustomers(c, rest, nowMs, tests)
+  return selection(c, rest, nowMs, tests)
 }
 
 /** The columnar twin of the page query: the ids of a page in the requested order, or null (live) when a sort key is missing. */
-function clvPageIds(c: CustomerColumns, q: ClvOptions, rows: Uint32Array | null, limit: number, offset: number): number[] | null {
-  if (!rows) return null
+function clvPageIds(c: CustomerColumns, q: ClvOptions, sel: Selection | null, limit: number, offset: number): number[] | null {
+  if (!sel) return null
   if (q.sort_by === 'clv' && q.sort_order === 'desc') {
     // The default order: walk the CLV order shared by all requests.
-    return pageInOrder(descendingBy(c, c.totalClv), maskOf(c, rows), limit, offset).map((i) => c.customerId[i]!)
+    return pageInOrder(descendingBy(c, c.totalClv), sel.keep, limit, offset).map((i) => c.customerId[i]!)
   }
+  const rows = rowsOf(sel.keep)
   const key = { clv: c.totalClv, orders: c.orders, recency: c.recencyDays }[q.sort_by]
   for (let j = 0; j < rows.length; j++) if (Number.isNaN(key[rows[j]!]!)) return null
   const desc = q.sort_order !== 'asc'
@@ -143,76 +145,123 @@ async function customerRows(ctx: AnalyticsContext, q: ClvOptions, limit: number,
 interface OverviewRow { customers: string; avg_clv: number | null; median_clv: number | null; total_clv: number; top_clv: number; growing: string; predicted_sum: number; retention: number }
 interface TierRow { tier: string; customers: string; avg_value: number }
 
-/** The columnar twin of the overview query. */
-function overviewOf(c: CustomerColumns, rows: Uint32Array | null): OverviewRow[] | null {
-  if (!rows) return null
-  const [clvs, predictions, historical, risks] = [c.totalClv, c.predictedValue, c.historicalCents, c.churnRisk.codes]
-  let total = 0
-  let growing = 0
-  let predictedSum = 0
-  let retention = 0
-  const atRisk = c.churnRisk.code('at_risk')
-  const churning = c.churnRisk.code('churning')
+/**
+ * Per customer with a CLV, computed once per columns object: its flags (bit 0: has a CLV, bit 1:
+ * predicted above its history, bit 2: at risk or churning) and its tier code, plus the sums of
+ * the overview and tier queries over every such customer.
+ */
+const clvNarrow = once((c: CustomerColumns) => {
+  const n = c.size
+  const flags = new Uint8Array(n)
+  const tier = new Uint8Array(n)
+  const clv = new Float64Array(n)
+  const predicted = new Float64Array(n)
+  const [atRisk, churning] = [c.churnRisk.code('at_risk'), c.churnRisk.code('churning')]
+  for (let i = 0; i < n; i++) {
+    const v = c.totalClv[i]!
+    if (v !== v) continue // no CLV: not in the population
+    const p = c.predictedValue[i]!
+    const risk = c.churnRisk.codes[i]!
+    flags[i] = ((p === p ? p : 0) > c.historicalCents[i]! / 100 ? 1 : 0) | (risk === atRisk || risk === churning ? 2 : 0)
+    tier[i] = c.clvTier.codes[i]!
+    clv[i] = v
+    predicted[i] = p === p ? p : 0
+  }
+  // The CLV order shared by every request, with the values in that order (read in sequence).
+  const order = descendingBy(c, c.totalClv)
+  const values = Float64Array.from(order, (i) => c.totalClv[i]!)
+  const rank = new Uint32Array(n)
+  for (let p = 0; p < n; p++) rank[order[p]!] = p
+  const present = Uint8Array.from(c.totalClv.subarray(0, n), (v) => (v === v ? 1 : 0))
+  const narrow = { flags, tier, clv, predicted, tiers: c.clvTier.values.length, rank, values, present }
+  return { ...narrow, all: addClvSums(narrow, indexesMarked(present, 1), 1, newClvSums(narrow.tiers)) }
+})
+
+/** total, growing, predicted, retention, then count and sum per tier code. */
+const newClvSums = (tiers: number) => new Float64Array(4 + 2 * tiers)
+
+interface ClvNarrow {
+  /** Bit 0: predicted above its history; bit 1: at risk or churning. */
+  flags: Uint8Array
+  tier: Uint8Array
+  /** total_clv, 0 without one; predicted_value, 0 without one. */
+  clv: Float64Array
+  predicted: Float64Array
+}
+
+/**
+ * Adds (sign 1) or subtracts (sign -1) the customers `rows`, with no branch per customer. The
+ * CLV sums are of floats: everyone's sum less the few left out can differ from the sum of the
+ * many kept in the last bits, which the two-decimal answers do not show (the live query's sums
+ * are in no set order either).
+ */
+function addClvSums(g: ClvNarrow, rows: Uint32Array, sign: 1 | -1, s: Float64Array): Float64Array {
+  const { flags, tier, clv: clvs, predicted } = g
   for (let j = 0; j < rows.length; j++) {
     const i = rows[j]!
-    const clv = clvs[i]!
-    total += clv
-    const p = predictions[i]!
-    const predicted = p === p ? p : 0
-    if (predicted > historical[i]! / 100) growing++
-    predictedSum += predicted
-    const risk = risks[i]!
-    if (risk === atRisk || risk === churning) retention += clv
+    const f = flags[i]!
+    const clv = sign * clvs[i]!
+    s[0] = s[0]! + clv
+    s[1] = s[1]! + sign * (f & 1)
+    s[2] = s[2]! + sign * predicted[i]!
+    s[3] = s[3]! + clv * (f >> 1)
+    const t = 4 + 2 * tier[i]!
+    s[t] = s[t]! + sign
+    s[t + 1] = s[t + 1]! + clv
   }
+  return s
+}
+
+/** The columnar twins of the overview and tiers queries, from one pass over the selection (or what it leaves out). */
+function clvFacts(c: CustomerColumns, sel: Selection | null): { overview: OverviewRow[]; tiers: TierRow[] } | null {
+  if (!sel) return null
+  const g = clvNarrow(c)
+  const { rows, sign } = smallerSide(sel.keep, g.present)
+  const s = addClvSums(g, rows, sign, sign < 0 ? g.all.slice() : newClvSums(g.tiers))
   // The median (quantileExactInclusive) and the sum of the top share, in one walk down the
   // shared CLV order: the sum in descending order, as the SQL's arraySum of a reverse sort.
-  const n = rows.length
+  const n = sel.count
   const k = Math.ceil(n * TOP_SHARE)
   const h = (n - 1) * 0.5
   const lo = Math.floor(h)
   const [aPos, bPos] = [n - 1 - lo, n - 2 - lo] // descending positions of ascending lo and lo + 1
-  const keep = maskOf(c, rows)
-  const order = descendingBy(c, clvs)
+  const { rank, values } = g
+  const at = positionsMarked(sel, rank)
   let top = 0
   let a = Number.NaN
   let b = Number.NaN
-  for (let p = 0, d = 0; p < order.length && (d < k || d <= aPos); p++) {
-    const i = order[p]!
-    if (!keep[i]) continue
-    const v = clvs[i]!
-    if (d < k) top += v
+  let p = 0
+  const end = at.length
+  for (let d = 0; d < k && p < end; p++) {
+    if (!at[p]) continue
+    const v = values[p]!
+    top += v
     if (d === aPos) a = v
     if (d === bPos) b = v
     d++
   }
-  return [{
-    customers: String(n),
-    avg_clv: n ? total / n : null,
-    median_clv: n ? (lo + 1 < n ? a + (h - lo) * (b - a) : a) : null,
-    total_clv: total,
-    top_clv: top,
-    growing: String(growing),
-    predicted_sum: predictedSum,
-    retention,
-  }]
-}
-
-/** The columnar twin of the tiers query. */
-function tiersOf(c: CustomerColumns, rows: Uint32Array | null): TierRow[] | null {
-  if (!rows) return null
-  const tiers = c.clvTier.codes
-  const clvs = c.totalClv
-  const count = new Float64Array(c.clvTier.values.length)
-  const sum = new Float64Array(c.clvTier.values.length)
-  for (let j = 0; j < rows.length; j++) {
-    const i = rows[j]!
-    const t = tiers[i]!
-    count[t] = count[t]! + 1
-    sum[t] = sum[t]! + clvs[i]!
+  for (let d = k; d <= aPos && p < end; p++) {
+    if (!at[p]) continue
+    if (d === aPos) a = values[p]!
+    if (d === bPos) b = values[p]!
+    d++
   }
-  const out: TierRow[] = []
-  for (let t = 1; t < count.length; t++) if (count[t]) out.push({ tier: c.clvTier.values[t]!, customers: String(count[t]), avg_value: sum[t]! / count[t]! })
-  return out
+  const tiers: TierRow[] = []
+  for (let t = 1; t < g.tiers; t++) {
+    const count = s[4 + 2 * t]!
+    if (count) tiers.push({ tier: c.clvTier.values[t]!, customers: String(count), avg_value: s[5 + 2 * t]! / count })
+  }
+  const overview: OverviewRow = {
+    customers: String(n),
+    avg_clv: n ? s[0]! / n : null,
+    median_clv: n ? (lo + 1 < n ? a + (h - lo) * (b - a) : a) : null,
+    total_clv: s[0]!,
+    top_clv: top,
+    growing: String(s[1]!),
+    predicted_sum: s[2]!,
+    retention: s[3]!,
+  }
+  return { overview: [overview], tiers }
 }
 
 async function body(ctx: AnalyticsContext, q: ClvOptions) {
@@ -220,7 +269,8 @@ async function body(ctx: AnalyticsContext, q: ClvOptions) {
   const f = clvFilter(q, nowMs)
   // Without a filter, the overview and tiers come from the tenant summary (summary.ts).
   const whole = !customerScope(q, nowMs).filtered && !q.tier
-  const selected = once((c) => clvRows(c, q, nowMs))
+  const selected = once((c) => clvSelection(c, q, nowMs))
+  const facts = once((c) => clvFacts(c, selected(c)))
   const [overviewRows, tierRows, top] = await Promise.all([
     tenantWide(ctx, q.tenant_id, 'clv.overview', whole, () => select<OverviewRow>(
       ctx.store,
@@ -235,13 +285,13 @@ async function body(ctx: AnalyticsContext, q: ClvOptions) {
          FROM customer_features AS f FINAL WHERE ${f.where}
        )`,
       { ...f.params, top_share: TOP_SHARE },
-    ), (c) => overviewOf(c, selected(c))),
+    ), (c) => facts(c)?.overview ?? null),
     tenantWide(ctx, q.tenant_id, 'clv.tiers', whole, () => select<TierRow>(
       ctx.store,
       `SELECT assumeNotNull(f.clv_tier) AS tier, count() AS customers, avg(f.total_clv) AS avg_value
        FROM customer_features AS f FINAL WHERE ${f.where} AND f.clv_tier IS NOT NULL GROUP BY tier`,
       f.params,
-    ), (c) => tiersOf(c, selected(c))),
+    ), (c) => facts(c)?.tiers ?? null),
     // The first pages in the default order (CLV, highest first) come from the summary.
     tenantWidePage(ctx, q.tenant_id, 'clv.top', whole && q.sort_by === 'clv' && q.sort_order === 'desc', q, (limit, offset, ids) => customerRows(ctx, q, limit, offset, ids), (c, limit, offset) => clvPageIds(c, q, selected(c), limit, offset)),
   ])

@@ -234,13 +234,87 @@ export type Condition =
  */
 export function selectCustomers(c: CustomerColumns, o: CommonOptions, nowMs: number, conditions: readonly Condition[] = [], drop: readonly (keyof CommonOptions)[] = []): Uint32Array | null {
   const keep = selectMask(c, o, nowMs, conditions, drop)
-  if (!keep) return null
+  return keep && rowsOf(keep)
+}
+
+/** The indexes marked in `keep`, ascending (an array of their own). */
+export function rowsOf(keep: Uint8Array): Uint32Array {
+  return indexesMarked(keep, 1).slice()
+}
+
+let indexScratch = new Uint32Array(0)
+/**
+ * The indexes whose mark is `want`, ascending, in a buffer the next call overwrites (read it
+ * before anything else can run). Built without a branch per customer: where the marks fall is
+ * unpredictable, and a mispredicted branch costs more than the work (5 ms against 0.5 ms at a
+ * million customers). The aggregates then walk these indexes instead of testing every mark.
+ */
+export function indexesMarked(keep: Uint8Array, want: 0 | 1): Uint32Array {
   const n = keep.length
+  if (indexScratch.length < n) indexScratch = new Uint32Array(n)
+  const out = indexScratch
+  let j = 0
+  if (want === 1) {
+    for (let i = 0; i < n; i++) {
+      out[j] = i
+      j += keep[i]!
+    }
+  } else {
+    for (let i = 0; i < n; i++) {
+      out[j] = i
+      j += 1 - keep[i]!
+    }
+  }
+  return out.subarray(0, j)
+}
+
+let sideA = new Uint32Array(0)
+let sideB = new Uint32Array(0)
+/**
+ * The smaller side of a selection within an endpoint's population (1 = counted by its query),
+ * for sums that can be taken either way: the selected members to add (sign 1), or, when most
+ * members are selected, the members left out, to subtract from the sums over every member
+ * (sign -1). One pass, no branch per customer. Same buffer rules as indexesMarked.
+ */
+export function smallerSide(keep: Uint8Array, population: Uint8Array): { rows: Uint32Array; sign: 1 | -1 } {
+  const n = keep.length
+  if (sideA.length < n) {
+    sideA = new Uint32Array(n)
+    sideB = new Uint32Array(n)
+  }
+  const [a, b] = [sideA, sideB]
+  let j = 0
+  let k = 0
+  for (let i = 0; i < n; i++) {
+    const p = population[i]!
+    const m = keep[i]! & p
+    a[j] = i
+    j += m
+    b[k] = i
+    k += p - m
+  }
+  return j > k ? { rows: b.subarray(0, k), sign: -1 } : { rows: a.subarray(0, j), sign: 1 }
+}
+
+/** How many are marked in `keep`. */
+export function countMarked(keep: Uint8Array): number {
   let m = 0
-  for (let i = 0; i < n; i++) m += keep[i]!
-  const out = new Uint32Array(m)
-  for (let i = 0, j = 0; i < n; i++) if (keep[i]) out[j++] = i
-  return out
+  for (let i = 0, n = keep.length; i < n; i++) m += keep[i]!
+  return m
+}
+
+/**
+ * A selection a request's sub-queries share (they run across awaits, so the marks are its own
+ * copy): the marks and how many are marked.
+ */
+export interface Selection {
+  keep: Uint8Array
+  count: number
+}
+
+export function selection(c: CustomerColumns, o: CommonOptions, nowMs: number, conditions: readonly Condition[] = [], drop: readonly (keyof CommonOptions)[] = []): Selection | null {
+  const keep = selectMask(c, o, nowMs, conditions, drop)
+  return keep && { keep: keep.slice(), count: countMarked(keep) }
 }
 
 /**
@@ -259,18 +333,18 @@ export function selectMask(c: CustomerColumns, o: CommonOptions, nowMs: number, 
   // a fresh megabyte per filtered request at a million customers fed the garbage collector.
   const keep = keepBuffer(n)
   const segmentCodes = (names: readonly string[]) => names.map((s) => SEGMENTS.indexOf(s as (typeof SEGMENTS)[number]) + 1)
-  if (q.segments?.length) keepCodes(keep, c.segment, segmentCodes(q.segments), true)
-  if (q.exclude_segments?.length) keepCodes(keep, c.segment, segmentCodes(q.exclude_segments), false)
+  if (q.segments?.length) keepCodes(keep, c.segment, SEGMENTS.length + 1, segmentCodes(q.segments), true)
+  if (q.exclude_segments?.length) keepCodes(keep, c.segment, SEGMENTS.length + 1, segmentCodes(q.exclude_segments), false)
   // monetary is Decimal(15,2), compared as Float64: cents / 100 is that Float64 exactly.
   if (q.min_value !== undefined) keepAtLeast(keep, c.monetaryCents, centsAtLeast(q.min_value))
   if (q.max_value !== undefined) keepAtMost(keep, c.monetaryCents, centsAtMost(q.max_value))
-  if (q.customer_ids?.length) keepIds(keep, c.customerId, new Set(q.customer_ids))
+  if (q.customer_ids?.length) keepIds(keep, c, q.customer_ids)
   if (q.email_domain) {
     const domain = q.email_domain.toLowerCase().replace(/^@/, '')
     if (domain.includes('@')) return null
-    keepCodes(keep, c.emailDomain.codes, [c.emailDomain.code(domain)], true)
+    keepCodes(keep, c.emailDomain.codes, c.emailDomain.values.length, [c.emailDomain.code(domain)], true)
   }
-  if (q.registration_source) keepCodes(keep, c.registrationSource.codes, [c.registrationSource.code(q.registration_source)], true)
+  if (q.registration_source) keepCodes(keep, c.registrationSource.codes, c.registrationSource.values.length, [c.registrationSource.code(q.registration_source)], true)
   const w = resolveWindow(q, nowMs)
   if (w) {
     keepAtLeast(keep, c.lastOrderMs, w.from) // NaN (no order) fails
@@ -278,8 +352,8 @@ export function selectMask(c: CustomerColumns, o: CommonOptions, nowMs: number, 
   }
   for (const k of conditions) {
     if ('present' in k) keepPresent(keep, k.present)
-    else if ('nonzero' in k) keepCodes(keep, k.nonzero, [0], false)
-    else if ('oneOf' in k) keepCodes(keep, k.oneOf, k.codes, true)
+    else if ('nonzero' in k) keepCodes(keep, k.nonzero, codeBound(k.nonzero, n), [0], false)
+    else if ('oneOf' in k) keepCodes(keep, k.oneOf, codeBound(k.oneOf, n), k.codes, true)
     else if ('atLeast' in k) keepAtLeast(keep, k.atLeast, k.value)
     else keepAtMost(keep, k.atMost, k.value)
   }
@@ -301,25 +375,49 @@ export function once<T>(f: (c: CustomerColumns) => T): (c: CustomerColumns) => T
   return (c) => (last?.c === c ? last.v : (last = { c, v: f(c) }).v)
 }
 
-// The passes of selectCustomers: each over one kind of array only, so V8 keeps them monomorphic.
-function keepCodes(keep: Uint8Array, codes: Uint32Array, allowed: readonly number[], wanted: boolean): void {
-  const max = Math.max(0, ...allowed)
-  const table = new Uint8Array(max + 2)
-  for (const a of allowed) if (a >= 0) table[a] = 1
-  const n = keep.length
-  for (let i = 0; i < n; i++) {
-    const v = codes[i]!
-    if ((v <= max && table[v] === 1) !== wanted) keep[i] = 0
-  }
+// The passes of selectMask: each over one kind of array only, so V8 keeps them monomorphic, and
+// without a branch per customer (`keep[i] &= +test`): which customers fail a test is
+// unpredictable, and a mispredicted branch per customer made a pass four times slower.
+
+/** Keeps the customers whose code is (wanted) or is not (!wanted) one of `allowed`; every code is below `bound`. */
+function keepCodes(keep: Uint8Array, codes: Uint32Array, bound: number, allowed: readonly number[], wanted: boolean): void {
+  const table = new Uint8Array(bound).fill(wanted ? 0 : 1)
+  for (const a of allowed) if (a >= 0 && a < bound) table[a] = wanted ? 1 : 0
+  for (let i = 0, n = keep.length; i < n; i++) keep[i]! &= table[codes[i]!]!
 }
-function keepIds(keep: Uint8Array, ids: Float64Array, allowed: Set<number>): void {
-  for (let i = 0, n = keep.length; i < n; i++) if (!allowed.has(ids[i]!)) keep[i] = 0
+
+const codeBounds = new WeakMap<Uint32Array, number>()
+/** One more than the largest of the first n codes (cached per column). */
+function codeBound(codes: Uint32Array, n: number): number {
+  let b = codeBounds.get(codes)
+  if (b === undefined) {
+    let max = 0
+    for (let i = 0; i < n; i++) if (codes[i]! > max) max = codes[i]!
+    codeBounds.set(codes, (b = max + 1))
+  }
+  return b
+}
+
+/** Keeps the customers among `ids` (each found by binary search, not a set lookup per customer). */
+function keepIds(keep: Uint8Array, c: CustomerColumns, ids: readonly number[]): void {
+  const listed = new Uint8Array(keep.length)
+  for (const id of ids) {
+    const i = indexOfCustomer(c, id)
+    if (i >= 0 && i < keep.length) listed[i] = 1
+  }
+  for (let i = 0, n = keep.length; i < n; i++) keep[i]! &= listed[i]!
 }
 function keepAtLeast(keep: Uint8Array, col: Float64Array, v: number): void {
-  for (let i = 0, n = keep.length; i < n; i++) if (!(col[i]! >= v)) keep[i] = 0
+  for (let i = 0, n = keep.length; i < n; i++) keep[i]! &= +(col[i]! >= v)
 }
 function keepAtMost(keep: Uint8Array, col: Float64Array, v: number): void {
-  for (let i = 0, n = keep.length; i < n; i++) if (!(col[i]! <= v)) keep[i] = 0
+  for (let i = 0, n = keep.length; i < n; i++) keep[i]! &= +(col[i]! <= v)
+}
+function keepBelow(keep: Uint8Array, col: Float64Array, v: number): void {
+  for (let i = 0, n = keep.length; i < n; i++) keep[i]! &= +(col[i]! < v)
+}
+function keepPresent(keep: Uint8Array, col: Float64Array): void {
+  for (let i = 0, n = keep.length; i < n; i++) keep[i]! &= +(col[i] === col[i])
 }
 
 /**
@@ -341,12 +439,6 @@ export function centsAtMost(v: number): number {
   while ((c + 1) / 100 <= v) c++
   while (!(c / 100 <= v)) c--
   return c
-}
-function keepBelow(keep: Uint8Array, col: Float64Array, v: number): void {
-  for (let i = 0, n = keep.length; i < n; i++) if (!(col[i]! < v)) keep[i] = 0
-}
-function keepPresent(keep: Uint8Array, col: Float64Array): void {
-  for (let i = 0, n = keep.length; i < n; i++) if (col[i] !== col[i]) keep[i] = 0
 }
 
 /**
@@ -393,6 +485,25 @@ export function descendingBy(c: CustomerColumns, key: Float64Array, nullAs = Num
     byNull.set(nullAs, order)
   }
   return order
+}
+
+let positionsScratch = new Uint8Array(0)
+/**
+ * The selection's marks moved to the positions of an order (`rank[i]` = customer i's position),
+ * so a walk down the order reads them in sequence. Writes only the smaller of the selected and
+ * the left out. The buffer is reused by the next call: read it before anything else can run.
+ */
+export function positionsMarked(sel: Selection, rank: Uint32Array): Uint8Array {
+  const { keep, count } = sel
+  const n = keep.length
+  if (positionsScratch.length < n) positionsScratch = new Uint8Array(n)
+  const at = positionsScratch.subarray(0, n)
+  const most = count * 2 > n
+  at.fill(most ? 1 : 0)
+  const want = most ? 0 : 1
+  const rows = indexesMarked(keep, want)
+  for (let j = 0; j < rows.length; j++) at[rank[rows[j]!]!] = want
+  return at
 }
 
 /** The selected rows as a membership table over every index. */

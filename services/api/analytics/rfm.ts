@@ -4,7 +4,7 @@ import { CommonQuery, boolParam, limitParam, offsetParam } from './options.ts'
 import { rfmExport, rfmPopulation, rfmSelection, type RfmCustomerRow } from './rfm-export.ts'
 import { customerScope } from './customers.ts'
 import { tenantWide } from './summary.ts'
-import { once, selectMask, type CustomerColumns } from './customer-columns.ts'
+import { indexesMarked, once, selectMask, smallerSide, type CustomerColumns } from './customer-columns.ts'
 import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
 import { analyticsBody, pct, round2, select, signedPct, type AnalyticsContext, type AnalyticsEndpoint, type RowsExport } from './endpoint.ts'
 import { SEGMENT_ACTIONS } from './segment-actions.ts'
@@ -160,7 +160,7 @@ function talliesOf(rows: GroupRow[]): SegmentTallies {
  * sums over every customer, so a request that selects most customers subtracts the few it leaves
  * out instead of adding up the many it keeps (all the sums are of integers: exact either way).
  */
-const rfmGroups = once((c: CustomerColumns): Narrow & { all: GroupSums } => {
+const rfmGroups = once((c: CustomerColumns): Narrow & { scored: Uint8Array; all: GroupSums } => {
   const [P, A, G] = [c.province.values.length, c.ageSegment.values.length, c.generation.values.length]
   const [male, female] = [c.gender.code('M'), c.gender.code('F')]
   const ids = new Map<number, number>()
@@ -171,6 +171,7 @@ const rfmGroups = once((c: CustomerColumns): Narrow & { all: GroupSums } => {
   const recency = new Uint32Array(n)
   const frequency = new Uint32Array(n)
   const age = new Uint16Array(n)
+  const has = new Uint8Array(n)
   for (let i = 0; i < n; i++) {
     const seg = c.segment[i]!
     const g = c.gender.codes[i]!
@@ -183,25 +184,21 @@ const rfmGroups = once((c: CustomerColumns): Narrow & { all: GroupSums } => {
     }
     gid[i] = id
     const r = c.recencyDays[i]!
-    recency[i] = r === r ? r : NO_NUMBER32
-    frequency[i] = c.frequency[i]!
     const a = c.age[i]!
-    age[i] = a === a ? a : NO_NUMBER16
+    recency[i] = r === r ? r : 0
+    age[i] = a === a ? a : 0
+    has[i] = (r === r ? 1 : 0) | (a === a ? 2 : 0)
+    frequency[i] = c.frequency[i]!
   }
-  const g: Narrow = { gid: first.length <= 0x10000 ? Uint16Array.from(gid) : gid, first, segClass, recency, frequency, age, cents: c.monetaryCents }
-  const everyone = new Uint8Array(n).fill(1)
-  return { ...g, all: sumGroups(g, everyone, 1, newSums(first.length)) }
+  const g: Narrow = { gid: first.length <= 0x10000 ? Uint16Array.from(gid) : gid, first, segClass, recency, frequency, age, has, cents: c.monetaryCents }
+  const scored = Uint8Array.from(c.segment.subarray(0, n), (seg) => (seg === 0 ? 0 : 1))
+  return { ...g, scored, all: sumGroups(g, indexesMarked(scored, 1), 1, newSums(first.length)) }
 })
 
-/** Null in the narrow columns of rfmGroups (UInt32 recency days, UInt8 ages never reach them). */
-const NO_NUMBER32 = 0xffffffff
-const NO_NUMBER16 = 0xffff
-
-/** The sums kept per segment and gender class: customers, with recency, recency, frequency, cents, with age, age. */
+/** The sums kept per `4 · segment + class`: customers, with recency, recency, frequency, cents, with age, age. */
 const STRIDE = 8
 
 interface GroupSums {
-  /** Per `4 · segment + class`, STRIDE sums. */
   acc: Float64Array
   /** Customers per group. */
   counts: Float64Array
@@ -213,37 +210,33 @@ interface Narrow {
   gid: Uint16Array | Uint32Array
   first: number[]
   segClass: Uint8Array
+  /** Days; 0 where null. */
   recency: Uint32Array
   frequency: Uint32Array
+  /** Years; 0 where null. */
   age: Uint16Array
+  /** Bit 0: has a recency; bit 1: has an age. */
+  has: Uint8Array
   cents: Float64Array
 }
 
-/** Adds (sign 1) or subtracts (sign -1) every customer whose mark equals `sign > 0 ? 1 : 0` into `into`. */
-function sumGroups(g: Narrow, keep: Uint8Array, sign: 1 | -1, into: GroupSums): GroupSums {
-  const { gid, segClass, recency, frequency, age, cents } = g
+/** Adds (sign 1) or subtracts (sign -1) the customers `rows` into `into`, with no branch per customer. */
+function sumGroups(g: Narrow, rows: Uint32Array, sign: 1 | -1, into: GroupSums): GroupSums {
+  const { gid, segClass, recency, frequency, age, has, cents } = g
   const { acc, counts } = into
-  const want = sign > 0 ? 1 : 0
-  for (let i = 0, n = keep.length; i < n; i++) {
-    if (keep[i] !== want) continue
-    const sc = segClass[i]!
-    if (sc < 4) continue // no segment: not scored
+  for (let j = 0; j < rows.length; j++) {
+    const i = rows[j]!
     const k = gid[i]!
     counts[k] = counts[k]! + sign
-    const o = sc * STRIDE
+    const o = segClass[i]! * STRIDE
+    const h = has[i]!
     acc[o] = acc[o]! + sign
-    const r = recency[i]!
-    if (r !== NO_NUMBER32) {
-      acc[o + 1] = acc[o + 1]! + sign
-      acc[o + 2] = acc[o + 2]! + sign * r
-    }
+    acc[o + 1] = acc[o + 1]! + sign * (h & 1)
+    acc[o + 2] = acc[o + 2]! + sign * recency[i]!
     acc[o + 3] = acc[o + 3]! + sign * frequency[i]!
     acc[o + 4] = acc[o + 4]! + sign * cents[i]!
-    const a = age[i]!
-    if (a !== NO_NUMBER16) {
-      acc[o + 5] = acc[o + 5]! + sign
-      acc[o + 6] = acc[o + 6]! + sign * a
-    }
+    acc[o + 5] = acc[o + 5]! + sign * (h >> 1)
+    acc[o + 6] = acc[o + 6]! + sign * age[i]!
   }
   return into
 }
@@ -253,12 +246,8 @@ function talliesFromColumns(c: CustomerColumns, q: RfmOptions, nowMs: number): S
   const groups = rfmGroups(c)
   const keep = selectMask(c, q, nowMs)
   if (!keep) return null
-  let selected = 0
-  for (let i = 0, n = keep.length; i < n; i++) selected += keep[i]!
-  const { acc, counts } =
-    selected * 2 > keep.length
-      ? sumGroups(groups, keep, -1, { acc: groups.all.acc.slice(), counts: groups.all.counts.slice() })
-      : sumGroups(groups, keep, 1, newSums(groups.first.length))
+  const { rows, sign } = smallerSide(keep, groups.scored)
+  const { acc, counts } = sumGroups(groups, rows, sign, sign < 0 ? { acc: groups.all.acc.slice(), counts: groups.all.counts.slice() } : newSums(groups.first.length))
   const { first } = groups
   const t = emptyTallies()
   for (let seg = 1; seg <= SEGMENTS.length; seg++) {
@@ -280,7 +269,7 @@ function talliesFromColumns(c: CustomerColumns, q: RfmOptions, nowMs: number): S
     if (tally.customers) t.bySeg.set(SEGMENTS[seg - 1]!, tally)
   }
   // The groups in the order of their keys, as the query's rows.
-  const order = first.map((_, g) => g).filter((g) => counts[g]! > 0)
+  const order = first.map((_, g) => g).filter((g) => counts[g]! > 0 && c.segment[first[g]!] !== 0)
   const [P, A, G] = [c.province.values.length, c.ageSegment.values.length, c.generation.values.length]
   const keyOf = (i: number) => ((c.segment[i]! * P + c.province.codes[i]!) * A + c.ageSegment.codes[i]!) * G + c.generation.codes[i]!
   order.sort((a, b) => keyOf(first[a]!) - keyOf(first[b]!))
