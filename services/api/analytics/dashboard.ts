@@ -5,7 +5,7 @@ import { analyticsBody, bodyTable, round2, select, signedPct, signedPctValue } f
 import { Count, DateOnly, Fraction, Percentage, SignedPercent } from '../response-schemas.ts'
 import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
 import { customerScope, scopeClause } from './customers.ts'
-import { indexOfCustomer, lowerBound, once, selectCustomers, type CustomerColumns } from './customer-columns.ts'
+import { indexesMarked, indexOfCustomer, lowerBound, once, selectMask, smallerSide, type CustomerColumns } from './customer-columns.ts'
 import { tenantWide } from './summary.ts'
 import { SEGMENTS, type Segment } from '../../../pipelines/features/segments.ts'
 import { churnRate } from '../../../pipelines/features/churn.ts'
@@ -41,59 +41,183 @@ export function dashboardWindows(period: DashboardOptions['period'], nowMs: numb
 
 interface CustomersRow { total: number; churned: number; with_level: number; clv: number | null; active: number; orders: number; cents: number; prev_cents: number; new_customers: number; returning: number; lapsed: number; daily: [number[], number[]] }
 
-/** The columnar twin of the customers query: each customer's order history by binary search, the window's days summed in place. */
-function customersOf(c: CustomerColumns, rows: Uint32Array | null, win: ReturnType<typeof dashboardWindows>, now: number): CustomersRow[] | null {
-  if (!rows) return null
-  const { orderStart: starts, orderTimes: times, orderCents: cents, totalClv: clvs } = c
+/**
+ * Each customer's part of a period's customers query, computed once per columns object and
+ * window (a summary's columns are as of one clock): the window's orders (count, cents, and their
+ * days and cents in `wStart`…), the previous window's cents, flags, and the sums over everyone.
+ * A filtered request then adds up only the smaller side of its selection (periodSums).
+ */
+interface PeriodFacts {
+  key: string
+  /** Bit 0: an order in the window (active); 1: active and first ordered before it (returning); 2: first ordered in the window or later, with an order before its end (new); 3: lapsed; 4: churned; 5: has a churn level. */
+  flags: Uint8Array
+  orders: Uint32Array
+  cents: Float64Array
+  prevCents: Float64Array
+  /** total_clv, 0 without one; 1 with one. */
+  clv: Float64Array
+  hasClv: Uint8Array
+  segment: Uint32Array
+  /** Customer i's window orders: day index wDay and cents wCents over [wStart[i], wStart[i + 1]). */
+  wStart: Uint32Array
+  wDay: Uint16Array
+  wCents: Float64Array
+  everyone: Uint8Array
+  all: Float64Array
+}
+const ACTIVE = 1, RETURNING = 2, NEW = 4, LAPSED = 8, CHURNED = 16, WITH_LEVEL = 32
+
+/** Sum slots: total, churned, with_level, clv sum, clv count, active, orders, cents, prev_cents, new, returning, lapsed, then per segment code, then per day. */
+const SLOTS = 12
+
+const periodFactsOf = new WeakMap<CustomerColumns, Map<string, PeriodFacts>>()
+function periodFacts(c: CustomerColumns, win: ReturnType<typeof dashboardWindows>, now: number): PeriodFacts {
+  const key = `${win.from}:${win.to}:${now}`
+  let byKey = periodFactsOf.get(c)
+  if (!byKey) periodFactsOf.set(c, (byKey = new Map()))
+  const cached = byKey.get(key)
+  if (cached) return cached
+  const { orderStart: starts, orderTimes: times, orderCents: allCents } = c
+  const n = c.size
   const risks = c.churnRisk.codes
   const churnedCode = c.churnRisk.code('churned')
   const [churnFrom, churnTo] = [win.from - CHURN_DAYS * DAY, now - CHURN_DAYS * DAY]
-  const dayCents = new Float64Array(win.days + 1)
-  const r: CustomersRow = { total: rows.length, churned: 0, with_level: 0, clv: null, active: 0, orders: 0, cents: 0, prev_cents: 0, new_customers: 0, returning: 0, lapsed: 0, daily: [[], []] }
-  let clvSum = 0
-  let clvCount = 0
-  for (let j = 0; j < rows.length; j++) {
-    const i = rows[j]!
+  const flags = new Uint8Array(n)
+  const orders = new Uint32Array(n)
+  const cents = new Float64Array(n)
+  const prevCents = new Float64Array(n)
+  const clv = new Float64Array(n)
+  const hasClv = new Uint8Array(n)
+  const wStart = new Uint32Array(n + 1)
+  const wDayList: number[] = []
+  const wCentsList: number[] = []
+  for (let i = 0; i < n; i++) {
+    wStart[i] = wDayList.length
     const risk = risks[i]!
-    if (risk !== 0) r.with_level++
-    if (risk === churnedCode) r.churned++
-    const clv = clvs[i]!
-    if (clv === clv) {
-      clvSum += clv
-      clvCount++
+    let f = (risk !== 0 ? WITH_LEVEL : 0) | (risk === churnedCode && risk !== 0 ? CHURNED : 0)
+    const v = c.totalClv[i]!
+    if (v === v) {
+      clv[i] = v
+      hasClv[i] = 1
     }
     const s = starts[i]!
     const e = starts[i + 1]!
-    if (e === s) continue
-    // Binary searches only where a bound falls inside the history (most end before the windows).
-    const end = times[e - 1]! < win.to ? e : lowerBound(times, s, e, win.to) // orders before the window's end: [s, end)
-    if (end === s) continue
-    const from = times[end - 1]! < win.from ? end : lowerBound(times, s, end, win.from)
-    const prevFrom = from === s || times[from - 1]! < win.prevFrom ? from : lowerBound(times, s, from, win.prevFrom)
-    const first = times[s]!
-    const last = times[end - 1]!
-    const n = end - from
-    if (n > 0) {
-      r.active++
-      r.orders += n
-      if (first < win.from) r.returning++
+    if (e > s) {
+      const end = times[e - 1]! < win.to ? e : lowerBound(times, s, e, win.to) // orders before the window's end: [s, end)
+      if (end > s) {
+        const from = times[end - 1]! < win.from ? end : lowerBound(times, s, end, win.from)
+        const prevFrom = from === s || times[from - 1]! < win.prevFrom ? from : lowerBound(times, s, from, win.prevFrom)
+        const first = times[s]!
+        const last = times[end - 1]!
+        if (end > from) {
+          f |= ACTIVE
+          if (first < win.from) f |= RETURNING
+        }
+        orders[i] = end - from
+        let sum = 0
+        for (let k = from; k < end; k++) {
+          wDayList.push(Math.trunc((times[k]! - win.from) / DAY))
+          wCentsList.push(allCents[k]!)
+          sum += allCents[k]!
+        }
+        cents[i] = sum
+        let prev = 0
+        for (let k = prevFrom; k < from; k++) prev += allCents[k]!
+        prevCents[i] = prev
+        if (first >= win.from) f |= NEW
+        if (last >= churnFrom && last < churnTo) f |= LAPSED
+      }
     }
-    for (let k = from; k < end; k++) {
-      const d = Math.trunc((times[k]! - win.from) / DAY)
-      dayCents[d] = dayCents[d]! + cents[k]!
-      r.cents += cents[k]!
+    flags[i] = f
+  }
+  wStart[n] = wDayList.length
+  const everyone = new Uint8Array(n).fill(1)
+  const facts: PeriodFacts = { key, flags, orders, cents, prevCents, clv, hasClv, segment: c.segment, wStart, wDay: Uint16Array.from(wDayList), wCents: Float64Array.from(wCentsList), everyone, all: new Float64Array(0) }
+  facts.all = periodSums(facts, indexesMarked(everyone, 1), 1, new Float64Array(SLOTS + SEGMENTS.length + 1 + win.days + 1))
+  byKey.set(key, facts)
+  return facts
+}
+
+/**
+ * Adds (sign 1) or subtracts (sign -1) the customers `rows`, with no branch per customer but the
+ * walk of their window orders. Counts and cents are integers (exact either way); the CLV sum is
+ * of floats and can differ in the last bits, which the two-decimal answer does not show.
+ */
+function periodSums(f: PeriodFacts, rows: Uint32Array, sign: 1 | -1, s: Float64Array): Float64Array {
+  const { flags, orders, cents, prevCents, clv, hasClv, segment, wStart, wDay, wCents } = f
+  const day0 = SLOTS + SEGMENTS.length + 1
+  for (let j = 0; j < rows.length; j++) {
+    const i = rows[j]!
+    const g = flags[i]!
+    s[0] = s[0]! + sign
+    s[1] = s[1]! + sign * ((g >> 4) & 1)
+    s[2] = s[2]! + sign * ((g >> 5) & 1)
+    s[3] = s[3]! + sign * clv[i]!
+    s[4] = s[4]! + sign * hasClv[i]!
+    s[5] = s[5]! + sign * (g & 1)
+    s[6] = s[6]! + sign * orders[i]!
+    s[7] = s[7]! + sign * cents[i]!
+    s[8] = s[8]! + sign * prevCents[i]!
+    s[9] = s[9]! + sign * ((g >> 2) & 1)
+    s[10] = s[10]! + sign * ((g >> 1) & 1)
+    s[11] = s[11]! + sign * ((g >> 3) & 1)
+    const k = SLOTS + segment[i]!
+    s[k] = s[k]! + sign
+    for (let o = wStart[i]!, e = wStart[i + 1]!; o < e; o++) {
+      const d = day0 + wDay[o]!
+      s[d] = s[d]! + sign * wCents[o]!
     }
-    for (let k = prevFrom; k < from; k++) r.prev_cents += cents[k]!
-    if (first >= win.from) r.new_customers++
-    if (last >= churnFrom && last < churnTo) r.lapsed++
   }
-  r.clv = clvCount ? clvSum / clvCount : null
-  for (let d = 0; d < dayCents.length; d++) {
-    if (!dayCents[d]) continue
-    r.daily[0].push(d)
-    r.daily[1].push(dayCents[d]!)
+  return s
+}
+
+/** The columnar twins of the customers and segments queries, from one pass over the smaller side of the selection. */
+function periodAnswers(c: CustomerColumns, keep: Uint8Array | null, win: ReturnType<typeof dashboardWindows>, now: number): { customers: CustomersRow[]; segments: { segment: string; n: number }[] } | null {
+  if (!keep) return null
+  const f = periodFacts(c, win, now)
+  const { rows, sign } = smallerSide(keep, f.everyone)
+  const s = periodSums(f, rows, sign, sign < 0 ? f.all.slice() : new Float64Array(f.all.length))
+  const day0 = SLOTS + SEGMENTS.length + 1
+  const daily: [number[], number[]] = [[], []]
+  for (let d = 0; d <= win.days; d++) {
+    const v = s[day0 + d]!
+    if (!v) continue
+    daily[0].push(d)
+    daily[1].push(v)
   }
-  return [r]
+  const customers: CustomersRow = {
+    total: s[0]!, churned: s[1]!, with_level: s[2]!, clv: s[4] ? s[3]! / s[4]! : null, active: s[5]!, orders: s[6]!, cents: s[7]!, prev_cents: s[8]!,
+    new_customers: s[9]!, returning: s[10]!, lapsed: s[11]!, daily,
+  }
+  const segments: { segment: string; n: number }[] = []
+  for (let k = 1; k <= SEGMENTS.length; k++) if (s[SLOTS + k]) segments.push({ segment: SEGMENTS[k - 1]!, n: s[SLOTS + k]! })
+  return { customers: [customers], segments }
+}
+
+/**
+ * A window's distinct segment changes, as (customer index, +1 upgrade / -1 downgrade / 0), read
+ * once per columns object and window: a filtered request counts those of its customers.
+ */
+const movesOf = new WeakMap<CustomerColumns, Map<string, Promise<{ index: Int32Array; direction: Int8Array }>>>()
+function windowMoves(c: CustomerColumns, key: string, read: () => Promise<{ customer_id: string; previous_segment: string; segment: string }[]>) {
+  let byKey = movesOf.get(c)
+  if (!byKey) movesOf.set(c, (byKey = new Map()))
+  let moves = byKey.get(key)
+  if (!moves) {
+    moves = read().then((all) => {
+      const index = new Int32Array(all.length)
+      const direction = new Int8Array(all.length)
+      all.forEach((r, k) => {
+        index[k] = indexOfCustomer(c, Number(r.customer_id))
+        const [from, to] = [SEGMENTS.indexOf(r.previous_segment as Segment), SEGMENTS.indexOf(r.segment as Segment)]
+        direction[k] = to < from ? 1 : to > from ? -1 : 0
+      })
+      return { index, direction }
+    })
+    moves.catch(() => byKey.delete(key)) // a failed read is retried by the next request
+    byKey.set(key, moves)
+  }
+  return moves
 }
 
 export async function dashboardBody(ctx: AnalyticsContext, q: DashboardOptions) {
@@ -107,7 +231,9 @@ export async function dashboardBody(ctx: AnalyticsContext, q: DashboardOptions) 
   const ts = (name: string) => `fromUnixTimestamp64Milli({${name}:Int64}, 'UTC')`
   // Without a customer filter, every part comes from the tenant summary (summary.ts) of this period.
   const wide = <T>(name: string, live: () => Promise<T>, columnar?: (c: CustomerColumns) => T | null | Promise<T | null>) => tenantWide(ctx, q.tenant_id, `dashboard.${q.period}.${name}`, !scope.filtered, live, columnar)
-  const selected = once((c) => selectCustomers(c, q, now, [], ['period', 'date_from', 'date_to']))
+  // The selection's marks (its own copy: the sub-queries share it across awaits) and its sums.
+  const selected = once((c) => selectMask(c, q, now, [], ['period', 'date_from', 'date_to'])?.slice() ?? null)
+  const answers = once((c) => periodAnswers(c, selected(c), win, now))
 
   const [customers, segRows, moves] = await Promise.all([
     // One pass over the customers in scope: their scores, and from each one's counting orders
@@ -133,24 +259,12 @@ export async function dashboardBody(ctx: AnalyticsContext, q: DashboardOptions) 
          WHERE ${scope.where}
        )`,
       p,
-    ), (c) => customersOf(c, selected(c), win, now)),
+    ), (c) => answers(c)?.customers ?? null),
     wide('segments', () => select<{ segment: string; n: number }>(
       ctx.store,
       `SELECT f.segment AS segment, count() AS n FROM customer_features AS f FINAL WHERE ${scope.where} AND f.segment IS NOT NULL GROUP BY segment`,
       p,
-    ), (c) => {
-      const rows = selected(c)
-      if (!rows) return null
-      const segs = c.segment
-      const n = new Float64Array(SEGMENTS.length + 1)
-      for (let j = 0; j < rows.length; j++) {
-        const g = segs[rows[j]!]! | 0
-        n[g] = n[g]! + 1
-      }
-      const out: { segment: string; n: number }[] = []
-      for (let k = 1; k < n.length; k++) if (n[k]) out.push({ segment: SEGMENTS[k - 1]!, n: n[k]! })
-      return out
-    }),
+    ), (c) => answers(c)?.segments ?? null),
     // A change published twice (at least once delivery) has another event_id but the same content: counted once.
     // A change published twice (at least once delivery) has another event_id but the same content: counted once.
     wide('movements', () => select<{ upgrades: number; downgrades: number }>(
@@ -167,28 +281,26 @@ export async function dashboardBody(ctx: AnalyticsContext, q: DashboardOptions) 
       p,
     ), async (c) => {
       // The window's distinct changes of every customer, kept when their customer is selected.
-      const rows = selected(c)
-      if (!rows) return null
-      const inRows = new Uint8Array(c.size)
-      for (let j = 0; j < rows.length; j++) inRows[rows[j]!] = 1
-      const all = await select<{ customer_id: string; previous_segment: string; segment: string }>(
-        ctx.store,
-        `SELECT DISTINCT customer_id, occurred_at, assumeNotNull(previous_segment) AS previous_segment, assumeNotNull(segment) AS segment
-         FROM segment_changes FINAL
-         WHERE tenant_id = {tenant_id:UInt64} AND previous_segment IS NOT NULL AND segment IS NOT NULL
-           AND has({segment_order:Array(String)}, previous_segment) AND has({segment_order:Array(String)}, segment)
-           AND occurred_at >= ${ts('from')} AND occurred_at < ${ts('to')}`,
-        p,
+      const keep = selected(c)
+      if (!keep) return null
+      const { index, direction } = await windowMoves(c, `${win.from}:${win.to}`, () =>
+        select<{ customer_id: string; previous_segment: string; segment: string }>(
+          ctx.store,
+          `SELECT DISTINCT customer_id, occurred_at, assumeNotNull(previous_segment) AS previous_segment, assumeNotNull(segment) AS segment
+           FROM segment_changes FINAL
+           WHERE tenant_id = {tenant_id:UInt64} AND previous_segment IS NOT NULL AND segment IS NOT NULL
+             AND has({segment_order:Array(String)}, previous_segment) AND has({segment_order:Array(String)}, segment)
+             AND occurred_at >= ${ts('from')} AND occurred_at < ${ts('to')}`,
+          { tenant_id: q.tenant_id, segment_order: SEGMENTS, from: win.from, to: win.to },
+        ),
       )
       let upgrades = 0
       let downgrades = 0
-      for (const r of all) {
-        const i = indexOfCustomer(c, Number(r.customer_id))
-        if (i < 0 || inRows[i] !== 1) continue
-        const from = SEGMENTS.indexOf(r.previous_segment as Segment)
-        const to = SEGMENTS.indexOf(r.segment as Segment)
-        if (to < from) upgrades++
-        if (to > from) downgrades++
+      for (let k = 0; k < index.length; k++) {
+        const i = index[k]!
+        if (i < 0 || keep[i] !== 1) continue
+        if (direction[k] === 1) upgrades++
+        if (direction[k] === -1) downgrades++
       }
       return [{ upgrades, downgrades }]
     }),
