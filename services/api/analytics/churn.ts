@@ -290,7 +290,7 @@ async function body(ctx: AnalyticsContext, q: ChurnOptions) {
       },
     ), (c) => facts(c)?.window ?? null),
     // The first pages of the at-risk list (highest potential loss first) come from the summary.
-    tenantWidePage(ctx, q.tenant_id, 'churn.at_risk', whole, q, (limit, offset, ids) => atRiskRows(ctx, q, limit, offset, ids), (c, limit, offset) => atRiskPageIds(c, nowMs, selected(c), limit, offset)),
+    tenantWidePage(ctx, q.tenant_id, 'churn.at_risk', whole, q, (limit, offset, ids) => atRiskRows(ctx, q, limit, offset, ids), (c, limit, offset) => atRiskPageIds(c, nowMs, selected(c), limit, offset), (r) => r.customer_id),
   ])
 
   const byLevel = new Map(levelRows.map((r) => [r.risk, r]))

@@ -293,7 +293,7 @@ async function body(ctx: AnalyticsContext, q: ClvOptions) {
       f.params,
     ), (c) => facts(c)?.tiers ?? null),
     // The first pages in the default order (CLV, highest first) come from the summary.
-    tenantWidePage(ctx, q.tenant_id, 'clv.top', whole && q.sort_by === 'clv' && q.sort_order === 'desc', q, (limit, offset, ids) => customerRows(ctx, q, limit, offset, ids), (c, limit, offset) => clvPageIds(c, q, selected(c), limit, offset)),
+    tenantWidePage(ctx, q.tenant_id, 'clv.top', whole && q.sort_by === 'clv' && q.sort_order === 'desc', q, (limit, offset, ids) => customerRows(ctx, q, limit, offset, ids), (c, limit, offset) => clvPageIds(c, q, selected(c), limit, offset), (r) => r.customer_id),
   ])
   const o = overviewRows[0]!
   const total = num(o.customers)
