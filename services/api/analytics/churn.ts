@@ -376,6 +376,10 @@ export const churnEndpoint: AnalyticsEndpoint<ChurnOptions, RowsExport<ChurnOpti
   overview: true,
   cacheTtlMs: PROCESSING_RESULTS_TTL_MS,
   body,
+  prepare: (c, nowMs) => {
+    windowFacts(c, nowMs)
+    descendingBy(c, c.potentialLoss, 0)
+  },
   export: {
     description: 'every at-risk and churning customer of the population (the `at_risk_customers` columns), highest potential loss first; `limit` and `offset` do not apply',
     row: AtRiskCustomer,

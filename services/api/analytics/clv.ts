@@ -365,6 +365,7 @@ export const clvEndpoint: AnalyticsEndpoint<ClvOptions, RowsExport<ClvOptions, C
   overview: true,
   cacheTtlMs: PROCESSING_RESULTS_TTL_MS,
   body,
+  prepare: (c) => void clvNarrow(c),
   export: {
     description: 'every customer of the population (the `top_customers` columns) in the requested sort; `limit` and `offset` do not apply',
     row: ClvCustomer,

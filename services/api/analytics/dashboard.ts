@@ -431,5 +431,8 @@ export const dashboardEndpoint: AnalyticsEndpoint<DashboardOptions> = {
   overview: true,
   cacheTtlMs: PROCESSING_RESULTS_TTL_MS,
   body: dashboardBody,
+  prepare: (c, nowMs) => {
+    for (const period of DASHBOARD_PERIODS) periodFacts(c, dashboardWindows(period, nowMs), nowMs)
+  },
   export: dashboardExport,
 }

@@ -4,6 +4,7 @@ import type { Logger } from '../../../common/logger.ts'
 import type { ResponseCache } from './cache.ts'
 import type { CommonOptions } from './options.ts'
 import type { SummarySource } from './summary.ts'
+import type { CustomerColumns } from './customer-columns.ts'
 import { ReferenceMetadata } from '../response-schemas.ts'
 
 /** What an analytics endpoint module gets: the store, the clock, the cache and the tenant summaries. */
@@ -122,6 +123,11 @@ export interface AnalyticsEndpoint<Q extends CommonOptions = CommonOptions, X ex
   /** Query fields whose invalid values get another status than 400 (the spec's demographics filters: 422). */
   filterErrorStatus?: { fields: readonly string[]; status: 422 }
   body(ctx: AnalyticsContext, q: Q): Promise<unknown>
+  /**
+   * Works out, when a tenant summary's customer columns are loaded, what this endpoint's filtered
+   * answers read from them (per-customer facts, orders), so no request waits for it.
+   */
+  prepare?(columns: CustomerColumns, nowMs: number): void
   /** The file `format=…` downloads instead of the body (the spec lists `format` on every analytics endpoint). */
   export: X
 }

@@ -505,5 +505,6 @@ export const rfmEndpoint: AnalyticsEndpoint<RfmOptions, RowsExport<RfmOptions, R
   overview: true,
   cacheTtlMs: PROCESSING_RESULTS_TTL_MS,
   body,
+  prepare: (c) => void rfmGroups(c),
   export: rfmExport,
 }

@@ -148,7 +148,7 @@ export interface SummaryDeps {
   store: Store
   logger: Logger
   /** The analytics endpoints (path, query schema, body). */
-  endpoints: ReadonlyArray<{ path: string; query: { parse(v: unknown): unknown }; body(ctx: AnalyticsContext, q: never): Promise<unknown> }>
+  endpoints: ReadonlyArray<{ path: string; query: { parse(v: unknown): unknown }; body(ctx: AnalyticsContext, q: never): Promise<unknown>; prepare?(columns: CustomerColumns, nowMs: number): void }>
   queries: readonly SummaryQuery[]
   now?: () => number
   intervalMs: number
@@ -250,6 +250,7 @@ export class TenantSummaries implements SummarySource {
         await ep.body(ctx, ep.query.parse({ tenant_id: String(tenantId), ...sq.query }) as never)
       }
       const columns = this.deps.columns === false ? undefined : await loadCustomerColumns(this.deps.store, tenantId)
+      if (columns) for (const ep of this.deps.endpoints) ep.prepare?.(columns, referenceMs)
       if ((this.generations.get(tenantId) ?? 0) !== generation) return // invalidated meanwhile: this result may predate the change
       this.tenants.set(tenantId, { asOf, referenceMs, stamp, values, columns })
       tenantsGauge.set(this.tenants.size)
