@@ -8,8 +8,8 @@
  *    sends --requests (200) requests per endpoint with --concurrency (8) in flight. The API's
  *    response cache is off, so every answer is computed. Each endpoint is measured unfiltered
  *    (answered from the tenant summary plus live row queries) and with a customer filter that
- *    changes per request (answered by live queries over every customer or order); then one
- *    export of 50,000 rows as CSV.
+ *    changes per request (answered from the summary's customer columns, docs/analytics-
+ *    performance.md); each after 20 warm-up requests; then one export of 50,000 rows as CSV.
  * Prints p50/p99 per endpoint beside the spec's targets (overview < 100 ms, detailed < 500 ms,
  * export < 2 s) as a table and one JSON line.
  */

@@ -3,7 +3,7 @@ import { CHURN_DEFINITIONS, CHURN_RISKS, CHURN_THRESHOLDS, churnRate } from '../
 import { CommonQuery, boolParam, limitParam, offsetParam } from './options.ts'
 import { customerFilter, idsFilter, type SqlFilter } from './filters.ts'
 import { customerScope } from './customers.ts'
-import { descendingBy, indexesMarked, lowerBound, once, selection, smallerSide, upperBound, type CustomerColumns, type Condition, type Selection } from './customer-columns.ts'
+import { descendingBy, indexesMarked, lowerBound, once, releaseMarks, selection, smallerSide, upperBound, type CustomerColumns, type Condition, type Selection } from './customer-columns.ts'
 import { tenantWide, tenantWidePage } from './summary.ts'
 import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
 import { analyticsBody, fieldColumns, pct, round2, select, signedPct, type AnalyticsContext, type AnalyticsEndpoint, type RowsExport } from './endpoint.ts'
@@ -251,7 +251,12 @@ async function body(ctx: AnalyticsContext, q: ChurnOptions) {
   const f = churnFilter(q, nowMs)
   // Without a filter, the levels and the window figures come from the tenant summary (summary.ts).
   const whole = !customerScope(q, nowMs).filtered && !q.risk_level && q.days_inactive === undefined
-  const selected = once((c) => churnSelection(c, q, nowMs))
+  const held: Selection[] = []
+  const selected = once((c) => {
+    const s = churnSelection(c, q, nowMs)
+    if (s) held.push(s)
+    return s
+  })
   const facts = once((c) => churnFacts(c, selected(c), nowMs))
   const [levelRows, windowRows, atRisk] = await Promise.all([
     tenantWide(ctx, q.tenant_id, 'churn.levels', whole, () => select<LevelRow>(
@@ -292,6 +297,7 @@ async function body(ctx: AnalyticsContext, q: ChurnOptions) {
     // The first pages of the at-risk list (highest potential loss first) come from the summary.
     tenantWidePage(ctx, q.tenant_id, 'churn.at_risk', whole, q, (limit, offset, ids) => atRiskRows(ctx, q, limit, offset, ids), (c, limit, offset) => atRiskPageIds(c, nowMs, selected(c), limit, offset), (r) => r.customer_id),
   ])
+  for (const s of held) releaseMarks(s.keep) // every sub-query is done
 
   const byLevel = new Map(levelRows.map((r) => [r.risk, r]))
   const count = (level: string) => num(byLevel.get(level)?.customers)

@@ -3,7 +3,7 @@ import { CLV_TIER_HIGH_ABOVE, CLV_TIER_MEDIUM_FROM, DEFAULT_CLV_MONTHS } from '.
 import { CommonQuery, limitParam, offsetParam } from './options.ts'
 import { customerFilter, idsFilter, type SqlFilter } from './filters.ts'
 import { customerScope } from './customers.ts'
-import { descendingBy, indexesMarked, once, pageInOrder, positionsMarked, rowsOf, selection, smallerSide, topRows, type CustomerColumns, type Condition, type Selection } from './customer-columns.ts'
+import { descendingBy, indexesMarked, once, releaseMarks, pageInOrder, positionsMarked, rowsOf, selection, smallerSide, topRows, type CustomerColumns, type Condition, type Selection } from './customer-columns.ts'
 import { tenantWide, tenantWidePage } from './summary.ts'
 import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
 import { analyticsBody, fieldColumns, pct, round2, select, type AnalyticsContext, type AnalyticsEndpoint, type RowsExport } from './endpoint.ts'
@@ -269,7 +269,12 @@ async function body(ctx: AnalyticsContext, q: ClvOptions) {
   const f = clvFilter(q, nowMs)
   // Without a filter, the overview and tiers come from the tenant summary (summary.ts).
   const whole = !customerScope(q, nowMs).filtered && !q.tier
-  const selected = once((c) => clvSelection(c, q, nowMs))
+  const held: Selection[] = []
+  const selected = once((c) => {
+    const s = clvSelection(c, q, nowMs)
+    if (s) held.push(s)
+    return s
+  })
   const facts = once((c) => clvFacts(c, selected(c)))
   const [overviewRows, tierRows, top] = await Promise.all([
     tenantWide(ctx, q.tenant_id, 'clv.overview', whole, () => select<OverviewRow>(
@@ -295,6 +300,7 @@ async function body(ctx: AnalyticsContext, q: ClvOptions) {
     // The first pages in the default order (CLV, highest first) come from the summary.
     tenantWidePage(ctx, q.tenant_id, 'clv.top', whole && q.sort_by === 'clv' && q.sort_order === 'desc', q, (limit, offset, ids) => customerRows(ctx, q, limit, offset, ids), (c, limit, offset) => clvPageIds(c, q, selected(c), limit, offset), (r) => r.customer_id),
   ])
+  for (const s of held) releaseMarks(s.keep) // every sub-query is done
   const o = overviewRows[0]!
   const total = num(o.customers)
   const totalClv = num(o.total_clv)

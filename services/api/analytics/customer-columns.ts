@@ -314,7 +314,26 @@ export interface Selection {
 
 export function selection(c: CustomerColumns, o: CommonOptions, nowMs: number, conditions: readonly Condition[] = [], drop: readonly (keyof CommonOptions)[] = []): Selection | null {
   const keep = selectMask(c, o, nowMs, conditions, drop)
-  return keep && { keep: keep.slice(), count: countMarked(keep) }
+  return keep && { keep: keptMarks(keep), count: countMarked(keep) }
+}
+
+const spareMarks: Uint8Array[] = []
+/**
+ * A copy of marks that a request keeps across awaits, in a buffer reused from an earlier request
+ * when one was given back (`releaseMarks`): a fresh megabyte per filtered request at a million
+ * customers made V8 run a full collection every few hundred milliseconds under load.
+ */
+export function keptMarks(keep: Uint8Array): Uint8Array {
+  let b = spareMarks.pop()
+  while (b && b.length !== keep.length) b = spareMarks.pop()
+  b ??= new Uint8Array(keep.length)
+  b.set(keep)
+  return b
+}
+
+/** Gives marks back for reuse, once nothing reads them any more (never while a sub-query may still run). */
+export function releaseMarks(keep: Uint8Array | null | undefined): void {
+  if (keep && spareMarks.length < 16) spareMarks.push(keep)
 }
 
 /**

@@ -5,7 +5,7 @@ import { analyticsBody, bodyTable, round2, select, signedPct, signedPctValue } f
 import { Count, DateOnly, Fraction, Percentage, SignedPercent } from '../response-schemas.ts'
 import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
 import { customerScope, scopeClause } from './customers.ts'
-import { indexesMarked, indexOfCustomer, lowerBound, once, selectMask, smallerSide, type CustomerColumns } from './customer-columns.ts'
+import { indexesMarked, indexOfCustomer, keptMarks, lowerBound, once, releaseMarks, selectMask, smallerSide, type CustomerColumns } from './customer-columns.ts'
 import { tenantWide } from './summary.ts'
 import { SEGMENTS, type Segment } from '../../../pipelines/features/segments.ts'
 import { churnRate } from '../../../pipelines/features/churn.ts'
@@ -232,7 +232,14 @@ export async function dashboardBody(ctx: AnalyticsContext, q: DashboardOptions) 
   // Without a customer filter, every part comes from the tenant summary (summary.ts) of this period.
   const wide = <T>(name: string, live: () => Promise<T>, columnar?: (c: CustomerColumns) => T | null | Promise<T | null>) => tenantWide(ctx, q.tenant_id, `dashboard.${q.period}.${name}`, !scope.filtered, live, columnar)
   // The selection's marks (its own copy: the sub-queries share it across awaits) and its sums.
-  const selected = once((c) => selectMask(c, q, now, [], ['period', 'date_from', 'date_to'])?.slice() ?? null)
+  const held: Uint8Array[] = []
+  const selected = once((c) => {
+    const keep = selectMask(c, q, now, [], ['period', 'date_from', 'date_to'])
+    if (!keep) return null
+    const kept = keptMarks(keep)
+    held.push(kept)
+    return kept
+  })
   const answers = once((c) => periodAnswers(c, selected(c), win, now))
 
   const [customers, segRows, moves] = await Promise.all([
@@ -305,6 +312,7 @@ export async function dashboardBody(ctx: AnalyticsContext, q: DashboardOptions) 
       return [{ upgrades, downgrades }]
     }),
   ])
+  for (const keep of held) releaseMarks(keep) // every sub-query is done
 
   const c = customers[0] ?? { total: 0, churned: 0, with_level: 0, clv: null, active: 0, orders: 0, cents: 0, prev_cents: 0, new_customers: 0, returning: 0, lapsed: 0, daily: [[], []] }
   const totalCustomers = Number(c.total)
