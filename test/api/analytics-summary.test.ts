@@ -108,6 +108,7 @@ describe('tenant summaries', () => {
     ['/api/v2/cdp/analytics/churn', { risk_level: 'at_risk', min_value: '50', offset: '2', limit: '5' }],
     ['/api/v2/cdp/analytics/churn', { registration_source: 'web', include_predictions: 'true' }],
     ['/api/v2/cdp/analytics/segments/performance', { min_value: '75' }],
+    ['/api/v2/cdp/analytics/segments/performance', { min_value: '50000' }],
     ['/api/v2/cdp/analytics/segments/performance', { exclude_segments: 'Lost,Hibernating', period: 'quarter' }],
     ['/api/v2/cdp/analytics/dashboard', { period: 'month', min_value: '120' }],
     // Most customers selected, and those left out active in the window: everyone's sums less theirs.

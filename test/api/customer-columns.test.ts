@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { descendingBy, lowerBound, maskOf, pageInOrder, topRows, upperBound, type CustomerColumns } from '../../services/api/analytics/customer-columns.ts'
+import { centsAtLeast, centsAtMost, countMarked, descendingBy, indexesMarked, keptMarks, lowerBound, maskOf, pageInOrder, Population, positionsMarked, smallerSide, topRows, upperBound, type CustomerColumns } from '../../services/api/analytics/customer-columns.ts'
 
 /** The in-memory orders and searches of the filtered answers, against sorting (a seeded generator, with ties and nulls). */
 function rng(seed: number) {
@@ -46,6 +46,50 @@ describe('customer columns: orders and searches', () => {
     for (let x = 0; x <= 13; x += 0.5) {
       expect(lowerBound(a, 0, 8, x)).toBe([...a].filter((t) => t < x).length)
       expect(upperBound(a, 0, 8, x)).toBe([...a].filter((t) => t <= x).length)
+    }
+  })
+
+  it('cents bounds: c ≥ centsAtLeast(v) exactly when c / 100 ≥ v (and the same for at most), for any decimal', () => {
+    const r = rng(7)
+    for (let k = 0; k < 20_000; k++) {
+      const v = k % 3 === 0 ? r() * 1000 : k % 3 === 1 ? Math.round(r() * 100_000) / 100 : (r() - 0.5) * 1e6
+      const [lo, hi] = [centsAtLeast(v), centsAtMost(v)]
+      for (const c of [lo - 2, lo - 1, lo, lo + 1, hi - 1, hi, hi + 1, hi + 2]) {
+        expect(c / 100 >= v).toBe(c >= lo)
+        expect(c / 100 <= v).toBe(c <= hi)
+      }
+    }
+    expect([centsAtLeast(0.1), centsAtMost(0.1), centsAtLeast(1e300), centsAtMost(-1e300)]).toEqual([10, 10, Infinity, -Infinity])
+  })
+
+  it.each([5, 6, 7, 1001, 1003])('%i customers: the smaller side lists the selected members, or the members left out, whichever is fewer', (n) => {
+    const r = rng(n)
+    const population = new Population(n, () => r() < 0.7)
+    const members = [...population.marks.keys()].filter((i) => population.marks[i] === 1)
+    expect(population.size).toBe(members.length)
+    for (const share of [0, 0.05, 0.45, 0.55, 0.95, 1]) {
+      const keep = keptMarks(Uint8Array.from({ length: n }, () => (r() < share ? 1 : 0)))
+      const selected = members.filter((i) => keep[i] === 1)
+      const left = members.filter((i) => keep[i] === 0)
+      const side = smallerSide(keep, population)
+      expect(side.kept).toBe(selected.length)
+      if (selected.length * 2 > members.length) expect([side.sign, [...side.rows]]).toEqual([-1, left])
+      else expect([side.sign, [...side.rows]]).toEqual([1, selected])
+      expect(countMarked(keep)).toBe([...keep].filter((m) => m === 1).length)
+      expect([...indexesMarked(keep, 0)]).toEqual([...keep.keys()].filter((i) => keep[i] === 0))
+    }
+  })
+
+  it('positionsMarked moves a selection to the positions of an order', () => {
+    const r = rng(9)
+    const n = 997
+    const order = Uint32Array.from({ length: n }, (_, i) => i).sort(() => r() - 0.5)
+    const rank = new Uint32Array(n)
+    order.forEach((i, p) => (rank[i] = p))
+    for (const share of [0.1, 0.9]) {
+      const keep = Uint8Array.from({ length: n }, () => (r() < share ? 1 : 0))
+      const at = positionsMarked(keep, countMarked(keep), rank)
+      expect([...at]).toEqual([...order].map((i) => keep[i]))
     }
   })
 })

@@ -3,7 +3,7 @@ import { CHURN_DEFINITIONS, CHURN_RISKS, CHURN_THRESHOLDS, churnRate } from '../
 import { CommonQuery, boolParam, limitParam, offsetParam } from './options.ts'
 import { customerFilter, idsFilter, type SqlFilter } from './filters.ts'
 import { customerScope } from './customers.ts'
-import { descendingBy, indexesMarked, lowerBound, once, releaseMarks, selection, smallerSide, upperBound, type CustomerColumns, type Condition, type Selection } from './customer-columns.ts'
+import { descendingBy, indexesMarked, lowerBound, once, Population, releaseMarks, selection, smallerSide, upperBound, type CustomerColumns, type Condition, type Selection } from './customer-columns.ts'
 import { tenantWide, tenantWidePage } from './summary.ts'
 import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
 import { analyticsBody, fieldColumns, pct, round2, select, signedPct, type AnalyticsContext, type AnalyticsEndpoint, type RowsExport } from './endpoint.ts'
@@ -63,8 +63,8 @@ export interface AtRiskRow {
 
 /** The columnar twin of churnFilter. */
 function churnSelection(c: CustomerColumns, q: ChurnOptions, nowMs: number): Selection | null {
-  // A risk level is one of the nonzero codes already.
-  const tests: Condition[] = [q.risk_level ? { oneOf: c.churnRisk.codes, codes: [c.churnRisk.code(q.risk_level)] } : { nonzero: c.churnRisk.codes }]
+  // The unscored (no churn risk) are left out by the population every part reads (windowFacts' scored).
+  const tests: Condition[] = q.risk_level ? [{ oneOf: c.churnRisk.codes, codes: [c.churnRisk.code(q.risk_level)] }] : []
   if (q.days_inactive !== undefined) tests.push({ atLeast: c.recencyDays, value: q.days_inactive }) // NaN (no order) fails
   return selection(c, q, nowMs, tests)
 }
@@ -76,12 +76,11 @@ function atRiskPageIds(c: CustomerColumns, nowMs: number, sel: Selection | null,
   if (!sel) return null
   // The request's selection narrowed to the at-risk levels, walked in the shared potential-loss order.
   const { keep } = sel
-  const { risk, atRiskCodes } = windowFacts(c, nowMs)
-  const order = descendingBy(c, c.potentialLoss, 0)
+  const order = windowFacts(c, nowMs).atRiskOrder
   const out: number[] = []
   for (let p = 0, seen = 0; p < order.length && out.length < limit; p++) {
     const i = order[p]!
-    if (!keep[i] || !atRiskCodes.includes(risk[i]!)) continue
+    if (!keep[i]) continue
     if (seen++ >= offset) out.push(c.customerId[i]!)
   }
   return out
@@ -102,7 +101,8 @@ interface WindowFacts {
   loss: Float64Array
   atRiskCodes: number[]
   /** 1 for a customer with a churn risk (the population of the levels and window queries). */
-  scored: Uint8Array
+  scored: Population
+  atRiskOrder: Uint32Array
   /** Every scored customer's sums (churnSums), for a selection of most customers. */
   all: Float64Array
 }
@@ -171,9 +171,11 @@ function windowFacts(c: CustomerColumns, nowMs: number): WindowFacts {
     loss[i] = l === l ? l : 0
   }
   const atRiskCodes = AT_RISK_LEVELS.map((l) => c.churnRisk.code(l)).filter((code) => code > 0)
-  const scored = Uint8Array.from(risk, (r) => (r === 0 ? 0 : 1))
-  const facts: WindowFacts = { nowMs, flags, orders30, orders365, risk, probability, loss, atRiskCodes, scored, all: new Float64Array(0) }
-  facts.all = churnSums(facts, indexesMarked(facts.scored, 1), 1, newChurnSums(c))
+  const scored = new Population(c.size, (i) => risk[i] !== 0)
+  // The at-risk customers in the shared potential-loss order (the at-risk page walks only them).
+  const atRiskOrder = descendingBy(c, c.potentialLoss, 0).filter((i) => atRiskCodes.includes(risk[i]!))
+  const facts: WindowFacts = { nowMs, flags, orders30, orders365, risk, probability, loss, atRiskCodes, atRiskOrder, scored, all: new Float64Array(0) }
+  facts.all = churnSums(facts, indexesMarked(scored.marks, 1), 1, newChurnSums(c))
   windowFactsOf.set(c, facts)
   return facts
 }
@@ -187,7 +189,7 @@ const newChurnSums = (c: CustomerColumns) => new Float64Array(3 * c.churnRisk.va
  * exact either way; the probability and loss sums are floats that can differ in the last bits
  * (the answers show two decimals).
  */
-function churnSums(w: Omit<WindowFacts, 'all' | 'atRiskCodes' | 'nowMs' | 'scored'>, rows: Uint32Array, sign: 1 | -1, s: Float64Array): Float64Array {
+function churnSums(w: Omit<WindowFacts, 'all' | 'atRiskCodes' | 'nowMs' | 'scored' | 'atRiskOrder'>, rows: Uint32Array, sign: 1 | -1, s: Float64Array): Float64Array {
   const { flags, orders30: o30, orders365: o365, risk, probability, loss } = w
   const base = s.length - 9
   for (let j = 0; j < rows.length; j++) {
@@ -382,10 +384,7 @@ export const churnEndpoint: AnalyticsEndpoint<ChurnOptions, RowsExport<ChurnOpti
   overview: true,
   cacheTtlMs: PROCESSING_RESULTS_TTL_MS,
   body,
-  prepare: (c, nowMs) => {
-    windowFacts(c, nowMs)
-    descendingBy(c, c.potentialLoss, 0)
-  },
+  prepare: (c, nowMs) => void windowFacts(c, nowMs),
   export: {
     description: 'every at-risk and churning customer of the population (the `at_risk_customers` columns), highest potential loss first; `limit` and `offset` do not apply',
     row: AtRiskCustomer,

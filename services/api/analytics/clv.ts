@@ -3,7 +3,7 @@ import { CLV_TIER_HIGH_ABOVE, CLV_TIER_MEDIUM_FROM, DEFAULT_CLV_MONTHS } from '.
 import { CommonQuery, limitParam, offsetParam } from './options.ts'
 import { customerFilter, idsFilter, type SqlFilter } from './filters.ts'
 import { customerScope } from './customers.ts'
-import { descendingBy, indexesMarked, once, releaseMarks, pageInOrder, positionsMarked, rowsOf, selection, smallerSide, topRows, type CustomerColumns, type Condition, type Selection } from './customer-columns.ts'
+import { descendingBy, indexesMarked, once, Population, releaseMarks, pageInOrder, positionsMarked, rowsOf, selection, smallerSide, topRows, type CustomerColumns, type Condition, type Selection } from './customer-columns.ts'
 import { tenantWide, tenantWidePage } from './summary.ts'
 import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
 import { analyticsBody, fieldColumns, pct, round2, select, type AnalyticsContext, type AnalyticsEndpoint, type RowsExport } from './endpoint.ts'
@@ -172,9 +172,9 @@ const clvNarrow = once((c: CustomerColumns) => {
   const values = Float64Array.from(order, (i) => c.totalClv[i]!)
   const rank = new Uint32Array(n)
   for (let p = 0; p < n; p++) rank[order[p]!] = p
-  const present = Uint8Array.from(c.totalClv.subarray(0, n), (v) => (v === v ? 1 : 0))
+  const present = new Population(n, (i) => c.totalClv[i] === c.totalClv[i])
   const narrow = { flags, tier, clv, predicted, tiers: c.clvTier.values.length, rank, values, present }
-  return { ...narrow, all: addClvSums(narrow, indexesMarked(present, 1), 1, newClvSums(narrow.tiers)) }
+  return { ...narrow, all: addClvSums(narrow, indexesMarked(present.marks, 1), 1, newClvSums(narrow.tiers)) }
 })
 
 /** total, growing, predicted, retention, then count and sum per tier code. */
@@ -216,17 +216,17 @@ function addClvSums(g: ClvNarrow, rows: Uint32Array, sign: 1 | -1, s: Float64Arr
 function clvFacts(c: CustomerColumns, sel: Selection | null): { overview: OverviewRow[]; tiers: TierRow[] } | null {
   if (!sel) return null
   const g = clvNarrow(c)
-  const { rows, sign } = smallerSide(sel.keep, g.present)
+  const { rows, sign, kept } = smallerSide(sel.keep, g.present)
   const s = addClvSums(g, rows, sign, sign < 0 ? g.all.slice() : newClvSums(g.tiers))
   // The median (quantileExactInclusive) and the sum of the top share, in one walk down the
   // shared CLV order: the sum in descending order, as the SQL's arraySum of a reverse sort.
-  const n = sel.count
+  const n = kept
   const k = Math.ceil(n * TOP_SHARE)
   const h = (n - 1) * 0.5
   const lo = Math.floor(h)
   const [aPos, bPos] = [n - 1 - lo, n - 2 - lo] // descending positions of ascending lo and lo + 1
   const { rank, values } = g
-  const at = positionsMarked(sel, rank)
+  const at = positionsMarked(sel.keep, n, rank)
   let top = 0
   let a = Number.NaN
   let b = Number.NaN

@@ -6,7 +6,7 @@ import { Count, NullableTimestamp } from '../response-schemas.ts'
 import { customerFilter, idsFilter, type SqlFilter } from './filters.ts'
 import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
 import { iso } from '../../../common/time.ts'
-import { maskOf, once, pageInOrder, selectCustomers } from './customer-columns.ts'
+import { countMarked, once, pageInOrder, selectMask } from './customer-columns.ts'
 import { tenantWide, tenantWidePage } from './summary.ts'
 
 /** Shared options that narrow the set of customers (see filters.ts). */
@@ -198,13 +198,14 @@ export const customersEndpoint: AnalyticsEndpoint<CustomersOptions, RowsExport<C
   async body(ctx, q) {
     // From the summary's customer columns when it has them (the count, and the page's ids in id order), filtered or not.
     const now = ctx.now()
-    const selected = once((c) => selectCustomers(c, q, now))
+    // The count and the page's ids in one pass over the marks, before anything else runs.
+    const chosen = once((c) => {
+      const keep = selectMask(c, q, now)
+      return keep && { total: countMarked(keep), ids: pageInOrder(c.byId, keep, q.limit, q.offset).map((i) => c.customerId[i]!) }
+    })
     const [total, customers] = await Promise.all([
-      tenantWide(ctx, q.tenant_id, 'customers.count', false, () => count(ctx, q), (c) => selected(c)?.length ?? null),
-      tenantWidePage(ctx, q.tenant_id, 'customers.page', false, q, (limit, offset, ids) => customerPage(ctx, q, limit, offset, ids), (c, limit, offset) => {
-        const rows = selected(c)
-        return rows && pageInOrder(c.byId, maskOf(c, rows), limit, offset).map((i) => c.customerId[i]!)
-      }),
+      tenantWide(ctx, q.tenant_id, 'customers.count', false, () => count(ctx, q), (c) => chosen(c)?.total ?? null),
+      tenantWidePage(ctx, q.tenant_id, 'customers.page', false, q, (limit, offset, ids) => customerPage(ctx, q, limit, offset, ids), (c) => chosen(c)?.ids ?? null),
     ])
     return {
       success: true,

@@ -5,7 +5,7 @@ import { analyticsBody, bodyTable, round2, select, signedPct, signedPctValue } f
 import { Count, DateOnly, Fraction, Percentage, SignedPercent } from '../response-schemas.ts'
 import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
 import { customerScope, scopeClause } from './customers.ts'
-import { indexesMarked, indexOfCustomer, keptMarks, lowerBound, once, releaseMarks, selectMask, smallerSide, type CustomerColumns } from './customer-columns.ts'
+import { indexesMarked, indexOfCustomer, keptMarks, lowerBound, once, Population, releaseMarks, selectMask, smallerSide, type CustomerColumns } from './customer-columns.ts'
 import { tenantWide } from './summary.ts'
 import { SEGMENTS, type Segment } from '../../../pipelines/features/segments.ts'
 import { churnRate } from '../../../pipelines/features/churn.ts'
@@ -62,7 +62,7 @@ interface PeriodFacts {
   wStart: Uint32Array
   wDay: Uint16Array
   wCents: Float64Array
-  everyone: Uint8Array
+  everyone: Population
   all: Float64Array
 }
 const ACTIVE = 1, RETURNING = 2, NEW = 4, LAPSED = 8, CHURNED = 16, WITH_LEVEL = 32
@@ -131,9 +131,9 @@ function periodFacts(c: CustomerColumns, win: ReturnType<typeof dashboardWindows
     flags[i] = f
   }
   wStart[n] = wDayList.length
-  const everyone = new Uint8Array(n).fill(1)
+  const everyone = new Population(n, () => true)
   const facts: PeriodFacts = { key, flags, orders, cents, prevCents, clv, hasClv, segment: c.segment, wStart, wDay: Uint16Array.from(wDayList), wCents: Float64Array.from(wCentsList), everyone, all: new Float64Array(0) }
-  facts.all = periodSums(facts, indexesMarked(everyone, 1), 1, new Float64Array(SLOTS + SEGMENTS.length + 1 + win.days + 1))
+  facts.all = periodSums(facts, indexesMarked(everyone.marks, 1), 1, new Float64Array(SLOTS + SEGMENTS.length + 1 + win.days + 1))
   byKey.set(key, facts)
   return facts
 }

@@ -4,7 +4,7 @@ import { CommonQuery, boolParam, limitParam, offsetParam } from './options.ts'
 import { rfmExport, rfmPopulation, rfmSelection, type RfmCustomerRow } from './rfm-export.ts'
 import { customerScope } from './customers.ts'
 import { tenantWide } from './summary.ts'
-import { indexesMarked, once, selectMask, smallerSide, type CustomerColumns } from './customer-columns.ts'
+import { indexesMarked, once, Population, selectMask, smallerSide, type CustomerColumns } from './customer-columns.ts'
 import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
 import { analyticsBody, pct, round2, select, signedPct, type AnalyticsContext, type AnalyticsEndpoint, type RowsExport } from './endpoint.ts'
 import { SEGMENT_ACTIONS } from './segment-actions.ts'
@@ -160,7 +160,7 @@ function talliesOf(rows: GroupRow[]): SegmentTallies {
  * sums over every customer, so a request that selects most customers subtracts the few it leaves
  * out instead of adding up the many it keeps (all the sums are of integers: exact either way).
  */
-const rfmGroups = once((c: CustomerColumns): Narrow & { scored: Uint8Array; all: GroupSums } => {
+const rfmGroups = once((c: CustomerColumns): Narrow & { scored: Population; all: GroupSums } => {
   const [P, A, G] = [c.province.values.length, c.ageSegment.values.length, c.generation.values.length]
   const [male, female] = [c.gender.code('M'), c.gender.code('F')]
   const ids = new Map<number, number>()
@@ -191,8 +191,8 @@ const rfmGroups = once((c: CustomerColumns): Narrow & { scored: Uint8Array; all:
     frequency[i] = c.frequency[i]!
   }
   const g: Narrow = { gid: first.length <= 0x10000 ? Uint16Array.from(gid) : gid, first, segClass, recency, frequency, age, has, cents: c.monetaryCents }
-  const scored = Uint8Array.from(c.segment.subarray(0, n), (seg) => (seg === 0 ? 0 : 1))
-  return { ...g, scored, all: sumGroups(g, indexesMarked(scored, 1), 1, newSums(first.length)) }
+  const scored = new Population(n, (i) => c.segment[i] !== 0)
+  return { ...g, scored, all: sumGroups(g, indexesMarked(scored.marks, 1), 1, newSums(first.length)) }
 })
 
 /** The sums kept per `4 · segment + class`: customers, with recency, recency, frequency, cents, with age, age. */

@@ -5,7 +5,7 @@ import { analyticsBody, bodyTable, round2, select, signedPct, signedPctValue } f
 import { Count, Fraction, SignedPercent } from '../response-schemas.ts'
 import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
 import { customerScope } from './customers.ts'
-import { selectCustomers, type CustomerColumns } from './customer-columns.ts'
+import { indexesMarked, Population, selectMask, smallerSide, type CustomerColumns } from './customer-columns.ts'
 import { tenantWide } from './summary.ts'
 import { SEGMENTS, type Segment } from '../../../pipelines/features/segments.ts'
 
@@ -39,23 +39,57 @@ interface SegRow {
 
 const frac = (n: number, d: number) => (d ? Math.round((n / d) * 10_000) / 10_000 : 0)
 
-/** The columnar twin of the per-segment query. */
-function performanceOf(c: CustomerColumns, q: CommonOptions, nowMs: number, retainedFrom: number): SegRow[] | null {
-  const rows = selectCustomers(c, q, nowMs, [{ nonzero: c.segment }])
-  if (!rows) return null
-  const [segs, monetary, orders, lastOrders] = [c.segment, c.monetaryCents, c.orders, c.lastOrderMs]
-  const k = SEGMENTS.length + 1
-  const [size, cents, count, retained] = [new Float64Array(k), new Float64Array(k), new Float64Array(k), new Float64Array(k)]
+/** Per customer, once per columns object and retention start: its segment code, orders and whether it ordered since the start; the sums over every scored customer. */
+interface PerformanceFacts {
+  retainedFrom: number
+  segment: Uint8Array
+  orders: Uint32Array
+  retained: Uint8Array
+  scored: Population
+  all: Float64Array
+}
+const factsOf = new WeakMap<CustomerColumns, PerformanceFacts>()
+function performanceFacts(c: CustomerColumns, retainedFrom: number): PerformanceFacts {
+  const cached = factsOf.get(c)
+  if (cached?.retainedFrom === retainedFrom) return cached
+  const n = c.size
+  const f: PerformanceFacts = {
+    retainedFrom,
+    segment: Uint8Array.from(c.segment.subarray(0, n)),
+    orders: Uint32Array.from(c.orders.subarray(0, n)),
+    retained: Uint8Array.from(c.lastOrderMs.subarray(0, n), (t) => (t >= retainedFrom ? 1 : 0)),
+    scored: new Population(n, (i) => c.segment[i] !== 0),
+    all: new Float64Array(0),
+  }
+  f.all = performanceSums(c, f, indexesMarked(f.scored.marks, 1), 1, new Float64Array(4 * (SEGMENTS.length + 1)))
+  factsOf.set(c, f)
+  return f
+}
+
+/** Adds (sign 1) or subtracts (sign -1) the customers `rows`: per segment code, size, cents, orders, retained (all integers: exact either way). */
+function performanceSums(c: CustomerColumns, f: PerformanceFacts, rows: Uint32Array, sign: 1 | -1, s: Float64Array): Float64Array {
+  const { segment, orders, retained } = f
+  const monetary = c.monetaryCents
   for (let j = 0; j < rows.length; j++) {
     const i = rows[j]!
-    const g = segs[i]! | 0
-    size[g] = size[g]! + 1
-    cents[g] = cents[g]! + monetary[i]!
-    count[g] = count[g]! + orders[i]!
-    if (lastOrders[i]! >= retainedFrom) retained[g] = retained[g]! + 1
+    const o = 4 * segment[i]!
+    s[o] = s[o]! + sign
+    s[o + 1] = s[o + 1]! + sign * monetary[i]!
+    s[o + 2] = s[o + 2]! + sign * orders[i]!
+    s[o + 3] = s[o + 3]! + sign * retained[i]!
   }
+  return s
+}
+
+/** The columnar twin of the per-segment query: the smaller side of the selection, summed. */
+function performanceOf(c: CustomerColumns, q: CommonOptions, nowMs: number, retainedFrom: number): SegRow[] | null {
+  const f = performanceFacts(c, retainedFrom)
+  const keep = selectMask(c, q, nowMs)
+  if (!keep) return null
+  const { rows, sign } = smallerSide(keep, f.scored)
+  const s = performanceSums(c, f, rows, sign, sign < 0 ? f.all.slice() : new Float64Array(f.all.length))
   const out: SegRow[] = []
-  for (let g = 1; g < k; g++) if (size[g]) out.push({ segment: SEGMENTS[g - 1]!, size: size[g]!, revenue: cents[g]! / 100, orders: count[g]!, retained: retained[g]! })
+  for (let g = 1; g <= SEGMENTS.length; g++) if (s[4 * g]) out.push({ segment: SEGMENTS[g - 1]!, size: s[4 * g]!, revenue: s[4 * g + 1]! / 100, orders: s[4 * g + 2]!, retained: s[4 * g + 3]! })
   return out
 }
 
@@ -196,5 +230,6 @@ export const segmentPerformanceEndpoint: AnalyticsEndpoint = {
   overview: true,
   cacheTtlMs: PROCESSING_RESULTS_TTL_MS,
   body: segmentPerformanceBody,
+  prepare: (c, nowMs) => void performanceFacts(c, nowMs - RETENTION_WINDOW_DAYS * DAY),
   export: segmentPerformanceExport,
 }
