@@ -101,7 +101,10 @@ export async function tenantWidePage<T>(
     if (ids !== null) {
       columnarAnswers.inc()
       if (!ids.length) return []
-      return idOf ? cachedRows(cols!, name, ids, idOf, (missing) => rows(missing.length, 0, missing)) : rows(ids.length, 0, ids)
+      if (!idOf) return rows(ids.length, 0, ids)
+      // The summary's own first rows of this list (its default order) are rows of these customers too.
+      const top = s!.lookup(tenantId, name)
+      return cachedRows(cols!, name, ids, idOf, (missing) => rows(missing.length, 0, missing), Array.isArray(top) ? (top as T[]) : [])
     }
   }
   if (!applies || !ctx.summaries || page.offset + page.limit > SUMMARY_TOP_ROWS) return rows(page.limit, page.offset)
@@ -114,16 +117,20 @@ export const PAGE_ROWS_KEPT = 20_000
 const pageRows = new WeakMap<CustomerColumns, Map<string, LRUCache<number, object>>>()
 
 /**
- * The rows of a filtered page's ids, in that order: those read for an earlier page of the same
- * list since the summary's columns were loaded are reused, the others read (one query). The
- * top of an order is on nearly every filtered page, so most pages read nothing; rows are as of
- * their first read, like the columns that chose them (as of the summary), and go with them.
+ * The rows of a filtered page's ids, in that order: those the summary holds (its first rows of
+ * the list in the default order, `seed`) or read for an earlier page of the same list since the
+ * summary's columns were loaded are reused, the others read (one query). The top of an order is
+ * on nearly every filtered page, so most pages read nothing; rows are as of the summary or their
+ * first read, like the columns that chose them, and go with them.
  */
-async function cachedRows<T>(cols: CustomerColumns, name: string, ids: number[], idOf: (row: T) => number, read: (ids: number[]) => Promise<T[]>): Promise<T[]> {
+async function cachedRows<T>(cols: CustomerColumns, name: string, ids: number[], idOf: (row: T) => number, read: (ids: number[]) => Promise<T[]>, seed: readonly T[]): Promise<T[]> {
   let lists = pageRows.get(cols)
   if (!lists) pageRows.set(cols, (lists = new Map()))
   let list = lists.get(name)
-  if (!list) lists.set(name, (list = lruCache<number, object>({ max: PAGE_ROWS_KEPT })))
+  if (!list) {
+    lists.set(name, (list = lruCache<number, object>({ max: PAGE_ROWS_KEPT })))
+    for (const r of seed) list.set(idOf(r), r as object)
+  }
   const kept = list as unknown as LRUCache<number, T & object>
   const missing = ids.filter((id) => !kept.has(id))
   if (missing.length) {
