@@ -286,6 +286,15 @@ export class Population {
   }
 }
 
+/** How many members of `population` are marked in `keep` (same buffer rules as smallerSide). */
+export function countIn(keep: Uint8Array, population: Population): number {
+  const pw = population.words
+  const kw = new Uint32Array(keep.buffer, keep.byteOffset, pw.length)
+  let kept = 0
+  for (let w = 0; w < pw.length; w++) kept += Math.imul(kw[w]! & pw[w]!, 0x01010101) >>> 24
+  return kept
+}
+
 let sideScratch = new Uint32Array(0)
 /**
  * The smaller side of a selection within an endpoint's population, for sums that can be taken
@@ -299,8 +308,7 @@ export function smallerSide(keep: Uint8Array, population: Population): { rows: U
   const pw = population.words
   const W = pw.length
   const kw = new Uint32Array(keep.buffer, keep.byteOffset, W)
-  let kept = 0
-  for (let w = 0; w < W; w++) kept += Math.imul(kw[w]! & pw[w]!, 0x01010101) >>> 24
+  const kept = countIn(keep, population)
   if (sideScratch.length < 4 * W + 4) sideScratch = new Uint32Array(4 * W + 4)
   const out = sideScratch
   const most = kept * 2 > population.size
@@ -382,8 +390,11 @@ export function selectMask(c: CustomerColumns, o: CommonOptions, nowMs: number, 
   if (q.segments?.length) keepCodes(keep, c.segment, SEGMENTS.length + 1, segmentCodes(q.segments), true)
   if (q.exclude_segments?.length) keepCodes(keep, c.segment, SEGMENTS.length + 1, segmentCodes(q.exclude_segments), false)
   // monetary is Decimal(15,2), compared as Float64: cents / 100 is that Float64 exactly.
-  if (q.min_value !== undefined) keepAtLeast(keep, c.monetaryCents, centsAtLeast(q.min_value))
-  if (q.max_value !== undefined) keepAtMost(keep, c.monetaryCents, centsAtMost(q.max_value))
+  if (q.min_value !== undefined || q.max_value !== undefined) {
+    const cents = narrowCents(c)
+    if (q.min_value !== undefined) (cents ? keepAtLeastInt(keep, cents, centsAtLeast(q.min_value)) : keepAtLeast(keep, c.monetaryCents, centsAtLeast(q.min_value)))
+    if (q.max_value !== undefined) (cents ? keepAtMostInt(keep, cents, centsAtMost(q.max_value)) : keepAtMost(keep, c.monetaryCents, centsAtMost(q.max_value)))
+  }
   if (q.customer_ids?.length) keepIds(keep, c, q.customer_ids)
   if (q.email_domain) {
     const domain = q.email_domain.toLowerCase().replace(/^@/, '')
@@ -452,6 +463,38 @@ function keepIds(keep: Uint8Array, c: CustomerColumns, ids: readonly number[]): 
     if (i >= 0 && i < keep.length) listed[i] = 1
   }
   for (let i = 0, n = keep.length; i < n; i++) keep[i]! &= listed[i]!
+}
+function keepAtLeastInt(keep: Uint8Array, col: Int32Array, v: number): void {
+  for (let i = 0, n = keep.length; i < n; i++) keep[i]! &= +(col[i]! >= v)
+}
+function keepAtMostInt(keep: Uint8Array, col: Int32Array, v: number): void {
+  for (let i = 0, n = keep.length; i < n; i++) keep[i]! &= +(col[i]! <= v)
+}
+
+/** What selectMask reads besides the columns themselves, worked out when a summary loads them. */
+export function prepareSelection(c: CustomerColumns): void {
+  narrowCents(c)
+}
+
+const narrowed = new WeakMap<CustomerColumns, Int32Array | null>()
+/**
+ * Net spend in cents as 32-bit integers when every customer's fits (below 21 million in the
+ * currency's units): the value filters then read half the memory. Null (the Float64 column is
+ * read) when one does not.
+ */
+function narrowCents(c: CustomerColumns): Int32Array | null {
+  let v = narrowed.get(c)
+  if (v === undefined) {
+    const out = new Int32Array(c.size)
+    let fits = true
+    for (let i = 0; i < c.size && fits; i++) {
+      const x = c.monetaryCents[i]!
+      fits = Number.isInteger(x) && x >= -0x80000000 && x <= 0x7fffffff
+      out[i] = x
+    }
+    narrowed.set(c, (v = fits ? out : null))
+  }
+  return v
 }
 function keepAtLeast(keep: Uint8Array, col: Float64Array, v: number): void {
   for (let i = 0, n = keep.length; i < n; i++) keep[i]! &= +(col[i]! >= v)

@@ -5,7 +5,7 @@ import { analyticsBody, bodyTable, round2, select, signedPct, signedPctValue } f
 import { Count, DateOnly, Fraction, Percentage, SignedPercent } from '../response-schemas.ts'
 import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
 import { customerScope, scopeClause } from './customers.ts'
-import { indexesMarked, indexOfCustomer, keptMarks, lowerBound, once, Population, releaseMarks, selectMask, smallerSide, type CustomerColumns } from './customer-columns.ts'
+import { countIn, indexesMarked, indexOfCustomer, keptMarks, lowerBound, once, Population, releaseMarks, selectMask, smallerSide, type CustomerColumns } from './customer-columns.ts'
 import { tenantWide } from './summary.ts'
 import { SEGMENTS, type Segment } from '../../../pipelines/features/segments.ts'
 import { churnRate } from '../../../pipelines/features/churn.ts'
@@ -62,7 +62,9 @@ interface PeriodFacts {
   wStart: Uint32Array
   wDay: Uint16Array
   wCents: Float64Array
-  everyone: Population
+  /** The customers with something to add beyond the count, and the others. */
+  active: Population
+  others: Population
   all: Float64Array
 }
 const ACTIVE = 1, RETURNING = 2, NEW = 4, LAPSED = 8, CHURNED = 16, WITH_LEVEL = 32
@@ -131,9 +133,13 @@ function periodFacts(c: CustomerColumns, win: ReturnType<typeof dashboardWindows
     flags[i] = f
   }
   wStart[n] = wDayList.length
-  const everyone = new Population(n, () => true)
-  const facts: PeriodFacts = { key, flags, orders, cents, prevCents, clv, hasClv, segment: c.segment, wStart, wDay: Uint16Array.from(wDayList), wCents: Float64Array.from(wCentsList), everyone, all: new Float64Array(0) }
-  facts.all = periodSums(facts, indexesMarked(everyone.marks, 1), 1, new Float64Array(SLOTS + SEGMENTS.length + 1 + win.days + 1))
+  // A customer with nothing but a place in the count (no order, level, CLV or segment) adds only
+  // to `total`: counted, not walked.
+  const plain = (i: number) => flags[i] === 0 && wStart[i + 1] === wStart[i] && cents[i] === 0 && prevCents[i] === 0 && orders[i] === 0 && hasClv[i] === 0 && c.segment[i] === 0
+  const active = new Population(n, (i) => !plain(i))
+  const others = new Population(n, plain)
+  const facts: PeriodFacts = { key, flags, orders, cents, prevCents, clv, hasClv, segment: c.segment, wStart, wDay: Uint16Array.from(wDayList), wCents: Float64Array.from(wCentsList), active, others, all: new Float64Array(0) }
+  facts.all = periodSums(facts, indexesMarked(active.marks, 1), 1, new Float64Array(SLOTS + SEGMENTS.length + 1 + win.days + 1))
   byKey.set(key, facts)
   return facts
 }
@@ -175,8 +181,9 @@ function periodSums(f: PeriodFacts, rows: Uint32Array, sign: 1 | -1, s: Float64A
 function periodAnswers(c: CustomerColumns, keep: Uint8Array | null, win: ReturnType<typeof dashboardWindows>, now: number): { customers: CustomersRow[]; segments: { segment: string; n: number }[] } | null {
   if (!keep) return null
   const f = periodFacts(c, win, now)
-  const { rows, sign } = smallerSide(keep, f.everyone)
+  const { rows, sign } = smallerSide(keep, f.active)
   const s = periodSums(f, rows, sign, sign < 0 ? f.all.slice() : new Float64Array(f.all.length))
+  s[0] = s[0]! + countIn(keep, f.others)
   const day0 = SLOTS + SEGMENTS.length + 1
   const daily: [number[], number[]] = [[], []]
   for (let d = 0; d <= win.days; d++) {

@@ -4,7 +4,7 @@ import type { Store } from '../../../common/store/clickhouse.ts'
 import type { Logger } from '../../../common/logger.ts'
 import { ResponseCache } from './cache.ts'
 import type { AnalyticsContext } from './endpoint.ts'
-import { loadCustomerColumns, type CustomerColumns } from './customer-columns.ts'
+import { loadCustomerColumns, prepareSelection, type CustomerColumns } from './customer-columns.ts'
 import type { LRUCache } from 'lru-cache'
 import { lruCache } from '../../../common/lru.ts'
 
@@ -257,7 +257,10 @@ export class TenantSummaries implements SummarySource {
         await ep.body(ctx, ep.query.parse({ tenant_id: String(tenantId), ...sq.query }) as never)
       }
       const columns = this.deps.columns === false ? undefined : await loadCustomerColumns(this.deps.store, tenantId)
-      if (columns) for (const ep of this.deps.endpoints) ep.prepare?.(columns, referenceMs)
+      if (columns) {
+        prepareSelection(columns)
+        for (const ep of this.deps.endpoints) ep.prepare?.(columns, referenceMs)
+      }
       if ((this.generations.get(tenantId) ?? 0) !== generation) return // invalidated meanwhile: this result may predate the change
       this.tenants.set(tenantId, { asOf, referenceMs, stamp, values, columns })
       tenantsGauge.set(this.tenants.size)
