@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { centsAtLeast, centsAtMost, countMarked, descendingBy, indexesMarked, keptMarks, lowerBound, maskOf, pageInOrder, Population, positionsMarked, smallerSide, topRows, upperBound, type CustomerColumns } from '../../services/api/analytics/customer-columns.ts'
+import { unescapeTsv, centsAtLeast, centsAtMost, countMarked, descendingBy, indexesMarked, keptMarks, lowerBound, maskOf, pageInOrder, Population, positionsMarked, smallerSide, topRows, upperBound, type CustomerColumns } from '../../services/api/analytics/customer-columns.ts'
 
 /** The in-memory orders and searches of the filtered answers, against sorting (a seeded generator, with ties and nulls). */
 function rng(seed: number) {
@@ -91,5 +91,10 @@ describe('customer columns: orders and searches', () => {
       const at = positionsMarked(keep, countMarked(keep), rank)
       expect([...at]).toEqual([...order].map((i) => keep[i]))
     }
+  })
+
+  it("a TabSeparated field's text: ClickHouse's escapes undone, plain text untouched", () => {
+    expect(unescapeTsv('ana@shop.test')).toBe('ana@shop.test')
+    expect(unescapeTsv('a\\\\b\\tc\\nd\\\'e@x.test')).toBe("a\\b\tc\nd'e@x.test")
   })
 })

@@ -3,7 +3,7 @@ import { CHURN_DEFINITIONS, CHURN_RISKS, CHURN_THRESHOLDS, churnRate } from '../
 import { CommonQuery, boolParam, limitParam, offsetParam } from './options.ts'
 import { customerFilter, idsFilter, type SqlFilter } from './filters.ts'
 import { customerScope } from './customers.ts'
-import { descendingBy, indexesMarked, lowerBound, once, Population, releaseMarks, selection, smallerSide, upperBound, type CustomerColumns, type Condition, type Selection } from './customer-columns.ts'
+import { descendingBy, emailOf, indexesMarked, indexOfCustomer, isoDay, lowerBound, once, orNull, Population, releaseMarks, selection, smallerSide, upperBound, type CustomerColumns, type Condition, type Selection } from './customer-columns.ts'
 import { tenantWide, tenantWidePage } from './summary.ts'
 import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
 import { analyticsBody, fieldColumns, pct, round2, select, signedPct, type AnalyticsContext, type AnalyticsEndpoint, type RowsExport } from './endpoint.ts'
@@ -230,6 +230,29 @@ function churnFacts(c: CustomerColumns, sel: Selection | null, nowMs: number): {
   }
 }
 
+/** The columnar twin of atRiskRows for a page's ids: the same rows from the summary's customer columns. */
+function atRiskRowsOf(c: CustomerColumns, ids: number[]): AtRiskRow[] {
+  return ids.flatMap((id) => {
+    const i = indexOfCustomer(c, id)
+    if (i < 0) return []
+    const last = c.lastOrderMs[i]!
+    const expected = c.expectedOrderDay[i]!
+    return [{
+      customer_id: id,
+      email: emailOf(c, i),
+      last_order_date: last === last ? isoDay(last) : null,
+      days_since_last_order: orNull(c.recencyDays[i]!),
+      order_frequency_days: orNull(c.orderFrequencyDays[i]!),
+      expected_order_date: expected === expected ? isoDay(expected * DAY_MS) : null,
+      days_overdue: orNull(c.daysOverdue[i]!),
+      churn_probability: orNull(c.churnProbability[i]!),
+      churn_risk: c.churnRisk.get(i)!,
+      recommended_action: c.recommendedAction.get(i),
+      potential_loss: round2(c.potentialLoss[i]! === c.potentialLoss[i]! ? c.potentialLoss[i]! : 0),
+    }]
+  })
+}
+
 interface LevelRow { risk: string; customers: string; probability: number; loss: number }
 
 async function atRiskRows(ctx: AnalyticsContext, q: ChurnOptions, limit: number, offset: number, ids?: number[]): Promise<AtRiskRow[]> {
@@ -297,7 +320,7 @@ async function body(ctx: AnalyticsContext, q: ChurnOptions) {
       },
     ), (c) => facts(c)?.window ?? null),
     // The first pages of the at-risk list (highest potential loss first) come from the summary.
-    tenantWidePage(ctx, q.tenant_id, 'churn.at_risk', whole, q, (limit, offset, ids) => atRiskRows(ctx, q, limit, offset, ids), (c, limit, offset) => atRiskPageIds(c, nowMs, selected(c), limit, offset), (r) => r.customer_id),
+    tenantWidePage(ctx, q.tenant_id, 'churn.at_risk', whole, q, (limit, offset, ids) => atRiskRows(ctx, q, limit, offset, ids), (c, limit, offset) => atRiskPageIds(c, nowMs, selected(c), limit, offset), atRiskRowsOf),
   ])
   for (const s of held) releaseMarks(s.keep) // every sub-query is done
 

@@ -3,7 +3,7 @@ import { CLV_TIER_HIGH_ABOVE, CLV_TIER_MEDIUM_FROM, DEFAULT_CLV_MONTHS } from '.
 import { CommonQuery, limitParam, offsetParam } from './options.ts'
 import { customerFilter, idsFilter, type SqlFilter } from './filters.ts'
 import { customerScope } from './customers.ts'
-import { descendingBy, indexesMarked, once, Population, releaseMarks, pageInOrder, positionsMarked, rowsOf, selection, smallerSide, topRows, type CustomerColumns, type Condition, type Selection } from './customer-columns.ts'
+import { descendingBy, emailOf, indexesMarked, indexOfCustomer, isoDay, once, orNull, Population, releaseMarks, pageInOrder, positionsMarked, rowsOf, selection, smallerSide, topRows, type CustomerColumns, type Condition, type Selection } from './customer-columns.ts'
 import { tenantWide, tenantWidePage } from './summary.ts'
 import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
 import { analyticsBody, fieldColumns, pct, round2, select, type AnalyticsContext, type AnalyticsEndpoint, type RowsExport } from './endpoint.ts'
@@ -139,6 +139,31 @@ async function customerRows(ctx: AnalyticsContext, q: ClvOptions, limit: number,
       clv_tier: r.clv_tier,
       growth_rate: historical > 0 && r.predicted_value !== null ? Math.round((predicted / historical - 1) * 10_000) / 10_000 : null,
     }
+  })
+}
+
+/** The columnar twin of customerRows for a page's ids: the same rows from the summary's customer columns. */
+function clvRowsOf(c: CustomerColumns, ids: number[], nowMs: number): ClvCustomerRow[] {
+  return ids.flatMap((id) => {
+    const i = indexOfCustomer(c, id)
+    if (i < 0) return []
+    const historical = c.historicalCents[i]! / 100
+    const p = c.predictedValue[i]!
+    const predicted = p === p ? p : 0
+    const firstMs = orNull(c.firstOrderMs[i]!)
+    return [{
+      customer_id: id,
+      email: emailOf(c, i),
+      historical_value: round2(historical),
+      predicted_value: round2(predicted),
+      total_clv: round2(c.totalClv[i]!),
+      total_orders: c.orders[i]!,
+      avg_order_value: round2(c.avgOrderValue[i]!),
+      customer_since: firstMs === null ? null : isoDay(firstMs),
+      days_as_customer: firstMs === null ? null : Math.max(0, Math.floor((nowMs - firstMs) / DAY_MS)),
+      clv_tier: c.clvTier.get(i),
+      growth_rate: historical > 0 && p === p ? Math.round((predicted / historical - 1) * 10_000) / 10_000 : null,
+    }]
   })
 }
 
@@ -298,7 +323,7 @@ async function body(ctx: AnalyticsContext, q: ClvOptions) {
       f.params,
     ), (c) => facts(c)?.tiers ?? null),
     // The first pages in the default order (CLV, highest first) come from the summary.
-    tenantWidePage(ctx, q.tenant_id, 'clv.top', whole && q.sort_by === 'clv' && q.sort_order === 'desc', q, (limit, offset, ids) => customerRows(ctx, q, limit, offset, ids), (c, limit, offset) => clvPageIds(c, q, selected(c), limit, offset), (r) => r.customer_id),
+    tenantWidePage(ctx, q.tenant_id, 'clv.top', whole && q.sort_by === 'clv' && q.sort_order === 'desc', q, (limit, offset, ids) => customerRows(ctx, q, limit, offset, ids), (c, limit, offset) => clvPageIds(c, q, selected(c), limit, offset), (c, ids) => clvRowsOf(c, ids, nowMs)),
   ])
   for (const s of held) releaseMarks(s.keep) // every sub-query is done
   const o = overviewRows[0]!

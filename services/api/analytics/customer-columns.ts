@@ -22,6 +22,9 @@ export interface CustomerColumns extends Record<Exclude<NumberName, 'segment'>, 
   orderCents: Float64Array
   /** Indexes in ascending customer id (for indexOfCustomer). */
   byId: Uint32Array
+  /** Every customer's e-mail, one after the other in one string (one object for the collector): customer i's is emailText[emailStart[i], emailStart[i + 1]). */
+  emailText: string
+  emailStart: Uint32Array
 }
 
 /** A string column as codes into its distinct values (`values[code]`); code 0 is null. */
@@ -55,6 +58,7 @@ const DICTS = {
   churnRisk: 'f.churn_risk',
   // The part after the last '@' of lower(email) (what the email_domain filter matches), null without an '@'.
   emailDomain: "if(position(lower(f.email), '@') > 0, arrayElement(splitByChar('@', lower(f.email)), -1), NULL)",
+  recommendedAction: 'f.recommended_action',
 } as const
 type DictName = keyof typeof DICTS
 
@@ -76,6 +80,13 @@ const NUMBERS = {
   historicalCents: 'toInt64(f.historical_value * 100)',
   churnProbability: 'f.churn_probability',
   potentialLoss: 'f.potential_loss',
+  // What a row of the filtered lists shows besides the above (their pages are built from the columns).
+  orderFrequencyDays: 'f.order_frequency_days',
+  /** Days since 1970-01-01. */
+  expectedOrderDay: "dateDiff('day', toDate('1970-01-01'), f.expected_order_date)",
+  daysOverdue: 'f.days_overdue',
+  avgOrderValue: 'f.avg_order_value',
+  firstOrderMs: 'toUnixTimestamp64Milli(f.first_order_at)',
 } as const
 type NumberName = keyof typeof NUMBERS
 
@@ -109,7 +120,7 @@ export async function loadCustomerColumns(store: Store, tenantId: number): Promi
   const rs = await store.query({
     query: `SELECT ${numberNames.map((n) => `ifNull(toFloat64(${NUMBERS[n]}), nan)`).join(', ')},
                    ${dictNames.map((d) => `if(${DICTS[d]} IS NULL, 0, indexOf({d_${d}:Array(String)}, assumeNotNull(${DICTS[d]})))`).join(', ')},
-                   f.order_times, f.order_cents
+                   f.email, f.order_times, f.order_cents
             FROM ${FROM}`,
     query_params: params,
     format: 'TabSeparated',
@@ -120,6 +131,9 @@ export async function loadCustomerColumns(store: Store, tenantId: number): Promi
   let orderCents = new Float64Array(orderTimes.length)
   let o = 0
   let i = 0
+  const emails: string[] = []
+  const emailStart = new Uint32Array(cap + 1)
+  let emailLength = 0
   for await (const batch of rs.stream()) {
     for (const row of batch as unknown as { text: string }[]) {
       if (i >= cap) break
@@ -130,6 +144,12 @@ export async function loadCustomerColumns(store: Store, tenantId: number): Promi
         cols[col]![i] = Number(line.slice(start, end)) // 'nan' → NaN
         start = end + 1
       }
+      const emailEnd = line.indexOf('\t', start)
+      const email = unescapeTsv(line.slice(start, emailEnd))
+      emails.push(email)
+      emailStart[i] = emailLength
+      emailLength += email.length
+      start = emailEnd + 1
       // Two arrays of integers of the same length: '[t1,t2,…]\t[c1,c2,…]'.
       const split = line.indexOf('\t', start)
       const count = countItems(line, start, split)
@@ -149,7 +169,22 @@ export async function loadCustomerColumns(store: Store, tenantId: number): Promi
   let sorted = true
   for (let k = 1; k < i && sorted; k++) sorted = ids[k - 1]! < ids[k]!
   if (!sorted) byId.sort((a, b) => ids[a]! - ids[b]!)
-  return { size: i, ...numbers, segment: Uint32Array.from(numbers.segment), ...dicts, orderStart, orderTimes, orderCents, byId }
+  emailStart[i] = emailLength
+  return { size: i, ...numbers, segment: Uint32Array.from(numbers.segment), ...dicts, orderStart, orderTimes, orderCents, byId, emailText: emails.join(''), emailStart }
+}
+
+/** A number column's value, null for NaN (how the columns hold null). */
+export const orNull = (v: number): number | null => (v === v ? v : null)
+/** The UTC day of an instant as YYYY-MM-DD (ClickHouse's toString(toDate(…))). */
+export const isoDay = (ms: number): string => new Date(ms).toISOString().slice(0, 10)
+
+/** Customer i's e-mail. */
+export const emailOf = (c: CustomerColumns, i: number): string => c.emailText.slice(c.emailStart[i], c.emailStart[i + 1])
+
+const TSV_ESCAPES: Record<string, string> = { b: '\b', f: '\f', r: '\r', n: '\n', t: '\t', '0': '\0', "'": "'", '\\': '\\' }
+/** A TabSeparated field's text (ClickHouse escapes the backslash and control characters). */
+export function unescapeTsv(s: string): string {
+  return s.includes('\\') ? s.replace(/\\(.)/g, (_, ch: string) => TSV_ESCAPES[ch] ?? ch) : s
 }
 
 /** The index of a customer in the columns, or -1. */

@@ -5,8 +5,6 @@ import type { Logger } from '../../../common/logger.ts'
 import { ResponseCache } from './cache.ts'
 import type { AnalyticsContext } from './endpoint.ts'
 import { loadCustomerColumns, prepareSelection, type CustomerColumns } from './customer-columns.ts'
-import type { LRUCache } from 'lru-cache'
-import { lruCache } from '../../../common/lru.ts'
 
 /**
  * Tenant summaries: the tenant-wide aggregates of the analytics endpoints, computed ahead of the
@@ -92,7 +90,7 @@ export async function tenantWidePage<T>(
   page: { limit: number; offset: number },
   rows: (limit: number, offset: number, ids?: number[]) => Promise<T[]>,
   pageIds?: (columns: CustomerColumns, limit: number, offset: number) => number[] | null,
-  idOf?: (row: T) => number,
+  pageRows?: (columns: CustomerColumns, ids: number[]) => T[],
 ): Promise<T[]> {
   if (!applies) {
     const s = ctx.summaries
@@ -101,48 +99,14 @@ export async function tenantWidePage<T>(
     if (ids !== null) {
       columnarAnswers.inc()
       if (!ids.length) return []
-      if (!idOf) return rows(ids.length, 0, ids)
-      // The summary's own first rows of this list (its default order) are rows of these customers too.
-      const top = s!.lookup(tenantId, name)
-      return cachedRows(cols!, name, ids, idOf, (missing) => rows(missing.length, 0, missing), Array.isArray(top) ? (top as T[]) : [])
+      // The page's rows from the columns too when the list has them (as of the summary, like the
+      // ids that chose them), else read by id.
+      return pageRows ? pageRows(cols!, ids) : rows(ids.length, 0, ids)
     }
   }
   if (!applies || !ctx.summaries || page.offset + page.limit > SUMMARY_TOP_ROWS) return rows(page.limit, page.offset)
   const top = await tenantWide(ctx, tenantId, name, true, () => rows(SUMMARY_TOP_ROWS, 0))
   return top.slice(page.offset, page.offset + page.limit)
-}
-
-/** Rows kept per list and summary columns (the customers most filtered pages show: the top of an order). */
-export const PAGE_ROWS_KEPT = 20_000
-const pageRows = new WeakMap<CustomerColumns, Map<string, LRUCache<number, object>>>()
-
-/**
- * The rows of a filtered page's ids, in that order: those the summary holds (its first rows of
- * the list in the default order, `seed`) or read for an earlier page of the same list since the
- * summary's columns were loaded are reused, the others read (one query). The top of an order is
- * on nearly every filtered page, so most pages read nothing; rows are as of the summary or their
- * first read, like the columns that chose them, and go with them.
- */
-async function cachedRows<T>(cols: CustomerColumns, name: string, ids: number[], idOf: (row: T) => number, read: (ids: number[]) => Promise<T[]>, seed: readonly T[]): Promise<T[]> {
-  let lists = pageRows.get(cols)
-  if (!lists) pageRows.set(cols, (lists = new Map()))
-  let list = lists.get(name)
-  if (!list) {
-    lists.set(name, (list = lruCache<number, object>({ max: PAGE_ROWS_KEPT })))
-    for (const r of seed) list.set(idOf(r), r as object)
-  }
-  const kept = list as unknown as LRUCache<number, T & object>
-  const missing = ids.filter((id) => !kept.has(id))
-  if (missing.length) {
-    for (const r of await read(missing)) kept.set(idOf(r), r as T & object)
-    pageRowReads.inc(missing.length)
-  }
-  pageRowHits.inc(ids.length - missing.length)
-  // A row gone meanwhile (deleted after the summary) is left out, as the query would.
-  return ids.flatMap((id) => {
-    const r = kept.get(id)
-    return r === undefined ? [] : [r]
-  })
 }
 
 /** The requests whose tenant-wide parts a refresh records: an endpoint path and its extra query. */
@@ -176,8 +140,6 @@ const refreshes = new client.Counter({ name: 'cdp_analytics_summary_refreshes_to
 const refreshSeconds = new client.Histogram({ name: 'cdp_analytics_summary_refresh_seconds', help: 'Duration of a tenant summary refresh', buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registers: [registry] })
 const tenantsGauge = new client.Gauge({ name: 'cdp_analytics_summary_tenants', help: 'Tenants with a usable analytics summary', registers: [registry] })
 const columnarAnswers = new client.Counter({ name: 'cdp_analytics_columnar_answers_total', help: 'Filtered sub-queries answered from the customer columns of a tenant summary instead of ClickHouse', registers: [registry] })
-const pageRowHits = new client.Counter({ name: 'cdp_analytics_page_rows_reused_total', help: 'Rows of filtered list pages reused from earlier pages of the same summary', registers: [registry] })
-const pageRowReads = new client.Counter({ name: 'cdp_analytics_page_rows_read_total', help: 'Rows of filtered list pages read from ClickHouse', registers: [registry] })
 const columnCustomers = new client.Gauge({ name: 'cdp_analytics_summary_column_customers', help: 'Customers held in the customer columns of the tenant summaries', registers: [registry] })
 
 interface TenantSummary {
