@@ -87,12 +87,13 @@ async function load(base: string, token: string, t: Target, requests: number, co
 
 async function startApi(dataDir: string, token: string): Promise<{ child: ChildProcess; base: string }> {
   const port = 20000 + Math.floor(Math.random() * 20000)
-  const env: NodeJS.ProcessEnv = { ...process.env, CDP_DATA_DIR: dataDir, CDP_ROLES: 'api', CDP_API_PORT: String(port), CDP_ADMIN_TOKEN: token, LOG_LEVEL: 'warn', NODE_ENV: 'development',
+  const env: NodeJS.ProcessEnv = { ...process.env, CDP_DATA_DIR: dataDir, CDP_ROLES: 'api', CDP_API_PORT: String(port), CDP_ADMIN_TOKEN: token, LOG_LEVEL: process.env.BENCH_API_LOG ?? 'warn', NODE_ENV: 'development',
     // Latency, not the limiter, is measured: lift the per-key and per-IP limits for the load.
     CDP_RATE_LIMIT_ANALYTICS_PER_MINUTE: '1000000', CDP_RATE_LIMIT_DEMOGRAPHICS_PER_15MIN: '1000000',
     // Every answer computed, none replayed from the response cache.
     CDP_ANALYTICS_CACHE_ENTRIES: '0' }
-  const child = spawn(process.execPath, [path.join(ROOT, 'bin/cdp.mjs'), 'start'], { env, stdio: ['ignore', 'ignore', 'inherit'] })
+  const child = spawn(process.execPath, [path.join(ROOT, 'bin/cdp.mjs'), 'start'], { env, stdio: ['ignore', process.env.BENCH_API_LOG ? 'inherit' : 'ignore', 'inherit'] })
+  child.on('exit', (code, signal) => progress(`the API exited (${signal ?? code})`))
   const base = `http://127.0.0.1:${port}`
   const deadline = Date.now() + 120_000
   for (;;) {
@@ -111,7 +112,12 @@ async function startApi(dataDir: string, token: string): Promise<{ child: ChildP
 async function waitForSummary(base: string): Promise<number> {
   const start = performance.now()
   for (;;) {
-    const text = await (await fetch(`${base}/metrics`)).text()
+    let text = ''
+    try {
+      text = await (await fetch(`${base}/metrics`)).text()
+    } catch (err) {
+      progress(`metrics not read (${(err as Error & { cause?: Error }).cause?.message ?? err}); retrying`)
+    }
     if (/^cdp_analytics_summary_tenants [1-9]/m.test(text)) return Math.round(performance.now() - start)
     if (performance.now() - start > 300_000) throw new Error('no tenant summary within 300 s')
     await new Promise((r) => setTimeout(r, 500))

@@ -127,7 +127,7 @@ export interface AnalyticsEndpoint<Q extends CommonOptions = CommonOptions, X ex
    * Works out, when a tenant summary's customer columns are loaded, what this endpoint's filtered
    * answers read from them (per-customer facts, orders), so no request waits for it.
    */
-  prepare?(columns: CustomerColumns, nowMs: number): void
+  prepare?(columns: CustomerColumns, nowMs: number): void | Promise<void>
   /** The file `format=…` downloads instead of the body (the spec lists `format` on every analytics endpoint). */
   export: X
 }

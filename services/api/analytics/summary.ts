@@ -119,7 +119,7 @@ export interface SummaryDeps {
   store: Store
   logger: Logger
   /** The analytics endpoints (path, query schema, body). */
-  endpoints: ReadonlyArray<{ path: string; query: { parse(v: unknown): unknown }; body(ctx: AnalyticsContext, q: never): Promise<unknown>; prepare?(columns: CustomerColumns, nowMs: number): void }>
+  endpoints: ReadonlyArray<{ path: string; query: { parse(v: unknown): unknown }; body(ctx: AnalyticsContext, q: never): Promise<unknown>; prepare?(columns: CustomerColumns, nowMs: number): void | Promise<void> }>
   queries: readonly SummaryQuery[]
   now?: () => number
   intervalMs: number
@@ -151,6 +151,9 @@ interface TenantSummary {
   values: Map<string, unknown>
   columns?: CustomerColumns
 }
+
+const yieldToRequests = () => new Promise<void>((resolve) => setImmediate(resolve))
+let longestStep = 0
 
 export class TenantSummaries implements SummarySource {
   private readonly tenants = new Map<number, TenantSummary>()
@@ -220,8 +223,14 @@ export class TenantSummaries implements SummarySource {
       }
       const columns = this.deps.columns === false ? undefined : await loadCustomerColumns(this.deps.store, tenantId)
       if (columns) {
-        prepareSelection(columns)
-        for (const ep of this.deps.endpoints) ep.prepare?.(columns, referenceMs)
+        // Each step in its own turn of the event loop: requests are answered in between.
+        const steps = [() => prepareSelection(columns), ...this.deps.endpoints.flatMap((ep) => (ep.prepare ? [() => ep.prepare!(columns, referenceMs)] : []))]
+        for (const step of steps) {
+          await yieldToRequests()
+          const t = performance.now()
+          await step()
+          longestStep = Math.max(longestStep, performance.now() - t)
+        }
       }
       if ((this.generations.get(tenantId) ?? 0) !== generation) return // invalidated meanwhile: this result may predate the change
       this.tenants.set(tenantId, { asOf, referenceMs, stamp, values, columns })
@@ -229,7 +238,7 @@ export class TenantSummaries implements SummarySource {
       this.countColumns()
       refreshes.inc({ outcome: 'ok' })
       refreshSeconds.observe((performance.now() - started) / 1000)
-      this.deps.logger.debug({ tenantId, ms: Math.round(performance.now() - started), parts: values.size }, 'analytics summary refreshed')
+      this.deps.logger.debug({ tenantId, ms: Math.round(performance.now() - started), parts: values.size, longestPrepareMs: Math.round(longestStep) }, 'analytics summary refreshed')
     } catch (err) {
       refreshes.inc({ outcome: 'error' })
       throw err
