@@ -120,6 +120,11 @@ describe('tenant summaries', () => {
     ['/api/v2/cdp/analytics/rfm', { registration_source: 'nowhere' }],
     ['/api/cdp/v2/customers', { offset: '120', limit: '50' }],
     ['/api/v2/cdp/analytics/cohorts', { end_date: '2025-05-17' }],
+    // Windows over every customer: the whole history's matrix less the orders at or after the end.
+    ['/api/v2/cdp/analytics/cohorts', { start_date: '2023-01-01', end_date: '2025-06-10' }],
+    ['/api/v2/cdp/analytics/cohorts', { period: 'weekly', start_date: '2024-09-02', end_date: '2025-04-30' }],
+    ['/api/v2/cdp/analytics/cohorts', { period: 'daily', start_date: '2025-02-01', end_date: '2025-06-15' }],
+    ['/api/v2/cdp/analytics/cohorts', { start_date: '2020-01-01', end_date: '2020-12-31' }],
     ['/api/v2/cdp/analytics/cohorts', { period: 'weekly', start_date: '2024-11-01', end_date: '2025-06-20', min_value: '90' }],
     ['/api/v2/cdp/analytics/cohorts', { period: 'daily', start_date: '2025-03-01', end_date: '2025-06-30', exclude_segments: 'Champions' }],
     ['/api/v2/cdp/analytics/cohorts', { start_date: '2023-07-01', end_date: '2025-06-30', registration_source: 'web' }],
