@@ -5,7 +5,7 @@ import { analyticsBody, bodyTable, round2, select, signedPct, signedPctValue } f
 import { Count, DateOnly, Percentage, SignedPercent } from '../response-schemas.ts'
 import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
 import { customerScope } from './customers.ts'
-import { lowerBound, once, selectCustomers, type CustomerColumns } from './customer-columns.ts'
+import { lowerBound, selectCustomers, type CustomerColumns } from './customer-columns.ts'
 import { tenantWide } from './summary.ts'
 
 export const COHORT_PERIODS = ['daily', 'weekly', 'monthly'] as const
@@ -203,130 +203,6 @@ function minOrderTime(c: CustomerColumns): number {
   return m
 }
 
-/**
- * The whole history's cohort matrix over every customer, for one grain, computed once per
- * columns object: per cohort (the period of a customer's first counting order) and offset k,
- * the customers who ordered in it and its cents. A window without a customer filter is this
- * matrix less the orders placed at or after the window's end, which only the customers whose
- * last order is that late have (`byLast`, walked from the latest): a few percent of the orders
- * for a window ending weeks ago, where the scan reads all ten million.
- */
-interface FullMatrix {
-  pMin: number
-  span: number
-  customers: Float64Array
-  cents: Float64Array
-  periodOfDay: Int32Array
-  lowDay: number
-}
-/** Cells of a full matrix at most (a daily grain over a long history falls back to the scan). */
-const FULL_MATRIX_CELLS = 2_000_000
-
-const histories = once((c: CustomerColumns) => {
-  // The customers with an order, by last order, latest first.
-  const withOrders: number[] = []
-  for (let i = 0; i < c.size; i++) if (c.orderStart[i + 1]! > c.orderStart[i]!) withOrders.push(i)
-  const last = (i: number) => c.orderTimes[c.orderStart[i + 1]! - 1]!
-  return Uint32Array.from(withOrders).sort((a, b) => last(b) - last(a))
-})
-
-const fullMatrices = new WeakMap<CustomerColumns, Map<CohortPeriod, FullMatrix | null>>()
-function fullMatrix(c: CustomerColumns, period: CohortPeriod): FullMatrix | null {
-  let byPeriod = fullMatrices.get(c)
-  if (!byPeriod) fullMatrices.set(c, (byPeriod = new Map()))
-  if (byPeriod.has(period)) return byPeriod.get(period)!
-  const { orderStart: starts, orderTimes: times, orderCents: allCents } = c
-  let m: FullMatrix | null = null
-  if (times.length) {
-    let [minT, maxT] = [Infinity, -Infinity]
-    for (let i = 0; i < c.size; i++) {
-      if (starts[i + 1]! === starts[i]!) continue
-      minT = Math.min(minT, times[starts[i]!]!)
-      maxT = Math.max(maxT, times[starts[i + 1]! - 1]!)
-    }
-    if (minT <= maxT) {
-      const idx = periodIndex(period)
-      const lowDay = Math.floor(minT / DAY)
-      const periodOfDay = Int32Array.from({ length: Math.floor(maxT / DAY) - lowDay + 1 }, (_, d) => idx.of(lowDay + d))
-      const pMin = periodOfDay[0]!
-      const span = periodOfDay[periodOfDay.length - 1]! - pMin + 1
-      if (span * span <= FULL_MATRIX_CELLS) {
-        const customers = new Float64Array(span * span)
-        const cents = new Float64Array(span * span)
-        for (let i = 0; i < c.size; i++) {
-          const [s, e] = [starts[i]!, starts[i + 1]!]
-          if (s === e) continue
-          const p0 = periodOfDay[Math.floor(times[s]! / DAY) - lowDay]!
-          const row = (p0 - pMin) * span
-          let prevK = -1
-          for (let o = s; o < e; o++) {
-            const k = periodOfDay[Math.floor(times[o]! / DAY) - lowDay]! - p0
-            if (k !== prevK) customers[row + k] = customers[row + k]! + 1
-            prevK = k
-            cents[row + k] = cents[row + k]! + allCents[o]!
-          }
-        }
-        m = { pMin, span, customers, cents, periodOfDay, lowDay }
-      }
-    }
-  }
-  byPeriod.set(period, m)
-  return m
-}
-
-/** The cohort rows of a window over every customer: the full matrix less the orders at or after its end. Null when the grain has no full matrix. */
-function windowOfEveryone(c: CustomerColumns, period: CohortPeriod, first: number, last: number, endExclusive: number) {
-  const m = fullMatrix(c, period)
-  if (!m) return null
-  const { orderStart: starts, orderTimes: times, orderCents: allCents } = c
-  const idx = periodIndex(period)
-  const { pMin, span: fullSpan, periodOfDay, lowDay } = m
-  const periodOf = (t: number) => periodOfDay[Math.floor(t / DAY) - lowDay]!
-  const [pFirst, pLast] = [idx.of(Math.floor(first / DAY)), idx.of(Math.floor(last / DAY))]
-  const pEnd = idx.of(Math.floor(endExclusive / DAY))
-  const cohorts = pLast - pFirst + 1
-  const span = pEnd - pFirst + 1
-  // The window's part of the full matrix (cohorts pFirst..pLast, offsets 0..span-1), then less what lies at or after the end.
-  const customers = new Float64Array(cohorts * span)
-  const cents = new Float64Array(cohorts * span)
-  for (let ci = 0; ci < cohorts; ci++) {
-    const fr = pFirst + ci - pMin
-    if (fr < 0 || fr >= fullSpan) continue
-    for (let k = 0; k < span && k < fullSpan; k++) {
-      customers[ci * span + k] = m.customers[fr * fullSpan + k]!
-      cents[ci * span + k] = m.cents[fr * fullSpan + k]!
-    }
-  }
-  const byLast = histories(c)
-  for (let j = 0; j < byLast.length; j++) {
-    const i = byLast[j]!
-    const [s, e] = [starts[i]!, starts[i + 1]!]
-    if (times[e - 1]! < endExclusive) break // every later customer's orders all lie before the end
-    const p0 = periodOf(times[s]!)
-    if (p0 < pFirst || p0 > pLast) continue
-    const row = (p0 - pFirst) * span
-    const cut = lowerBound(times, s, e, endExclusive)
-    // The one offset that may keep a customer although orders of it go: that of the last order kept.
-    const keptK = cut > s ? periodOf(times[cut - 1]!) - p0 : -1
-    let prevK = -1
-    for (let o = cut; o < e; o++) {
-      const k = periodOf(times[o]!) - p0
-      if (k >= span) break // beyond the window's offsets: not in its part of the matrix
-      if (k !== prevK && k !== keptK) customers[row + k] = customers[row + k]! - 1
-      prevK = k
-      cents[row + k] = cents[row + k]! - allCents[o]!
-    }
-  }
-  const out: { cohort: string; k: number; customers: number; revenue: number }[] = []
-  for (let ci = 0; ci < cohorts; ci++) {
-    for (let k = 0; k < span; k++) {
-      const n = customers[ci * span + k]!
-      if (n) out.push({ cohort: ymd(idx.start(pFirst + ci)), k, customers: n, revenue: cents[ci * span + k]! / 100 })
-    }
-  }
-  return out
-}
-
 export async function cohortsBody(ctx: AnalyticsContext, q: CohortsOptions) {
   const now = ctx.now()
   const w = cohortWindow(q, now)
@@ -364,10 +240,6 @@ export async function cohortsBody(ctx: AnalyticsContext, q: CohortsOptions) {
      ORDER BY c0, k`,
     { ...scope.params, end_ms: endExclusive, first: ymd(first), last: ymd(last) },
   ), (c) => {
-    if (!scope.filtered && !q.as_of) {
-      const rows = windowOfEveryone(c, q.period, first, last, endExclusive)
-      if (rows) return rows
-    }
     const selected = selectCustomers(c, { ...q, period: undefined }, now, [], ['period', 'date_from', 'date_to'])
     return selected && cohortRowsOf(c, selected, q.period, first, last, endExclusive)
   })
@@ -488,6 +360,5 @@ export const cohortsEndpoint: AnalyticsEndpoint = {
   overview: true,
   cacheTtlMs: PROCESSING_RESULTS_TTL_MS,
   body: (ctx, q) => cohortsBody(ctx, q as unknown as CohortsOptions),
-  prepare: (c) => void fullMatrix(c, 'monthly'),
   export: cohortsExport,
 }
