@@ -85,9 +85,16 @@ async function load(base: string, token: string, t: Target, requests: number, co
   return { p50: Math.round(percentile(latencies, 50)), p99: Math.round(percentile(latencies, 99)), statuses: Object.fromEntries(statuses) }
 }
 
+/** `BENCH_API_LOG=info|debug|…` shows the API's own log at that level (any other value: info); unset, warnings only, not shown. */
+function apiLogLevel(): string {
+  const v = process.env.BENCH_API_LOG
+  if (!v) return 'warn'
+  return ['fatal', 'error', 'warn', 'info', 'debug', 'trace'].includes(v) ? v : 'info'
+}
+
 async function startApi(dataDir: string, token: string): Promise<{ child: ChildProcess; base: string }> {
   const port = 20000 + Math.floor(Math.random() * 20000)
-  const env: NodeJS.ProcessEnv = { ...process.env, CDP_DATA_DIR: dataDir, CDP_ROLES: 'api', CDP_API_PORT: String(port), CDP_ADMIN_TOKEN: token, LOG_LEVEL: process.env.BENCH_API_LOG ?? 'warn', NODE_ENV: 'development',
+  const env: NodeJS.ProcessEnv = { ...process.env, CDP_DATA_DIR: dataDir, CDP_ROLES: 'api', CDP_API_PORT: String(port), CDP_ADMIN_TOKEN: token, LOG_LEVEL: apiLogLevel(), NODE_ENV: 'development',
     // Latency, not the limiter, is measured: lift the per-key and per-IP limits for the load.
     CDP_RATE_LIMIT_ANALYTICS_PER_MINUTE: '1000000', CDP_RATE_LIMIT_DEMOGRAPHICS_PER_15MIN: '1000000',
     // Every answer computed, none replayed from the response cache.

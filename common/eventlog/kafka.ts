@@ -113,6 +113,10 @@ export class KafkaEventLog implements EventLog {
         onAssign(Object.entries(payload.memberAssignment).flatMap(([topic, partitions]) => partitions.map((partition) => ({ topic, partition }))))
       })
     }
+    if (opts.onRebalancing) {
+      const onRebalancing = opts.onRebalancing
+      consumer.on(consumer.events.REBALANCING, () => onRebalancing())
+    }
     const maxBatch = opts.maxBatch ?? 5000
     await consumer.run({
       autoCommit: false,

@@ -52,6 +52,12 @@ export interface ConsumeOptions {
    * the embedded log assigns every partition once). Partitions missing from it were revoked.
    */
   onAssign?(assignment: TopicPartition[]): void
+  /**
+   * Called as soon as this member learns that a rebalance has begun: until the next onAssign its
+   * partitions may be moving to another member, so work outside onBatch (timers) must not write
+   * for them. The embedded log never rebalances.
+   */
+  onRebalancing?(): void
 }
 
 export interface TopicPartition {

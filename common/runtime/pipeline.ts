@@ -30,6 +30,8 @@ export interface PipelineDefinition<T> {
   sink(items: { record: LogRecord; value: T }[]): Promise<void>
   /** This consumer's partitions, on join and after every rebalance (stateful pipelines keep state per partition). */
   onAssign?(assignment: TopicPartition[]): void
+  /** A rebalance has begun: this consumer may be losing partitions (EventLog's onRebalancing). */
+  onRebalancing?(): void
 }
 
 export interface PipelineDeps {
@@ -65,6 +67,7 @@ export async function runPipeline<T>(def: PipelineDefinition<T>, deps: PipelineD
     maxBatch: deps.maxBatch,
     onError: (err, where) => logger.error({ err, ...where }, 'batch failed; it will be delivered again'),
     onAssign: def.onAssign ? (a) => def.onAssign!(a) : undefined,
+    onRebalancing: def.onRebalancing ? () => def.onRebalancing!() : undefined,
     onBatch: async (batch) => {
       running = true
       const end = batchDuration.startTimer({ pipeline: def.name })

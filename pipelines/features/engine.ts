@@ -82,6 +82,14 @@ export class FeatureEngine {
   private readonly loaded = new Set<number>()
   /** Partitions this consumer owns (from the log's assignment); null until the first one. */
   private assigned: Set<number> | null = null
+  /**
+   * The partitions this consumer may write for outside a batch, updated the moment the group
+   * changes (empty from the start of a rebalance to the next assignment; null: never assigned,
+   * as a consumer driven without a log). A tick holds the state for a while; when the group moves
+   * a partition meanwhile, the tick must not publish or store that partition's customers, which
+   * the new owner is already scoring (a stale change published last would contradict the row).
+   */
+  private owned: Set<number> | null = null
   private readonly nextOffset = new Map<string, bigint>()
   private readonly models = new Map<number, TenantModel>()
   /** Each tenant's reference date (the "today" its customers age against), refreshed by the tick. */
@@ -138,7 +146,15 @@ export class FeatureEngine {
         return r.kind === 'ok' ? ok({ kind: 'profile' as const, event: r.value }) : r
       },
       sink: (items) => this.exclusive(() => this.apply(items)),
-      onAssign: (assignment) => void this.exclusive(async () => this.assign(assignment.map((a) => a.partition))),
+      onAssign: (assignment) => {
+        // Owned at once (a tick running now must not write for partitions just lost); state is
+        // dropped in turn with batches and ticks.
+        this.owned = new Set(assignment.map((a) => a.partition))
+        void this.exclusive(async () => this.assign(assignment.map((a) => a.partition)))
+      },
+      onRebalancing: () => {
+        this.owned = new Set()
+      },
     }
   }
 
@@ -422,7 +438,9 @@ export class FeatureEngine {
    * Recomputes customers and publishes and stores what changed. `touched` customers (their
    * events are in the batch) are always written; others only when a value moved.
    */
-  private async flush(customers: CustomerState[], now: number, touched: boolean): Promise<{ changed: number; segmentChanges: number }> {
+  private async flush(customers: CustomerState[], now: number, touched: boolean, outsideBatch = false): Promise<{ changed: number; segmentChanges: number }> {
+    const owns = (c: CustomerState) => !outsideBatch || this.owned === null || this.owned.has(c.id.partition)
+    customers = customers.filter(owns)
     const tenants = new Set(customers.map((c) => c.id.tenantId))
     await this.references(tenants, now)
     const models = new Map<number, TenantModel | null>()
@@ -466,9 +484,12 @@ export class FeatureEngine {
     if (!updates.length && !profileRows.length) return { changed: 0, segmentChanges: 0 }
     // Publish before storing: a crash in between re-publishes (at least once) instead of losing a change.
     const changeRecords = await Promise.all(changes.map(async (e) => ({ key: customerKey(e.tenant_id, e.customer_id), value: await this.deps.codec.encode(TOPICS.segmentChanges.name, e) })))
+    const encodedFeatures = await Promise.all(featureRecords)
+    // A rebalance began while this tick computed: write nothing (the next tick, or the new owner, does).
+    if (outsideBatch && !updates.every(({ c }) => owns(c))) return { changed: 0, segmentChanges: 0 }
     await Promise.all([
       changeRecords.length ? this.deps.log.send(TOPICS.segmentChanges.name, changeRecords) : undefined,
-      featureRecords.length ? Promise.all(featureRecords).then((r) => this.deps.log.send(TOPICS.customerFeatures.name, r)) : undefined,
+      encodedFeatures.length ? this.deps.log.send(TOPICS.customerFeatures.name, encodedFeatures) : undefined,
     ])
     await Promise.all([
       insertJsonRows(this.deps.store, 'feature_order_facts', facts),
@@ -538,7 +559,7 @@ export class FeatureEngine {
         await saveModel(this.deps.store, t, m)
         this.models.set(t, m)
       }
-      const r = await this.flush([...this.customers.values()], now, false)
+      const r = await this.flush([...this.customers.values()], now, false, true)
       for (const t of tenants) await writeSegmentSnapshot(this.deps.store, [t], this.referenceOf(t, now).ms, now)
       return { tenants: tenants.length, ...r }
     })
