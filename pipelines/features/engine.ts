@@ -90,6 +90,8 @@ export class FeatureEngine {
    * the new owner is already scoring (a stale change published last would contradict the row).
    */
   private owned: Set<number> | null = null
+  /** Bumped at every change of `owned`: a tick that saw another value writes nothing (a partition lost and regained meanwhile had its state replaced). */
+  private ownershipEpoch = 0
   private readonly nextOffset = new Map<string, bigint>()
   private readonly models = new Map<number, TenantModel>()
   /** Each tenant's reference date (the "today" its customers age against), refreshed by the tick. */
@@ -150,10 +152,12 @@ export class FeatureEngine {
         // Owned at once (a tick running now must not write for partitions just lost); state is
         // dropped in turn with batches and ticks.
         this.owned = new Set(assignment.map((a) => a.partition))
+        this.ownershipEpoch++
         void this.exclusive(async () => this.assign(assignment.map((a) => a.partition)))
       },
       onRebalancing: () => {
         this.owned = new Set()
+        this.ownershipEpoch++
       },
     }
   }
@@ -438,7 +442,8 @@ export class FeatureEngine {
    * Recomputes customers and publishes and stores what changed. `touched` customers (their
    * events are in the batch) are always written; others only when a value moved.
    */
-  private async flush(customers: CustomerState[], now: number, touched: boolean, outsideBatch = false): Promise<{ changed: number; segmentChanges: number }> {
+  private async flush(customers: CustomerState[], now: number, touched: boolean, tickEpoch?: number): Promise<{ changed: number; segmentChanges: number }> {
+    const outsideBatch = tickEpoch !== undefined
     const owns = (c: CustomerState) => !outsideBatch || this.owned === null || this.owned.has(c.id.partition)
     customers = customers.filter(owns)
     const tenants = new Set(customers.map((c) => c.id.tenantId))
@@ -486,7 +491,10 @@ export class FeatureEngine {
     const changeRecords = await Promise.all(changes.map(async (e) => ({ key: customerKey(e.tenant_id, e.customer_id), value: await this.deps.codec.encode(TOPICS.segmentChanges.name, e) })))
     const encodedFeatures = await Promise.all(featureRecords)
     // A rebalance began while this tick computed: write nothing (the next tick, or the new owner, does).
-    if (outsideBatch && !updates.every(({ c }) => owns(c))) return { changed: 0, segmentChanges: 0 }
+    if (outsideBatch && (this.ownershipEpoch !== tickEpoch || !updates.every(({ c }) => owns(c)))) {
+      this.deps.logger.info({ pipeline: this.name }, 'tick writes dropped: the group changed while it ran (the next tick or the new owner writes them)')
+      return { changed: 0, segmentChanges: 0 }
+    }
     await Promise.all([
       changeRecords.length ? this.deps.log.send(TOPICS.segmentChanges.name, changeRecords) : undefined,
       encodedFeatures.length ? this.deps.log.send(TOPICS.customerFeatures.name, encodedFeatures) : undefined,
@@ -519,6 +527,7 @@ export class FeatureEngine {
   tick(): Promise<{ tenants: number; changed: number; segmentChanges: number }> {
     return this.exclusive(async () => {
       const now = this.now()
+      const epoch = this.ownershipEpoch
       for (const p of this.assigned ?? []) if (!this.loaded.has(p)) await this.loadPartition(p)
       const tenants = [...new Set([...this.customers.values()].map((c) => c.id.tenantId))]
       if (!tenants.length) return { tenants: 0, changed: 0, segmentChanges: 0 }
@@ -559,7 +568,7 @@ export class FeatureEngine {
         await saveModel(this.deps.store, t, m)
         this.models.set(t, m)
       }
-      const r = await this.flush([...this.customers.values()], now, false, true)
+      const r = await this.flush([...this.customers.values()], now, false, epoch)
       for (const t of tenants) await writeSegmentSnapshot(this.deps.store, [t], this.referenceOf(t, now).ms, now)
       return { tenants: tenants.length, ...r }
     })

@@ -330,6 +330,9 @@ export function countIn(keep: Uint8Array, population: Population): number {
   return kept
 }
 
+// The four-at-a-time reads take byte 0 of a word as its lowest bits: little-endian only.
+if (new Uint8Array(new Uint32Array([1]).buffer)[0] !== 1) throw new Error('customer columns need a little-endian machine')
+
 let sideScratch = new Uint32Array(0)
 /**
  * The smaller side of a selection within an endpoint's population, for sums that can be taken
@@ -463,8 +466,13 @@ function keepBuffer(n: number): Uint8Array {
 
 /** A function of the columns computed once per columns object (the sub-queries of one request share a selection). */
 export function once<T>(f: (c: CustomerColumns) => T): (c: CustomerColumns) => T {
-  let last: { c: CustomerColumns; v: T } | undefined
-  return (c) => (last?.c === c ? last.v : (last = { c, v: f(c) }).v)
+  // Per columns object (every tenant's summary keeps its own, and a refresh prepares the next while requests read the last).
+  const values = new WeakMap<CustomerColumns, { v: T }>()
+  return (c) => {
+    let hit = values.get(c)
+    if (!hit) values.set(c, (hit = { v: f(c) }))
+    return hit.v
+  }
 }
 
 // The passes of selectMask: each over one kind of array only, so V8 keeps them monomorphic, and
@@ -549,7 +557,8 @@ function keepPresent(keep: Uint8Array, col: Float64Array): void {
  * passes compare cents without a division per customer (a division made a pass eight times
  * slower): the least integer c with c / 100 >= v, and the greatest with c / 100 <= v.
  */
-const CENTS_BOUND = 1e14
+// Beyond 2^53 / 100, v · 100 has no integer neighbours to step between (and no Decimal(15,2) gets there).
+const CENTS_BOUND = 2 ** 53 / 100
 export function centsAtLeast(v: number): number {
   if (!(Math.abs(v) < CENTS_BOUND)) return v > 0 ? Infinity : -Infinity // beyond every Decimal(15,2)
   let c = Math.ceil(v * 100)
