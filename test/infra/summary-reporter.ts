@@ -1,4 +1,9 @@
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { dirname } from 'node:path'
 import type { Reporter, TestModule } from 'vitest/node'
+
+/** Where the closing line is also written, for `.ci/run` to print once more as its very last line. */
+export const SUMMARY_FILE = process.env.CDP_TEST_SUMMARY_FILE ?? '.cache/test-summary.txt'
 
 /**
  * Prints one plain closing line after vitest's own summary: `tests: N passed, N failed, N skipped`.
@@ -21,6 +26,11 @@ export default class SummaryReporter implements Reporter {
       if (module.state() === 'failed' && [...module.children.allTests()].length === 0) failed++
     }
     failed += unhandledErrors.length
-    process.stdout.write(`\ntests: ${passed} passed, ${failed} failed, ${skipped} skipped\n`)
+    const line = `tests: ${passed} passed, ${failed} failed, ${skipped} skipped`
+    process.stdout.write(`\n${line}\n`)
+    // Whatever teardown prints after this (the broker and registry stopping, on stderr), `.ci/run`
+    // ends with this line again, read from the file.
+    mkdirSync(dirname(SUMMARY_FILE), { recursive: true })
+    writeFileSync(SUMMARY_FILE, `${line}\n`)
   }
 }
