@@ -138,6 +138,19 @@ export function fromCents(c: bigint): string {
   return formatScaled(c, 2)
 }
 
+/**
+ * `fromCents` for a number of cents (rounded to the nearest cent first): the same text without a
+ * BigInt, exact for every safe integer. Row building calls it a few times per customer.
+ */
+export function centsText(cents: number): string {
+  const c = Math.round(cents)
+  if (!Number.isSafeInteger(c)) return fromCents(BigInt(c))
+  const a = c < 0 ? -c : c
+  const whole = Math.floor(a / 100)
+  const frac = a - whole * 100
+  return (c < 0 ? '-' : '') + whole + (frac < 10 ? '.0' : '.') + frac
+}
+
 /** Exact sum of two amounts, "0.10" + "0.20" -> "0.30". */
 export function addDecimals(a: string, b: string): string {
   return fromCents(toCents(a) + toCents(b))

@@ -58,16 +58,18 @@ export async function openStore(opts: StoreOptions): Promise<Store> {
 }
 
 interface RawInserter {
-  rawInsert(p: { table: string; values: string; format: 'JSONEachRow'; settings?: Record<string, string> }): Promise<unknown>
+  rawInsert(p: { table: string; columns?: string[]; values: string; format: 'JSONEachRow' | 'JSONCompactEachRow'; settings?: Record<string, string> }): Promise<unknown>
 }
 /** The chdb stores' zero-copy insert (chdb's own parser over one buffer), by client. */
 const rawInserts = new WeakMap<Store, RawInserter & { database: string }>()
 
 /**
- * Inserts rows as JSONEachRow. On chdb the rows are serialised here into one buffer that chdb's
+ * Inserts rows as JSON. On chdb the rows are serialised here into one buffer that chdb's
  * multithreaded parser reads in place (its `rawInsert`), instead of the client's per-row stream
  * concatenated into the SQL text: about a third less time for the projection's batches
- * (docs/analytics-performance.md, "Ingest"). On a server, the client's ordinary insert.
+ * (docs/analytics-performance.md, "Ingest"). Rows that share one set of keys in one order (rows
+ * built by one function) go as JSONCompactEachRow, their values only: about half the bytes and
+ * half chdb's parsing time of JSONEachRow. On a server, the client's ordinary insert.
  */
 export async function insertJsonRows(store: Store, table: string, rows: readonly object[]): Promise<void> {
   if (!rows.length) return
@@ -77,9 +79,39 @@ export async function insertJsonRows(store: Store, table: string, rows: readonly
     await store.insert({ table, values: rows as object[], format: 'JSONEachRow' })
     return
   }
+  const settings = { date_time_input_format: 'best_effort' }
+  const compact = compactJsonLines(rows)
+  if (compact) {
+    await raw.rawInsert({ table: `${raw.database}.${table}`, columns: compact.columns, values: compact.body, format: 'JSONCompactEachRow', settings })
+    return
+  }
   let body = ''
   for (const r of rows) body += JSON.stringify(r) + '\n'
-  await raw.rawInsert({ table: `${raw.database}.${table}`, values: body, format: 'JSONEachRow', settings: { date_time_input_format: 'best_effort' } })
+  await raw.rawInsert({ table: `${raw.database}.${table}`, values: body, format: 'JSONEachRow', settings })
+}
+
+/**
+ * The rows as JSONCompactEachRow lines under the first row's keys, or null when a row has other
+ * keys, another key order, or an undefined value (JSONEachRow leaves that column to its default;
+ * an array would send null).
+ */
+export function compactJsonLines(rows: readonly object[]): { columns: string[]; body: string } | null {
+  const columns = Object.keys(rows[0]!)
+  if (!columns.every((c) => /^\w+$/.test(c))) return null
+  const n = columns.length
+  const values: unknown[] = new Array(n)
+  let body = ''
+  for (const row of rows) {
+    let k = 0
+    for (const key in row) {
+      const v = (row as Record<string, unknown>)[key]
+      if (k >= n || key !== columns[k] || v === undefined) return null
+      values[k++] = v
+    }
+    if (k !== n) return null
+    body += JSON.stringify(values) + '\n'
+  }
+  return { columns, body }
 }
 
 export function quoteIdent(name: string): string {

@@ -5,6 +5,7 @@
  */
 import { recencyDays } from './rfm.ts'
 import { DAY_MS, utcDay } from './order-facts.ts'
+import { isoDay } from '../../common/time.ts'
 
 
 export const CHURN_RISKS = ['active', 'at_risk', 'churning', 'churned'] as const
@@ -127,6 +128,15 @@ export interface ChurnDetails {
 /** Half away from zero at `dp` decimals, without the binary artefacts of x * 10^dp (1.005 → 1.01). */
 export function roundTo(x: number, dp: number): number {
   const a = Math.abs(x)
+  // Fast path: away from a half, rounding the binary product gives the same integer as rounding
+  // the decimal text, and an integer over 10^dp is the nearest double to that decimal either way.
+  const scale = 10 ** dp
+  const y = a * scale
+  // (Below 1e8 the product's error is under 1e-7, far inside the margin.)
+  if (y < 1e8) {
+    const f = y - Math.floor(y)
+    if (Math.abs(f - 0.5) > 1e-6) return Math.sign(x) * (Math.round(y) / scale) || 0
+  }
   const text = String(a)
   // Shift the decimal point in the decimal text; fall back to arithmetic for exponent notation.
   const r = text.includes('e') ? Math.round(a * 10 ** dp) / 10 ** dp : Number(`${Math.round(Number(`${text}e${dp}`))}e-${dp}`)
@@ -151,7 +161,7 @@ export function medianIntervalDays(intervals: ArrayLike<number>): number | null 
 }
 
 const clamp01 = (x: number) => Math.min(1, Math.max(0, x))
-const isoDate = (ms: number) => new Date(ms).toISOString().slice(0, 10)
+const isoDate = (ms: number) => isoDay(Math.floor(ms / 86_400_000))
 
 /** 1 − 2^(−days / halfLife): the share lapsed after `days` on an exponential curve with that half-life. */
 export function lapseProbability(days: number, halfLifeDays: number): number {

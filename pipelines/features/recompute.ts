@@ -42,48 +42,54 @@ export interface BatchCustomer {
 /** Customers absorbed into another customer's profile (pipelines/identity): their orders count for that profile. */
 const ABSORBED = `(SELECT customer_id, profile_id FROM customer_profiles FINAL WHERE tenant_id = {t:UInt64} AND profile_id != customer_id)`
 
-/** The latest state of every order of the tenant, with the profile it counts for (`customer_id`). */
-const PROFILE_ORDERS = `(
-        SELECT coalesce(p.profile_id, o.customer_id) AS customer_id, o.f AS f
+/**
+ * The latest state of every order of the tenant (`FINAL`: the highest version, which is what the
+ * `orders` table itself keeps once its parts merge), with the profile it counts for
+ * (`customer_id`). FINAL merges the sorted parts as it reads them, several times cheaper than
+ * grouping ten million (customer, order) keys by hand (docs/features.md, "Full recompute"); its
+ * filters apply after the merge, so a cancelled latest state is never replaced by an older one.
+ */
+const LATEST_ORDERS = (where = '') => `(
+        SELECT coalesce(p.profile_id, o.customer_id) AS customer_id, o.placed_ms AS placed_ms, o.cents AS cents, o.cancelled AS cancelled
         FROM (
-            SELECT customer_id, order_id,
-                   argMax(tuple(toUnixTimestamp64Milli(placed_at), toInt64(total * 100), is_cancelled), tuple(version, last_event_id)) AS f
-            FROM orders WHERE tenant_id = {t:UInt64} %ORDERS%
-            GROUP BY customer_id, order_id
+            SELECT customer_id, toUnixTimestamp64Milli(placed_at) AS placed_ms, toInt64(total * 100) AS cents, is_cancelled AS cancelled
+            FROM orders FINAL WHERE tenant_id = {t:UInt64} ${where}
         ) AS o
         LEFT JOIN ${ABSORBED} AS p ON p.customer_id = o.customer_id
     )`
 
-/** The counting orders of each profile, up to the cutoff: (placed ms, cents). */
-const COUNTING_ORDERS = `${PROFILE_ORDERS.replace('%ORDERS%', '')}
-    ARRAY JOIN [f.1] AS placed_ms, [f.2] AS cents, [f.3] AS cancelled
-    WHERE cancelled = 0 AND cents > 0 AND placed_ms <= {cutoff:Int64}`
-
-/** Each profile's order history (ascending by time, then cents), as the feature rows keep it. */
-const HISTORY_SQL = `
+/**
+ * Each profile's counting orders up to the cutoff, ascending by (time, cents): the history the
+ * feature rows keep, and everything the aggregates are read from. Staged once per run in a Memory
+ * table (`stageHistories`), so the orders are read once.
+ */
+const HISTORIES_SQL = `
 SELECT customer_id, arrayMap(x -> x.1, h) AS times, arrayMap(x -> x.2, h) AS cents
-FROM (SELECT customer_id, arraySort(x -> (x.1, x.2), groupArray((placed_ms, cents))) AS h FROM ${COUNTING_ORDERS} GROUP BY customer_id)`
-
-const AGGREGATES_SQL = (history: boolean) => `
-SELECT customer_id, sum(n), sum(day_cents), min(first_at), max(last_at), count(), min(day), max(day), argMin(day_cents, day)
-       ${history ? ', arraySort(x -> (x.1, x.2), arrayFlatten(groupArray(day_orders))) AS history' : ''}
 FROM (
-    SELECT customer_id, intDiv(placed_ms, 86400000) AS day, sum(cents) AS day_cents, count() AS n, min(placed_ms) AS first_at, max(placed_ms) AS last_at,
-           ${history ? 'groupArray((placed_ms, cents)) AS day_orders' : '0'}
-    FROM ${COUNTING_ORDERS}
-    GROUP BY customer_id, day
+    SELECT customer_id, arraySort(groupArray((placed_ms, cents))) AS h
+    FROM ${LATEST_ORDERS()}
+    WHERE cancelled = 0 AND cents > 0 AND placed_ms <= {cutoff:Int64}
+    GROUP BY customer_id
 )
-GROUP BY customer_id
-SETTINGS optimize_aggregation_in_order = 1, join_use_nulls = 1`
+SETTINGS join_use_nulls = 1`
+
+/** A profile's aggregates from its staged history (days are UTC days: ms / 86,400,000). */
+const AGGREGATES_SQL = (histories: string, withHistory: boolean) => `
+SELECT customer_id, length(times), arraySum(cents), times[1], times[-1],
+       length(arrayDistinct(arrayMap(t -> intDiv(t, 86400000), times))),
+       intDiv(times[1], 86400000) AS first_day, intDiv(times[-1], 86400000),
+       arraySum(arrayFilter((c, t) -> intDiv(t, 86400000) = first_day, cents, times))
+       ${withHistory ? ', times, cents' : ''}
+FROM ${histories}`
 
 /**
  * Each customer's credited cents: credit notes (the only orders ever with a negative total) whose
  * latest state is still a credit (a cancelled credit note credits nothing), up to the cutoff.
  */
 const CREDITS_SQL = `
-SELECT customer_id, sum(-f.2)
-FROM ${PROFILE_ORDERS.replace('%ORDERS%', 'AND (customer_id, order_id) IN (SELECT customer_id, order_id FROM orders WHERE tenant_id = {t:UInt64} AND total < 0)')}
-WHERE f.3 = 0 AND f.2 < 0 AND f.1 <= {cutoff:Int64}
+SELECT customer_id, sum(-cents)
+FROM ${LATEST_ORDERS('AND (customer_id, order_id) IN (SELECT customer_id, order_id FROM orders WHERE tenant_id = {t:UInt64} AND total < 0)')}
+WHERE cancelled = 0 AND cents < 0 AND placed_ms <= {cutoff:Int64}
 GROUP BY customer_id
 SETTINGS join_use_nulls = 1`
 
@@ -114,44 +120,68 @@ export async function absorbedCustomers(store: Store, tenantId: number): Promise
   return (await rs.json<[string, string, string]>()).map(([c, email, v]) => ({ customerId: Number(c), email, emailVersion: Number(v) }))
 }
 
+/** A run's staged histories (a Memory table of `HISTORIES_SQL`'s rows); `drop` removes it. */
+export interface StagedHistories {
+  table: string
+  drop(): Promise<void>
+}
+
+/** Stages every profile's counting order history (up to `cutoffMs`) in a Memory table of its own. */
+export async function stageHistories(store: Store, tenantId: number, cutoffMs = Infinity): Promise<StagedHistories> {
+  const table = `recompute_histories_${tenantId}_${randomBytes(6).toString('hex')}`
+  const drop = () => store.command({ query: `DROP TABLE IF EXISTS ${table}` }).then(() => undefined)
+  try {
+    await store.command({ query: `CREATE TABLE ${table} ENGINE = Memory AS ${HISTORIES_SQL}`, query_params: { t: tenantId, cutoff: cutoffParam(cutoffMs) } })
+  } catch (err) {
+    await drop()
+    throw err
+  }
+  return { table, drop }
+}
+
 /**
  * Every profile of a tenant (a customer with or without orders, or the surviving customer of a
  * merge: pipelines/identity) and the aggregates of all its members' orders, from the raw
  * projections; orders and credit notes placed after `cutoffMs` left out. The email is the
  * profile's own customer's. `history: false` leaves the order histories out (the recompute has
- * ClickHouse join them to the rows it writes).
+ * ClickHouse join them to the rows it writes); `histories` reads already staged ones.
  */
-export async function loadTenantCustomers(store: Store, tenantId: number, cutoffMs = Infinity, opts: { history?: boolean } = {}): Promise<BatchCustomer[]> {
+export async function loadTenantCustomers(store: Store, tenantId: number, cutoffMs = Infinity, opts: { history?: boolean; histories?: StagedHistories } = {}): Promise<BatchCustomer[]> {
   const cutoff = cutoffParam(cutoffMs)
   const withHistory = opts.history ?? true
-  const [aggRows, profileRows, creditRows] = await Promise.all([
-    store.query({ query: AGGREGATES_SQL(withHistory), query_params: { t: tenantId, cutoff }, format: 'JSONCompactEachRow' }).then((r) => r.json<[number, number, number, number, number, number, number, number, number, [number, number][]]>()),
-    store.query({ query: PROFILES_SQL, query_params: { t: tenantId }, format: 'JSONCompactEachRow' }).then((r) => r.json<[number, string, number]>()),
-    store.query({ query: CREDITS_SQL, query_params: { t: tenantId, cutoff }, format: 'JSONCompactEachRow' }).then((r) => r.json<[number, number]>()),
-  ])
-  const credits = new Map(creditRows.map(([c, cents]) => [Number(c), Number(cents)]))
-  const out = new Map<number, BatchCustomer>()
-  for (const [customerId, email, version] of profileRows) out.set(customerId, { customerId, email, emailVersion: Number(version), agg: EMPTY_AGGREGATES, history: EMPTY_HISTORY })
-  for (const [customerId, n, cents, firstAt, lastAt, days, firstDay, lastDay, firstDayCents, history] of aggRows) {
-    const c = out.get(customerId) ?? { customerId, email: '', emailVersion: 0, agg: EMPTY_AGGREGATES, history: EMPTY_HISTORY }
-    // Int64 values come as strings in JSON.
-    if (history) c.history = { times: history.map(([t]) => Number(t)), cents: history.map(([, x]) => Number(x)) }
-    const x = Number(days) - 1
-    c.agg = withCredits({
-      orderCount: Number(n),
-      monetaryCents: Number(cents),
-      firstOrderAt: Number(firstAt),
-      lastOrderAt: Number(lastAt),
-      purchaseDays: Number(days),
-      firstDay: Number(firstDay),
-      lastDay: Number(lastDay),
-      repeatPurchases: x,
-      repeatSpanDays: Number(lastDay) - Number(firstDay),
-      repeatAvgCents: x > 0 ? (Number(cents) - Number(firstDayCents)) / x : 0,
-    }, credits.get(Number(customerId)) ?? 0)
-    out.set(customerId, c)
+  const staged = opts.histories ?? (await stageHistories(store, tenantId, cutoffMs))
+  try {
+    const [aggRows, profileRows, creditRows] = await Promise.all([
+      store.query({ query: AGGREGATES_SQL(staged.table, withHistory), format: 'JSONCompactEachRow' }).then((r) => r.json<[number, number, number, number, number, number, number, number, number, number[]?, number[]?]>()),
+      store.query({ query: PROFILES_SQL, query_params: { t: tenantId }, format: 'JSONCompactEachRow' }).then((r) => r.json<[number, string, number]>()),
+      store.query({ query: CREDITS_SQL, query_params: { t: tenantId, cutoff }, format: 'JSONCompactEachRow' }).then((r) => r.json<[number, number]>()),
+    ])
+    const credits = new Map(creditRows.map(([c, cents]) => [Number(c), Number(cents)]))
+    const out = new Map<number, BatchCustomer>()
+    for (const [customerId, email, version] of profileRows) out.set(customerId, { customerId, email, emailVersion: Number(version), agg: EMPTY_AGGREGATES, history: EMPTY_HISTORY })
+    for (const [customerId, n, cents, firstAt, lastAt, days, firstDay, lastDay, firstDayCents, times, orderCents] of aggRows) {
+      const c = out.get(customerId) ?? { customerId, email: '', emailVersion: 0, agg: EMPTY_AGGREGATES, history: EMPTY_HISTORY }
+      // Int64 values come as strings in JSON.
+      if (times && orderCents) c.history = { times: times.map(Number), cents: orderCents.map(Number) }
+      const x = Number(days) - 1
+      c.agg = withCredits({
+        orderCount: Number(n),
+        monetaryCents: Number(cents),
+        firstOrderAt: Number(firstAt),
+        lastOrderAt: Number(lastAt),
+        purchaseDays: Number(days),
+        firstDay: Number(firstDay),
+        lastDay: Number(lastDay),
+        repeatPurchases: x,
+        repeatSpanDays: Number(lastDay) - Number(firstDay),
+        repeatAvgCents: x > 0 ? (Number(cents) - Number(firstDayCents)) / x : 0,
+      }, credits.get(Number(customerId)) ?? 0)
+      out.set(customerId, c)
+    }
+    return [...out.values()].sort((a, b) => a.customerId - b.customerId)
+  } finally {
+    if (!opts.histories) await staged.drop()
   }
-  return [...out.values()].sort((a, b) => a.customerId - b.customerId)
 }
 
 export class AbortError extends Error {
@@ -184,125 +214,132 @@ export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine {
     const at = now()
     const own = target.table === 'customer_features'
     let t0 = performance.now()
-    const customers = await loadTenantCustomers(deps.store, tenantId, ref.cutoffMs, { history: false })
-    check()
-    const previous = (await loadModels(deps.store, [tenantId])).get(tenantId) ?? null
-    const refit = !own || run.analyses.includes('clv') || run.analyses.includes('churn') || !previous?.clv
-    const aggs = customers.map((c) => c.agg)
-    const rfmLoad = performance.now() - t0
-    t0 = performance.now()
-    const model = buildTenantModel(aggs, at, { clvModel, refitClv: refit, previous: own ? previous : null, referenceMs: ref.ms })
-    const fitMs = performance.now() - t0
-    if (own) await saveModel(deps.store, tenantId, model)
-
-    const today = utcDay(ref.ms)
-    let clvMs = 0
-    let scoreMs = 0
-    let errors = 0
-    const values: (FeatureValues | null)[] = []
-    for (const c of customers) {
-      try {
-        let s = performance.now()
-        const part = model.clv && c.agg.orderCount > 0 ? clvFeatures(c.agg, model.clv, today, opts) : null
-        clvMs += performance.now() - s
-        s = performance.now()
-        values.push(computeFeatures(c.agg, model, ref.ms, opts, part))
-        scoreMs += performance.now() - s
-      } catch (err) {
-        errors++
-        values.push(null)
-        deps.logger.warn({ tenantId, customerId: c.customerId, err }, 'customer could not be scored')
-      }
-    }
-    t0 = performance.now()
-    const baseVersion = at * 1000
-    const identity = (customerId: number, email: string, emailVersion = 0) => ({ tenantId, customerId, partition: partitionFor(customerKey(tenantId, customerId), deps.partitions, () => 0), email, emailVersion })
-    // The rows go to a staging table without their order histories; one INSERT … SELECT then
-    // writes them to the target with each profile's history joined in by ClickHouse, so ten
-    // million orders never travel through JSON (docs/features.md, "Full recompute").
-    let historyMs = 0
-    const staging = `recompute_staging_${tenantId}_${randomBytes(6).toString('hex')}`
-    await deps.store.command({ query: `CREATE TABLE ${staging} AS ${target.table} ENGINE = Memory` })
+    const histories = await stageHistories(deps.store, tenantId, ref.cutoffMs)
     try {
-      // One insert in flight while the next batch's rows are built: chdb parses on its own threads.
-      let inFlight: Promise<void> = Promise.resolve()
-      const settle = () => inFlight.catch(() => undefined)
-      for (let i = 0; i < customers.length; i += run.batchSize) {
-        if (run.signal.aborted) await settle()
-        check()
-        const rows = []
-        for (let j = i; j < Math.min(customers.length, i + run.batchSize); j++) {
-          const c = customers[j]!
-          const v = values[j]
-          if (!v) continue
-          const row = featureRow(identity(c.customerId, c.email, c.emailVersion), c.agg, EMPTY_HISTORY, v, at, baseVersion + j)
-          rows.push(target.table === 'customer_features' ? row : { ...row, as_of: target.asOf })
+      return await computeFrom(histories)
+    } finally {
+      await histories.drop()
+    }
+
+    async function computeFrom(histories: StagedHistories): Promise<ProcessingResults> {
+      const customers = await loadTenantCustomers(deps.store, tenantId, ref.cutoffMs, { history: false, histories })
+      check()
+      const previous = (await loadModels(deps.store, [tenantId])).get(tenantId) ?? null
+      const refit = !own || run.analyses.includes('clv') || run.analyses.includes('churn') || !previous?.clv
+      const aggs = customers.map((c) => c.agg)
+      const rfmLoad = performance.now() - t0
+      t0 = performance.now()
+      const model = buildTenantModel(aggs, at, { clvModel, refitClv: refit, previous: own ? previous : null, referenceMs: ref.ms })
+      const fitMs = performance.now() - t0
+      if (own) await saveModel(deps.store, tenantId, model)
+
+      const today = utcDay(ref.ms)
+      let clvMs = 0
+      let scoreMs = 0
+      let errors = 0
+      const values: (FeatureValues | null)[] = []
+      for (const c of customers) {
+        try {
+          let s = performance.now()
+          const part = model.clv && c.agg.orderCount > 0 ? clvFeatures(c.agg, model.clv, today, opts) : null
+          clvMs += performance.now() - s
+          s = performance.now()
+          values.push(computeFeatures(c.agg, model, ref.ms, opts, part))
+          scoreMs += performance.now() - s
+        } catch (err) {
+          errors++
+          values.push(null)
+          deps.logger.warn({ tenantId, customerId: c.customerId, err }, 'customer could not be scored')
+        }
+      }
+      t0 = performance.now()
+      const baseVersion = at * 1000
+      const identity = (customerId: number, email: string, emailVersion = 0) => ({ tenantId, customerId, partition: partitionFor(customerKey(tenantId, customerId), deps.partitions, () => 0), email, emailVersion })
+      // The rows go to a staging table without their order histories; one INSERT … SELECT then
+      // writes them to the target with each profile's history joined in by ClickHouse, so ten
+      // million orders never travel through JSON (docs/features.md, "Full recompute").
+      let historyMs = 0
+      const staging = `recompute_staging_${tenantId}_${randomBytes(6).toString('hex')}`
+      await deps.store.command({ query: `CREATE TABLE ${staging} AS ${target.table} ENGINE = Memory` })
+      try {
+        // One insert in flight while the next batch's rows are built: chdb parses on its own threads.
+        let inFlight: Promise<void> = Promise.resolve()
+        const settle = () => inFlight.catch(() => undefined)
+        for (let i = 0; i < customers.length; i += run.batchSize) {
+          if (run.signal.aborted) await settle()
+          check()
+          const rows = []
+          for (let j = i; j < Math.min(customers.length, i + run.batchSize); j++) {
+            const c = customers[j]!
+            const v = values[j]
+            if (!v) continue
+            const row = featureRow(identity(c.customerId, c.email, c.emailVersion), c.agg, EMPTY_HISTORY, v, at, baseVersion + j)
+            rows.push(target.table === 'customer_features' ? row : { ...row, as_of: target.asOf })
+          }
+          await inFlight
+          if (rows.length) inFlight = insertJsonRows(deps.store, staging, rows)
+          run.onProgress?.(Math.min(customers.length, i + run.batchSize), customers.length)
         }
         await inFlight
-        if (rows.length) inFlight = insertJsonRows(deps.store, staging, rows)
-        run.onProgress?.(Math.min(customers.length, i + run.batchSize), customers.length)
+        check()
+        const h0 = performance.now()
+        await deps.store.command({
+          query: `INSERT INTO ${target.table}
+                  SELECT s.* REPLACE (h.times AS order_times, h.cents AS order_cents)
+                  FROM ${staging} AS s LEFT JOIN ${histories.table} AS h ON h.customer_id = s.customer_id`, // a customer without orders gets []
+        })
+        historyMs = performance.now() - h0
+      } finally {
+        await deps.store.command({ query: `DROP TABLE IF EXISTS ${staging}` })
       }
-      await inFlight
-      check()
-      const h0 = performance.now()
-      await deps.store.command({
-        query: `INSERT INTO ${target.table}
-                SELECT s.* REPLACE (h.times AS order_times, h.cents AS order_cents)
-                FROM ${staging} AS s LEFT JOIN (${HISTORY_SQL}) AS h ON h.customer_id = s.customer_id
-                SETTINGS join_use_nulls = 1`, // the profiles' join needs NULLs; an array is never one: a customer without orders gets []
-        query_params: { t: tenantId, cutoff: cutoffParam(ref.cutoffMs) },
-      })
-      historyMs = performance.now() - h0
-    } finally {
-      await deps.store.command({ query: `DROP TABLE IF EXISTS ${staging}` })
-    }
-    // Customers absorbed into another's profile: a delete marker over any row of their own.
-    const absorbed = await absorbedCustomers(deps.store, tenantId)
-    if (absorbed.length) {
-      const empty = computeFeatures(EMPTY_AGGREGATES, null, ref.ms, opts, null)
-      const markers = absorbed.map((a, k) => {
-        const row = deletedFeatureRow(identity(a.customerId, a.email, a.emailVersion), empty, at, baseVersion + customers.length + k)
-        return target.table === 'customer_features' ? row : { ...row, as_of: target.asOf }
-      })
-      await insertJsonRows(deps.store, target.table, markers)
-    }
-    if (own) await writeSegmentSnapshot(deps.store, [tenantId], ref.ms, at)
-    const writeMs = performance.now() - t0
+      // Customers absorbed into another's profile: a delete marker over any row of their own.
+      const absorbed = await absorbedCustomers(deps.store, tenantId)
+      if (absorbed.length) {
+        const empty = computeFeatures(EMPTY_AGGREGATES, null, ref.ms, opts, null)
+        const markers = absorbed.map((a, k) => {
+          const row = deletedFeatureRow(identity(a.customerId, a.email, a.emailVersion), empty, at, baseVersion + customers.length + k)
+          return target.table === 'customer_features' ? row : { ...row, as_of: target.asOf }
+        })
+        await insertJsonRows(deps.store, target.table, markers)
+      }
+      if (own) await writeSegmentSnapshot(deps.store, [tenantId], ref.ms, at)
+      const writeMs = performance.now() - t0
 
-    const scored = values.filter((v): v is FeatureValues => v !== null && v.frequency > 0)
-    const results: ProcessingResults = { metadata: referenceMetadata(ref) }
-    if (run.analyses.includes('rfm')) {
-      const counts = new Map<string, number>()
-      for (const v of scored) if (v.segment) counts.set(v.segment, (counts.get(v.segment) ?? 0) + 1)
-      results.rfm = {
-        total_processed: scored.length,
-        segments: SEGMENTS.map((segment) => ({ segment, count: counts.get(segment) ?? 0, percentage: pct(counts.get(segment) ?? 0, scored.length) })),
-        processing_time: seconds(rfmLoad + scoreMs + writeMs),
-        errors,
+      const scored = values.filter((v): v is FeatureValues => v !== null && v.frequency > 0)
+      const results: ProcessingResults = { metadata: referenceMetadata(ref) }
+      if (run.analyses.includes('rfm')) {
+        const counts = new Map<string, number>()
+        for (const v of scored) if (v.segment) counts.set(v.segment, (counts.get(v.segment) ?? 0) + 1)
+        results.rfm = {
+          total_processed: scored.length,
+          segments: SEGMENTS.map((segment) => ({ segment, count: counts.get(segment) ?? 0, percentage: pct(counts.get(segment) ?? 0, scored.length) })),
+          processing_time: seconds(rfmLoad + scoreMs + writeMs),
+          errors,
+        }
       }
-    }
-    if (run.analyses.includes('clv')) {
-      results.metadata = { ...results.metadata!, clv_model: model.clv?.model ?? null, clv_method: model.clv ? (model.clv.method ?? 'maximum_likelihood') : null }
-      const withClv = scored.filter((v) => v.total_clv !== null)
-      results.clv = {
-        processed: withClv.length,
-        avg_clv: withClv.length ? Math.round((withClv.reduce((s, v) => s + v.total_clv!, 0) / withClv.length) * 100) / 100 : 0,
-        processing_time: seconds(fitMs + clvMs),
+      if (run.analyses.includes('clv')) {
+        results.metadata = { ...results.metadata!, clv_model: model.clv?.model ?? null, clv_method: model.clv ? (model.clv.method ?? 'maximum_likelihood') : null }
+        const withClv = scored.filter((v) => v.total_clv !== null)
+        results.clv = {
+          processed: withClv.length,
+          avg_clv: withClv.length ? Math.round((withClv.reduce((s, v) => s + v.total_clv!, 0) / withClv.length) * 100) / 100 : 0,
+          processing_time: seconds(fitMs + clvMs),
+        }
       }
-    }
-    if (run.analyses.includes('churn')) {
-      const atRisk = scored.filter((v) => v.churn_risk === 'at_risk' || v.churn_risk === 'churning').length
-      const churned = scored.filter((v) => v.churn_risk === 'churned').length
-      results.churn = {
-        processed: scored.length,
-        at_risk: atRisk,
-        churn_rate: churnRate(churned, scored.filter((v) => v.churn_risk !== null).length),
-        processing_time: seconds(scoreMs),
+      if (run.analyses.includes('churn')) {
+        const atRisk = scored.filter((v) => v.churn_risk === 'at_risk' || v.churn_risk === 'churning').length
+        const churned = scored.filter((v) => v.churn_risk === 'churned').length
+        results.churn = {
+          processed: scored.length,
+          at_risk: atRisk,
+          churn_rate: churnRate(churned, scored.filter((v) => v.churn_risk !== null).length),
+          processing_time: seconds(scoreMs),
+        }
       }
+      const phases = { load: Math.round(rfmLoad), fit: Math.round(fitMs), clv: Math.round(clvMs), score: Math.round(scoreMs), write: Math.round(writeMs - historyMs), history: Math.round(historyMs) }
+      deps.logger.info({ tenantId, customers: customers.length, errors, reference: referenceDate(ref), table: target.table, ms: Math.round(rfmLoad + fitMs + clvMs + scoreMs + writeMs), phases }, 'tenant recomputed')
+      return results
     }
-    const phases = { load: Math.round(rfmLoad), fit: Math.round(fitMs), clv: Math.round(clvMs), score: Math.round(scoreMs), write: Math.round(writeMs - historyMs), history: Math.round(historyMs) }
-    deps.logger.info({ tenantId, customers: customers.length, errors, reference: referenceDate(ref), table: target.table, ms: Math.round(rfmLoad + fitMs + clvMs + scoreMs + writeMs), phases }, 'tenant recomputed')
-    return results
   }
 
   const engine: ProcessingEngine = {

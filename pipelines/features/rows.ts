@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto'
 import type { CustomerFeatures, SegmentChanged } from '../../common/events.ts'
-import { fromCents } from '../../common/decimal.ts'
+import { centsText } from '../../common/decimal.ts'
 import { EMPTY_AGGREGATES, EMPTY_HISTORY, type CustomerAggregates, type OrderFact, type OrderHistory } from './order-facts.ts'
 import type { FeatureValues } from './features.ts'
 import { iso } from '../../common/time.ts'
 
 /** Pure mapping from feature state to ClickHouse rows (schemas/clickhouse/002_features.sql) and events. */
 
-const money = (cents: number) => fromCents(BigInt(Math.round(cents)))
+const money = centsText
 
 export interface CustomerIdentity {
   tenantId: number

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { addDecimals, DecimalError, fromCents, normaliseDecimal, toCents } from '../../common/decimal.ts'
+import { addDecimals, centsText, DecimalError, fromCents, normaliseDecimal, toCents } from '../../common/decimal.ts'
 
 function codeOf(fn: () => unknown): string | undefined {
   try {
@@ -95,5 +95,15 @@ describe('cents', () => {
     let sum = '0'
     for (let i = 0; i < 1000; i++) sum = addDecimals(sum, '0.10')
     expect(sum).toBe('100.00')
+  })
+})
+
+describe('centsText', () => {
+  it('is fromCents of the rounded cents, for any number of cents', () => {
+    const values = [0, -0, 1, -1, 9, 10, 99, 100, 101, -5, -100, -123_456, 12.5, -12.5, 0.49, 999_999_999_999_999, 2 ** 53 - 1, -(2 ** 53 - 1), 2 ** 53 + 2, 1e20]
+    let seed = 3
+    const random = () => (seed = (Math.imul(seed, 1_103_515_245) + 12_345) >>> 0) / 2 ** 32
+    for (let i = 0; i < 10_000; i++) values.push(Math.round((random() - 0.5) * 10 ** Math.floor(random() * 16)))
+    for (const c of values) expect(centsText(c), String(c)).toBe(fromCents(BigInt(Math.round(c))))
   })
 })

@@ -213,4 +213,21 @@ describe('churn details', () => {
     expect(roundTo(-2.5, 0)).toBe(-3)
     expect(roundTo(1e-9, 4)).toBe(0)
   })
+
+  it('roundTo rounds the decimal text half up, on values at and near a half too', () => {
+    // The definition: shift the decimal point in the shortest text, round, shift back.
+    const byText = (x: number, dp: number) => {
+      const a = Math.abs(x)
+      const text = String(a)
+      const r = text.includes('e') ? Math.round(a * 10 ** dp) / 10 ** dp : Number(`${Math.round(Number(`${text}e${dp}`))}e-${dp}`)
+      return Math.sign(x) * r || 0
+    }
+    let seed = 11
+    const random = () => (seed = (Math.imul(seed, 1_103_515_245) + 12_345) >>> 0) / 2 ** 32
+    for (let i = 0; i < 20_000; i++) {
+      const x = (random() - 0.5) * 10 ** Math.floor(random() * 14 - 5)
+      const half = Math.round(x * 100) / 100 + 0.005
+      for (const v of [x, half, half / 100]) for (const dp of [0, 2, 4]) expect(roundTo(v, dp), `${v} to ${dp}`).toBe(byText(v, dp))
+    }
+  })
 })
