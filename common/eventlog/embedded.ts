@@ -307,14 +307,36 @@ export class EmbeddedEventLog implements EventLog {
       writeJsonAtomic(this.offsetsFile(opts.groupId), group)
     }
 
-    const loop = (async () => {
+    // Each partition has a loop of its own, and up to PARTITIONS_CONSUMED_CONCURRENTLY batches are
+    // handled at once (kafkajs' partitionsConsumedConcurrently, as the Kafka adapter sets it): one
+    // partition's decode runs while another's sink writes. Within a partition, batches stay in order.
+    const slots = new Semaphore(PARTITIONS_CONSUMED_CONCURRENTLY)
+    const wakers = new Set<() => void>()
+    wake = () => {
+      const waiting = [...wakers]
+      wakers.clear()
+      for (const w of waiting) w()
+    }
+    const partitionLoop = async (pos: { topic: string; partition: number; next: number }) => {
       let failures = 0
+      const part = this.parts(pos.topic)[pos.partition]!
       while (running) {
-        let worked = false
-        for (const pos of positions) {
+        if (pos.next >= part.count) {
+          await new Promise<void>((resolve) => {
+            const done = () => {
+              wakers.delete(done)
+              clearTimeout(timer)
+              resolve()
+            }
+            const timer = setTimeout(done, 250)
+            timer.unref()
+            wakers.add(done)
+          })
+          continue
+        }
+        const release = await slots.acquire()
+        try {
           if (!running) break
-          const part = this.parts(pos.topic)[pos.partition]!
-          if (pos.next >= part.count) continue
           const records = await part.read(pos.topic, pos.partition, pos.next, maxBatch)
           const batch: Batch = {
             topic: pos.topic,
@@ -328,23 +350,20 @@ export class EmbeddedEventLog implements EventLog {
             pos.next += records.length
             commit(pos.topic, pos.partition, pos.next)
             failures = 0
-            worked = true
           } catch (err) {
             opts.onError?.(err, { topic: pos.topic, partition: pos.partition })
             // Redeliver the same batch after a growing pause, as a Kafka consumer restart would.
             failures++
+            release()
             await sleep(Math.min(5000, 100 * 2 ** Math.min(failures, 6)))
+            continue
           }
-        }
-        if (!worked && running) {
-          await new Promise<void>((resolve) => {
-            wake = resolve
-            setTimeout(resolve, 250).unref()
-          })
-          wake = null
+        } finally {
+          release()
         }
       }
-    })()
+    }
+    const loop = Promise.all(positions.map(partitionLoop))
 
     return {
       stop: async () => {
@@ -362,6 +381,30 @@ export class EmbeddedEventLog implements EventLog {
     this.closed = true
     for (const parts of this.partitions.values()) for (const p of parts) await p.close()
     releaseLock(this.dir)
+  }
+}
+
+/** kafkajs' partitionsConsumedConcurrently in the Kafka adapter: batches of this many partitions at once. */
+const PARTITIONS_CONSUMED_CONCURRENTLY = 4
+
+/** At most `n` holders at once; `acquire` resolves to a release that may be called more than once. */
+class Semaphore {
+  private free: number
+  private readonly waiting: (() => void)[] = []
+  constructor(n: number) {
+    this.free = n
+  }
+  async acquire(): Promise<() => void> {
+    if (this.free > 0) this.free--
+    else await new Promise<void>((resolve) => this.waiting.push(resolve))
+    let held = true
+    return () => {
+      if (!held) return
+      held = false
+      const next = this.waiting.shift()
+      if (next) next()
+      else this.free++
+    }
   }
 }
 

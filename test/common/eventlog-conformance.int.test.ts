@@ -132,6 +132,25 @@ describe.each(ADAPTERS)('event log conformance: %s', (_name, open) => {
     }
   })
 
+  it('handles batches of different partitions at the same time (a slow sink does not hold the other partitions)', async () => {
+    const topic = await topicWith(60, 3)
+    // Every batch waits until batches of at least two partitions are in hand at once; handled one
+    // at a time, none would ever see that, and each gives up after 10 s.
+    const inHand = new Set<number>()
+    let overlapped = false
+    const { got } = await collect(log, uniqueName('g'), topic, 60, {
+      onBatch: async (b) => {
+        inHand.add(b.partition)
+        const until = Date.now() + 10_000
+        while (inHand.size < 2 && !overlapped && Date.now() < until) await new Promise((r) => setTimeout(r, 20))
+        if (inHand.size >= 2) overlapped = true
+        inHand.delete(b.partition)
+      },
+    })
+    expect(new Set(got.map((r) => r.offset + '@' + r.partition)).size).toBe(60)
+    expect(overlapped).toBe(true)
+  })
+
   it('caps batches at maxBatch and keeps bytes, null keys and headers intact', async () => {
     const topic = uniqueName('conf')
     await log.createTopics([{ name: topic, partitions: 1, compacted: false }])
