@@ -89,12 +89,29 @@ function formatScaled(units: bigint, scale: number): string {
  * `precision - scale` integer digits (Avro decimal(15,2) holds at most 13).
  */
 export function normaliseDecimal(v: string | number, scale = 2, precision = 15): string {
+  // Already canonical (what the Avro decimal decoder gives): the same text back, without a BigInt.
+  if (typeof v === 'string' && canonicalPattern(scale, precision).test(v) && !NEGATIVE_ZERO.test(v)) return v
   const units = parseScaled(v, scale)
   const abs = units < 0n ? -units : units
   if (abs >= 10n ** BigInt(precision)) {
     throw new DecimalError('too_many_digits', `${String(v).trim()} has more than ${precision - scale} integer digits`)
   }
   return formatScaled(units, scale)
+}
+
+/** `-0.00`: canonical in shape, but the canonical zero has no sign. */
+const NEGATIVE_ZERO = /^-0(\.0*)?$/
+const canonicalPatterns = new Map<string, RegExp>()
+/** The canonical text of a decimal: optional minus, no leading zero, exactly `scale` decimals. */
+function canonicalPattern(scale: number, precision: number): RegExp {
+  const key = `${scale}/${precision}`
+  let re = canonicalPatterns.get(key)
+  if (!re) {
+    const int = precision - scale > 0 ? `(0|[1-9]\\d{0,${precision - scale - 1}})` : '0'
+    re = new RegExp(`^-?${int}${scale > 0 ? `\\.\\d{${scale}}` : ''}$`)
+    canonicalPatterns.set(key, re)
+  }
+  return re
 }
 
 /**

@@ -107,3 +107,15 @@ describe('centsText', () => {
     for (const c of values) expect(centsText(c), String(c)).toBe(fromCents(BigInt(Math.round(c))))
   })
 })
+
+describe('normaliseDecimal on canonical text', () => {
+  it('gives canonical text back as it is, and everything else as the full parse does', () => {
+    const cases: [string, number, number, string][] = [
+      ['12.50', 2, 15, '12.50'], ['0.00', 2, 15, '0.00'], ['-0.00', 2, 15, '0.00'], ['-0.000', 3, 15, '0.000'], ['-0', 0, 15, '0'],
+      ['-1.05', 2, 15, '-1.05'], ['00.10', 2, 15, '0.10'], ['1234567890123.45', 2, 15, '1234567890123.45'], ['+1.00', 2, 15, '1.00'], ['7', 0, 15, '7'],
+    ]
+    for (const [v, scale, precision, want] of cases) expect(normaliseDecimal(v, scale, precision), v).toBe(want)
+    expect(codeOf(() => normaliseDecimal('12345678901234.56'))).toBe('too_many_digits')
+    expect(codeOf(() => normaliseDecimal('123.45', 2, 4))).toBe('too_many_digits')
+  })
+})
