@@ -91,6 +91,23 @@ export async function insertJsonRows(store: Store, table: string, rows: readonly
 }
 
 /**
+ * Inserts rows given as arrays of values in `columns`' order (JSONCompactEachRow): for writers of
+ * many rows of one shape, which then need no object per row. chdb's raw insert as above; on a
+ * server, the client's insert with the same format.
+ */
+export async function insertValueRows(store: Store, table: string, columns: readonly string[], rows: readonly unknown[][]): Promise<void> {
+  if (!rows.length) return
+  const raw = rawInserts.get(store)
+  if (!raw || !/^\w+$/.test(raw.database) || !/^\w+$/.test(table)) {
+    await store.insert({ table, values: rows as unknown[][], columns: columns as [string, ...string[]], format: 'JSONCompactEachRow' })
+    return
+  }
+  let body = ''
+  for (const r of rows) body += JSON.stringify(r) + '\n'
+  await raw.rawInsert({ table: `${raw.database}.${table}`, columns: [...columns], values: body, format: 'JSONCompactEachRow', settings: { date_time_input_format: 'best_effort' } })
+}
+
+/**
  * The rows as JSONCompactEachRow lines under the first row's keys, or null when a row has other
  * keys, another key order, or an undefined value (JSONEachRow leaves that column to its default;
  * an array would send null).

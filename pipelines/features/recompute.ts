@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { insertJsonRows, type Store } from '../../common/store/clickhouse.ts'
+import { insertJsonRows, insertValueRows, type Store } from '../../common/store/clickhouse.ts'
 import { tenantExists } from '../../common/store/tenants.ts'
 import type { Logger } from '../../common/logger.ts'
 import { customerKey } from '../../common/events.ts'
@@ -10,7 +10,7 @@ import { TenantSettingsStore } from '../../common/store/tenant-settings.ts'
 import { referenceDate, referenceMetadata, resolveReference, type Reference } from '../../common/reference-date.ts'
 import { clvFeatures, computeFeatures, DEFAULT_FEATURE_OPTIONS, type FeatureOptions, type FeatureValues } from './features.ts'
 import { buildTenantModel } from './model.ts'
-import { deletedFeatureRow, featureRow } from './rows.ts'
+import { deletedFeatureRow, FEATURE_ROW_COLUMNS, featureRowValues } from './rows.ts'
 import { loadModels, saveModel, writeSegmentSnapshot } from './feature-store.ts'
 import { SEGMENTS } from './segments.ts'
 import { churnRate } from './churn.ts'
@@ -263,21 +263,23 @@ export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine {
       await deps.store.command({ query: `CREATE TABLE ${staging} AS ${target.table} ENGINE = Memory` })
       try {
         // One insert in flight while the next batch's rows are built: chdb parses on its own threads.
+        const columns = target.table === 'customer_features' ? FEATURE_ROW_COLUMNS : [...FEATURE_ROW_COLUMNS, 'as_of']
         let inFlight: Promise<void> = Promise.resolve()
         const settle = () => inFlight.catch(() => undefined)
         for (let i = 0; i < customers.length; i += run.batchSize) {
           if (run.signal.aborted) await settle()
           check()
-          const rows = []
+          const rows: unknown[][] = []
           for (let j = i; j < Math.min(customers.length, i + run.batchSize); j++) {
             const c = customers[j]!
             const v = values[j]
             if (!v) continue
-            const row = featureRow(identity(c.customerId, c.email, c.emailVersion), c.agg, EMPTY_HISTORY, v, at, baseVersion + j)
-            rows.push(target.table === 'customer_features' ? row : { ...row, as_of: target.asOf })
+            const row = featureRowValues(identity(c.customerId, c.email, c.emailVersion), c.agg, EMPTY_HISTORY, v, at, baseVersion + j)
+            if (target.table !== 'customer_features') row.push(target.asOf)
+            rows.push(row)
           }
           await inFlight
-          if (rows.length) inFlight = insertJsonRows(deps.store, staging, rows)
+          if (rows.length) inFlight = insertValueRows(deps.store, staging, columns, rows)
           run.onProgress?.(Math.min(customers.length, i + run.batchSize), customers.length)
         }
         await inFlight

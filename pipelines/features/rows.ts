@@ -31,47 +31,72 @@ export function factRow(c: CustomerIdentity, orderId: string, f: OrderFact) {
   }
 }
 
-export function featureRow(c: CustomerIdentity, agg: CustomerAggregates, history: OrderHistory, v: FeatureValues, processedAt: number, version: number) {
-  return {
-    tenant_id: c.tenantId,
-    customer_id: c.customerId,
-    email: c.email,
-    recency_days: v.recency_days,
-    frequency: v.frequency,
-    monetary: money(v.monetary_cents),
-    r_score: v.r_score,
-    f_score: v.f_score,
-    m_score: v.m_score,
-    rfm_score: v.rfm_score,
-    segment: v.segment,
-    processed_at: iso(processedAt),
-    partition: c.partition,
-    email_version: c.emailVersion,
-    first_order_at: agg.firstOrderAt === null ? null : iso(agg.firstOrderAt),
-    last_order_at: agg.lastOrderAt === null ? null : iso(agg.lastOrderAt),
-    purchase_days: agg.purchaseDays,
-    repeat_purchases: agg.repeatPurchases,
-    repeat_span_days: agg.repeatSpanDays,
-    repeat_avg_value: agg.repeatAvgCents / 100,
-    avg_order_value: v.avg_order_value,
-    order_times: history.times,
-    order_cents: history.cents,
-    historical_value: money(v.historical_value_cents),
-    predicted_value: v.predicted_value,
-    total_clv: v.total_clv,
-    clv_tier: v.clv_tier,
-    expected_purchases: v.expected_purchases,
-    p_alive: v.p_alive,
-    churn_risk: v.churn_risk,
-    churn_probability: v.churn_probability,
-    order_frequency_days: v.order_frequency_days,
-    expected_order_date: v.expected_order_date,
-    days_overdue: v.days_overdue,
-    potential_loss: v.potential_loss,
-    recommended_action: v.recommended_action,
-    model_version: v.model_version,
-    version,
-  }
+/** customer_features' columns, in the order `featureRowValues` gives them. */
+export const FEATURE_ROW_COLUMNS = [
+  'tenant_id', 'customer_id', 'email', 'recency_days', 'frequency', 'monetary',
+  'r_score', 'f_score', 'm_score', 'rfm_score', 'segment', 'processed_at',
+  'partition', 'email_version', 'first_order_at', 'last_order_at', 'purchase_days', 'repeat_purchases',
+  'repeat_span_days', 'repeat_avg_value', 'avg_order_value', 'order_times', 'order_cents', 'historical_value',
+  'predicted_value', 'total_clv', 'clv_tier', 'expected_purchases', 'p_alive', 'churn_risk',
+  'churn_probability', 'order_frequency_days', 'expected_order_date', 'days_overdue', 'potential_loss', 'recommended_action',
+  'model_version', 'version',
+] as const
+
+export type FeatureRow = Record<(typeof FEATURE_ROW_COLUMNS)[number], unknown>
+
+/**
+ * A customer's customer_features row as values in FEATURE_ROW_COLUMNS' order: the recompute sends
+ * a million of these without building an object for each (`insertValueRows`).
+ */
+export function featureRowValues(c: CustomerIdentity, agg: CustomerAggregates, history: OrderHistory, v: FeatureValues, processedAt: number, version: number): unknown[] {
+  return [
+    c.tenantId, // tenant_id
+    c.customerId, // customer_id
+    c.email, // email
+    v.recency_days, // recency_days
+    v.frequency, // frequency
+    money(v.monetary_cents), // monetary
+    v.r_score, // r_score
+    v.f_score, // f_score
+    v.m_score, // m_score
+    v.rfm_score, // rfm_score
+    v.segment, // segment
+    iso(processedAt), // processed_at
+    c.partition, // partition
+    c.emailVersion, // email_version
+    agg.firstOrderAt === null ? null : iso(agg.firstOrderAt), // first_order_at
+    agg.lastOrderAt === null ? null : iso(agg.lastOrderAt), // last_order_at
+    agg.purchaseDays, // purchase_days
+    agg.repeatPurchases, // repeat_purchases
+    agg.repeatSpanDays, // repeat_span_days
+    agg.repeatAvgCents / 100, // repeat_avg_value
+    v.avg_order_value, // avg_order_value
+    history.times, // order_times
+    history.cents, // order_cents
+    money(v.historical_value_cents), // historical_value
+    v.predicted_value, // predicted_value
+    v.total_clv, // total_clv
+    v.clv_tier, // clv_tier
+    v.expected_purchases, // expected_purchases
+    v.p_alive, // p_alive
+    v.churn_risk, // churn_risk
+    v.churn_probability, // churn_probability
+    v.order_frequency_days, // order_frequency_days
+    v.expected_order_date, // expected_order_date
+    v.days_overdue, // days_overdue
+    v.potential_loss, // potential_loss
+    v.recommended_action, // recommended_action
+    v.model_version, // model_version
+    version, // version
+  ]
+}
+
+/** The same row as an object (the stream's writes, where rows of other shapes share a batch). */
+export function featureRow(c: CustomerIdentity, agg: CustomerAggregates, history: OrderHistory, v: FeatureValues, processedAt: number, version: number): FeatureRow {
+  const values = featureRowValues(c, agg, history, v, processedAt, version)
+  const row = {} as FeatureRow
+  for (let i = 0; i < FEATURE_ROW_COLUMNS.length; i++) row[FEATURE_ROW_COLUMNS[i]!] = values[i]
+  return row
 }
 
 /**
