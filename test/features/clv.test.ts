@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import fs from 'node:fs'
+import { compressPatterns } from '../../pipelines/features/clv/patterns.ts'
 import {
   bgnbd,
   bgNbd,
@@ -536,6 +537,22 @@ describe('CLV for small shops: the reference prior', () => {
     const days = parseCdnowSummary(fs.readFileSync(SUMMARY, 'utf8')).map((r) => ({ x: r.x, tx: r.tx * 7, T: r.T * 7 }))
     for (const [model, fit] of [['bgnbd', bgNbd.fit(days)], ['mbgnbd', mbgNbd.fit(days)]] as const) {
       for (const k of ['r', 'alpha', 'a', 'b'] as const) within(fit.params[k], REFERENCE_FITS[model][k], 0.01)
+    }
+  })
+})
+
+describe('compressPatterns', () => {
+  it('one weighted pattern per distinct (x, t_x, T), sorted by (x, T, t_x), on whole and fractional times alike', () => {
+    const data = [
+      { x: 2, tx: 5, T: 9 }, { x: 0, tx: 0, T: 7 }, { x: 2, tx: 5, T: 9 }, { x: 0, tx: 0, T: 3 }, { x: 1, tx: 4, T: 9, weight: 3 }, { x: 1, tx: 2, T: 9 }, { x: 0, tx: 0, T: 7, weight: 0 },
+    ]
+    for (const scale of [1, 0.5]) {
+      const p = compressPatterns(data.map((o) => ({ ...o, tx: o.tx * scale, T: o.T * scale })))
+      const rows = Array.from({ length: p.size }, (_, i) => [p.x[i], p.tx[i]! / scale, p.T[i]! / scale, p.w[i]])
+      expect(rows).toEqual([[0, 0, 3, 1], [0, 0, 7, 1], [1, 2, 9, 1], [1, 4, 9, 3], [2, 5, 9, 2]])
+      // The distinct-value tables point back at each pattern's values.
+      for (let i = 0; i < p.size; i++) expect([p.xs[p.xi[i]!], p.txs[p.txi[i]!], p.Ts[p.Ti[i]!]]).toEqual([p.x[i], p.tx[i], p.T[i]])
+      expect([p.totalWeight, p.weightedX, p.maxT]).toEqual([8, 8, 9 * scale])
     }
   })
 })
