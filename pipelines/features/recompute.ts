@@ -197,6 +197,31 @@ const pct = (n: number, total: number) => (total ? Math.round((n / total) * 1000
 /** Where a computation's rows go: the tenant's features, or the as-of table for one date. */
 type Target = { table: 'customer_features' } | { table: 'customer_features_as_of'; asOf: string }
 
+/** What the processing results count over the scored customers (frequency > 0), one customer at a time. */
+class ScoreTally {
+  errors = 0
+  scored = 0
+  readonly segments = new Map<string, number>()
+  withClv = 0
+  clvSum = 0
+  atRisk = 0
+  churned = 0
+  withRisk = 0
+
+  add(v: FeatureValues): void {
+    if (!(v.frequency > 0)) return
+    this.scored++
+    if (v.segment) this.segments.set(v.segment, (this.segments.get(v.segment) ?? 0) + 1)
+    if (v.total_clv !== null) {
+      this.withClv++
+      this.clvSum += v.total_clv
+    }
+    if (v.churn_risk === 'at_risk' || v.churn_risk === 'churning') this.atRisk++
+    if (v.churn_risk === 'churned') this.churned++
+    if (v.churn_risk !== null) this.withRisk++
+  }
+}
+
 export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine {
   const now = deps.now ?? Date.now
   const opts = deps.features ?? DEFAULT_FEATURE_OPTIONS
@@ -236,20 +261,23 @@ export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine {
       const today = utcDay(ref.ms)
       let clvMs = 0
       let scoreMs = 0
-      let errors = 0
-      const values: (FeatureValues | null)[] = []
-      for (const c of customers) {
+      // Each customer is scored as its batch of rows is built: the run keeps the counts the results
+      // report, not a million scores (less for the collector to walk).
+      const tally = new ScoreTally()
+      const score = (c: BatchCustomer): FeatureValues | null => {
         try {
           let s = performance.now()
           const part = model.clv && c.agg.orderCount > 0 ? clvFeatures(c.agg, model.clv, today, opts) : null
           clvMs += performance.now() - s
           s = performance.now()
-          values.push(computeFeatures(c.agg, model, ref.ms, opts, part))
+          const v = computeFeatures(c.agg, model, ref.ms, opts, part)
           scoreMs += performance.now() - s
+          tally.add(v)
+          return v
         } catch (err) {
-          errors++
-          values.push(null)
+          tally.errors++
           deps.logger.warn({ tenantId, customerId: c.customerId, err }, 'customer could not be scored')
+          return null
         }
       }
       t0 = performance.now()
@@ -272,7 +300,7 @@ export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine {
           const rows: unknown[][] = []
           for (let j = i; j < Math.min(customers.length, i + run.batchSize); j++) {
             const c = customers[j]!
-            const v = values[j]
+            const v = score(c)
             if (!v) continue
             const row = featureRowValues(identity(c.customerId, c.email, c.emailVersion), c.agg, EMPTY_HISTORY, v, at, baseVersion + j)
             if (target.table !== 'customer_features') row.push(target.asOf)
@@ -305,36 +333,31 @@ export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine {
         await insertJsonRows(deps.store, target.table, markers)
       }
       if (own) await writeSegmentSnapshot(deps.store, [tenantId], ref.ms, at)
-      const writeMs = performance.now() - t0
+      const writeMs = performance.now() - t0 - clvMs - scoreMs
+      const { errors } = tally
 
-      const scored = values.filter((v): v is FeatureValues => v !== null && v.frequency > 0)
       const results: ProcessingResults = { metadata: referenceMetadata(ref) }
       if (run.analyses.includes('rfm')) {
-        const counts = new Map<string, number>()
-        for (const v of scored) if (v.segment) counts.set(v.segment, (counts.get(v.segment) ?? 0) + 1)
         results.rfm = {
-          total_processed: scored.length,
-          segments: SEGMENTS.map((segment) => ({ segment, count: counts.get(segment) ?? 0, percentage: pct(counts.get(segment) ?? 0, scored.length) })),
+          total_processed: tally.scored,
+          segments: SEGMENTS.map((segment) => ({ segment, count: tally.segments.get(segment) ?? 0, percentage: pct(tally.segments.get(segment) ?? 0, tally.scored) })),
           processing_time: seconds(rfmLoad + scoreMs + writeMs),
           errors,
         }
       }
       if (run.analyses.includes('clv')) {
         results.metadata = { ...results.metadata!, clv_model: model.clv?.model ?? null, clv_method: model.clv ? (model.clv.method ?? 'maximum_likelihood') : null }
-        const withClv = scored.filter((v) => v.total_clv !== null)
         results.clv = {
-          processed: withClv.length,
-          avg_clv: withClv.length ? Math.round((withClv.reduce((s, v) => s + v.total_clv!, 0) / withClv.length) * 100) / 100 : 0,
+          processed: tally.withClv,
+          avg_clv: tally.withClv ? Math.round((tally.clvSum / tally.withClv) * 100) / 100 : 0,
           processing_time: seconds(fitMs + clvMs),
         }
       }
       if (run.analyses.includes('churn')) {
-        const atRisk = scored.filter((v) => v.churn_risk === 'at_risk' || v.churn_risk === 'churning').length
-        const churned = scored.filter((v) => v.churn_risk === 'churned').length
         results.churn = {
-          processed: scored.length,
-          at_risk: atRisk,
-          churn_rate: churnRate(churned, scored.filter((v) => v.churn_risk !== null).length),
+          processed: tally.scored,
+          at_risk: tally.atRisk,
+          churn_rate: churnRate(tally.churned, tally.withRisk),
           processing_time: seconds(scoreMs),
         }
       }
