@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { unescapeTsv, centsAtLeast, centsAtMost, countMarked, descendingBy, indexesMarked, keptMarks, lowerBound, maskOf, pageInOrder, Population, positionsMarked, smallerSide, topRows, upperBound, type CustomerColumns } from '../../services/api/analytics/customer-columns.ts'
+import { unescapeTsv, centsAtLeast, centsAtMost, countMarked, descendingBy, indexesMarked, keptMarks, lowerBound, maskOf, pageInOrder, Population, smallerSide, topRows, upperBound, type CustomerColumns } from '../../services/api/analytics/customer-columns.ts'
 
 /** The in-memory orders and searches of the filtered answers, against sorting (a seeded generator, with ties and nulls). */
 function rng(seed: number) {
@@ -79,19 +79,6 @@ describe('customer columns: orders and searches', () => {
       else expect([side.sign, [...side.rows]]).toEqual([1, selected])
       expect(countMarked(keep)).toBe([...keep].filter((m) => m === 1).length)
       expect([...indexesMarked(keep, 0)]).toEqual([...keep.keys()].filter((i) => keep[i] === 0))
-    }
-  })
-
-  it('positionsMarked moves a selection to the positions of an order', () => {
-    const r = rng(9)
-    const n = 997
-    const order = Uint32Array.from({ length: n }, (_, i) => i).sort(() => r() - 0.5)
-    const rank = new Uint32Array(n)
-    order.forEach((i, p) => (rank[i] = p))
-    for (const share of [0.1, 0.9]) {
-      const keep = Uint8Array.from({ length: n }, () => (r() < share ? 1 : 0))
-      const at = positionsMarked(keep, countMarked(keep), rank)
-      expect([...at]).toEqual([...order].map((i) => keep[i]))
     }
   })
 

@@ -3,7 +3,7 @@ import { CLV_TIER_HIGH_ABOVE, CLV_TIER_MEDIUM_FROM, DEFAULT_CLV_MONTHS } from '.
 import { CommonQuery, limitParam, offsetParam } from './options.ts'
 import { customerFilter, idsFilter, type SqlFilter } from './filters.ts'
 import { customerScope } from './customers.ts'
-import { descendingBy, emailOf, indexesMarked, indexOfCustomer, isoDay, once, orNull, Population, releaseMarks, pageInOrder, positionsMarked, rowsOf, selection, smallerSide, topRows, type CustomerColumns, type Condition, type Selection } from './customer-columns.ts'
+import { descendingBy, emailOf, indexesMarked, indexOfCustomer, isoDay, once, orNull, Population, releaseMarks, pageInOrder, rowsOf, selection, smallerSide, topRows, type CustomerColumns, type Condition, type Selection } from './customer-columns.ts'
 import { tenantWide, tenantWidePage } from './summary.ts'
 import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
 import { analyticsBody, fieldColumns, pct, round2, select, type AnalyticsContext, type AnalyticsEndpoint, type RowsExport } from './endpoint.ts'
@@ -195,10 +195,8 @@ const clvNarrow = once((c: CustomerColumns) => {
   // The CLV order shared by every request, with the values in that order (read in sequence).
   const order = descendingBy(c, c.totalClv)
   const values = Float64Array.from(order, (i) => c.totalClv[i]!)
-  const rank = new Uint32Array(n)
-  for (let p = 0; p < n; p++) rank[order[p]!] = p
   const present = new Population(n, (i) => c.totalClv[i] === c.totalClv[i])
-  const narrow = { flags, tier, clv, predicted, tiers: c.clvTier.values.length, rank, values, present }
+  const narrow = { flags, tier, clv, predicted, tiers: c.clvTier.values.length, order, values, present }
   return { ...narrow, all: addClvSums(narrow, indexesMarked(present.marks, 1), 1, newClvSums(narrow.tiers)) }
 })
 
@@ -250,25 +248,21 @@ function clvFacts(c: CustomerColumns, sel: Selection | null): { overview: Overvi
   const h = (n - 1) * 0.5
   const lo = Math.floor(h)
   const [aPos, bPos] = [n - 1 - lo, n - 2 - lo] // descending positions of ascending lo and lo + 1
-  const { rank, values } = g
-  const at = positionsMarked(sel.keep, n, rank)
+  // The walk reads each position's customer's mark (a gather, within a 1 MB table) and stops at
+  // the median: marking every selected customer's position first was a scatter over the whole
+  // selection, the largest part of the request.
+  const { order, values } = g
+  const keep = sel.keep
+  const last = Math.max(aPos, k - 1)
   let top = 0
   let a = Number.NaN
   let b = Number.NaN
-  let p = 0
-  const end = at.length
-  for (let d = 0; d < k && p < end; p++) {
-    if (!at[p]) continue
+  for (let p = 0, d = 0; d <= last && p < order.length; p++) {
+    if (!keep[order[p]!]) continue
     const v = values[p]!
-    top += v
+    if (d < k) top += v
     if (d === aPos) a = v
     if (d === bPos) b = v
-    d++
-  }
-  for (let d = k; d <= aPos && p < end; p++) {
-    if (!at[p]) continue
-    if (d === aPos) a = values[p]!
-    if (d === bPos) b = values[p]!
     d++
   }
   const tiers: TierRow[] = []

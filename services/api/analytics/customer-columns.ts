@@ -620,24 +620,6 @@ export function descendingBy(c: CustomerColumns, key: Float64Array, nullAs = Num
   return order
 }
 
-let positionsScratch = new Uint8Array(0)
-/**
- * The selection's marks moved to the positions of an order (`rank[i]` = customer i's position),
- * so a walk down the order reads them in sequence. Writes only the smaller of the selected and
- * the left out. The buffer is reused by the next call: read it before anything else can run.
- */
-export function positionsMarked(keep: Uint8Array, count: number, rank: Uint32Array): Uint8Array {
-  const n = keep.length
-  if (positionsScratch.length < n) positionsScratch = new Uint8Array(n)
-  const at = positionsScratch.subarray(0, n)
-  const most = count * 2 > n
-  at.fill(most ? 1 : 0)
-  const want = most ? 0 : 1
-  const rows = indexesMarked(keep, want)
-  for (let j = 0; j < rows.length; j++) at[rank[rows[j]!]!] = want
-  return at
-}
-
 /** The selected rows as a membership table over every index. */
 export function maskOf(c: CustomerColumns, rows: Uint32Array): Uint8Array {
   const keep = new Uint8Array(c.size)
