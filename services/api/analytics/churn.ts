@@ -192,23 +192,36 @@ const newChurnSums = (c: CustomerColumns) => new Float64Array(3 * c.churnRisk.va
 function churnSums(w: Omit<WindowFacts, 'all' | 'atRiskCodes' | 'nowMs' | 'scored' | 'atRiskOrder'>, rows: Uint32Array, sign: 1 | -1, s: Float64Array): Float64Array {
   const { flags, orders30: o30, orders365: o365, risk, probability, loss } = w
   const base = s.length - 9
+  // The window's counts are integers: added up in locals (no store per customer for the next
+  // add to wait on) and signed once at the end, exactly. The level sums stay in `s`, in order.
+  let f0 = 0
+  let f1 = 0
+  let f2 = 0
+  let f3 = 0
+  let f4 = 0
+  let f5 = 0
+  let f6 = 0
+  let n30 = 0
+  let n365 = 0
   for (let j = 0; j < rows.length; j++) {
     const i = rows[j]!
     const o = 3 * risk[i]!
     s[o] = s[o]! + sign
     s[o + 1] = s[o + 1]! + sign * probability[i]!
     s[o + 2] = s[o + 2]! + sign * loss[i]!
-    s[base + 7] = s[base + 7]! + sign * o30[i]!
-    s[base + 8] = s[base + 8]! + sign * o365[i]!
+    n30 += o30[i]!
+    n365 += o365[i]!
     const f = flags[i]!
-    s[base] = s[base]! + sign * (f & 1)
-    s[base + 1] = s[base + 1]! + sign * ((f >> 1) & 1)
-    s[base + 2] = s[base + 2]! + sign * ((f >> 2) & 1)
-    s[base + 3] = s[base + 3]! + sign * ((f >> 3) & 1)
-    s[base + 4] = s[base + 4]! + sign * ((f >> 4) & 1)
-    s[base + 5] = s[base + 5]! + sign * ((f >> 5) & 1)
-    s[base + 6] = s[base + 6]! + sign * (f >> 6)
+    f0 += f & 1
+    f1 += (f >> 1) & 1
+    f2 += (f >> 2) & 1
+    f3 += (f >> 3) & 1
+    f4 += (f >> 4) & 1
+    f5 += (f >> 5) & 1
+    f6 += f >> 6
   }
+  const counts = [f0, f1, f2, f3, f4, f5, f6, n30, n365]
+  for (let k = 0; k < counts.length; k++) s[base + k] = s[base + k]! + sign * counts[k]!
   return s
 }
 
