@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { unescapeTsv, centsAtLeast, centsAtMost, countMarked, descendingBy, indexesMarked, keptMarks, lowerBound, maskOf, pageInOrder, Population, smallerSide, topRows, upperBound, type CustomerColumns } from '../../services/api/analytics/customer-columns.ts'
+import { unescapeTsv, centsAtLeast, centsAtMost, countMarked, descendingBy, indexesMarked, keptMarks, lowerBound, maskOf, pageInOrder, Population, smallerSide, topRows, upperBound, wholeNumbers, type CustomerColumns } from '../../services/api/analytics/customer-columns.ts'
 
 /** The in-memory orders and searches of the filtered answers, against sorting (a seeded generator, with ties and nulls). */
 function rng(seed: number) {
@@ -80,6 +80,15 @@ describe('customer columns: orders and searches', () => {
       expect(countMarked(keep)).toBe([...keep].filter((m) => m === 1).length)
       expect([...indexesMarked(keep, 0)]).toEqual([...keep.keys()].filter((i) => keep[i] === 0))
     }
+  })
+
+  it('wholeNumbers: a column of whole numbers as Int32 (missing as the lowest), else null', () => {
+    const col = Float64Array.from([0, 5, Number.NaN, -3, 2 ** 31 - 1])
+    expect([...wholeNumbers(col)!]).toEqual([0, 5, -(2 ** 31), -3, 2 ** 31 - 1])
+    expect(wholeNumbers(col)).toBe(wholeNumbers(col)) // once per column
+    expect(wholeNumbers(Float64Array.from([1, 2.5]))).toBeNull()
+    expect(wholeNumbers(Float64Array.from([2 ** 31]))).toBeNull()
+    expect(wholeNumbers(Float64Array.from([-(2 ** 31)]))).toBeNull() // would read as missing
   })
 
   it("a TabSeparated field's text: ClickHouse's escapes undone, plain text untouched", () => {

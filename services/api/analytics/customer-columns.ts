@@ -449,8 +449,14 @@ export function selectMask(c: CustomerColumns, o: CommonOptions, nowMs: number, 
     if ('present' in k) keepPresent(keep, k.present)
     else if ('nonzero' in k) keepCodes(keep, k.nonzero, codeBound(k.nonzero, n), [0], false)
     else if ('oneOf' in k) keepCodes(keep, k.oneOf, codeBound(k.oneOf, n), k.codes, true)
-    else if ('atLeast' in k) keepAtLeast(keep, k.atLeast, k.value)
-    else keepAtMost(keep, k.atMost, k.value)
+    else if ('atLeast' in k) {
+      // On a column of whole numbers (days, counts) the pass reads half the memory: x >= v is
+      // x >= ceil(v) there, and a missing value (the lowest Int32) fails every bound it can meet.
+      const ints = wholeNumbers(k.atLeast)
+      const bound = Math.ceil(k.value)
+      if (ints && bound > INT32_MIN) keepAtLeastInt(keep, ints, bound)
+      else keepAtLeast(keep, k.atLeast, k.value)
+    } else keepAtMost(keep, k.atMost, k.value)
   }
   return keep
 }
@@ -517,6 +523,31 @@ function keepAtMostInt(keep: Uint8Array, col: Int32Array, v: number): void {
 /** What selectMask reads besides the columns themselves, worked out when a summary loads them. */
 export function prepareSelection(c: CustomerColumns): void {
   narrowCents(c)
+  wholeNumbers(c.recencyDays)
+}
+
+const INT32_MIN = -0x80000000
+const wholes = new WeakMap<Float64Array, Int32Array | null>()
+/**
+ * A column as 32-bit integers, missing values (NaN) as the lowest Int32, when every value is a
+ * whole number above it and within Int32; else null. Worked out once per column object.
+ */
+export function wholeNumbers(col: Float64Array): Int32Array | null {
+  let v = wholes.get(col)
+  if (v === undefined) {
+    const out = new Int32Array(col.length)
+    let fits = true
+    for (let i = 0; i < col.length && fits; i++) {
+      const x = col[i]!
+      if (x !== x) out[i] = INT32_MIN
+      else {
+        fits = Number.isInteger(x) && x > INT32_MIN && x <= 0x7fffffff
+        out[i] = x
+      }
+    }
+    wholes.set(col, (v = fits ? out : null))
+  }
+  return v
 }
 
 const narrowed = new WeakMap<CustomerColumns, Int32Array | null>()
