@@ -317,21 +317,24 @@ export class EmbeddedEventLog implements EventLog {
       wakers.clear()
       for (const w of waiting) w()
     }
+    /** Waits `ms`, or less when records arrive or the consumer stops. */
+    const pause = (ms: number) =>
+      new Promise<void>((resolve) => {
+        const done = () => {
+          wakers.delete(done)
+          clearTimeout(timer)
+          resolve()
+        }
+        const timer = setTimeout(done, ms)
+        timer.unref()
+        wakers.add(done)
+      })
     const partitionLoop = async (pos: { topic: string; partition: number; next: number }) => {
       let failures = 0
       const part = this.parts(pos.topic)[pos.partition]!
       while (running) {
         if (pos.next >= part.count) {
-          await new Promise<void>((resolve) => {
-            const done = () => {
-              wakers.delete(done)
-              clearTimeout(timer)
-              resolve()
-            }
-            const timer = setTimeout(done, 250)
-            timer.unref()
-            wakers.add(done)
-          })
+          await pause(250)
           continue
         }
         const release = await slots.acquire()
@@ -355,7 +358,7 @@ export class EmbeddedEventLog implements EventLog {
             // Redeliver the same batch after a growing pause, as a Kafka consumer restart would.
             failures++
             release()
-            await sleep(Math.min(5000, 100 * 2 ** Math.min(failures, 6)))
+            await pause(Math.min(5000, 100 * 2 ** Math.min(failures, 6)))
             continue
           }
         } finally {
@@ -363,7 +366,19 @@ export class EmbeddedEventLog implements EventLog {
         }
       }
     }
-    const loop = Promise.all(positions.map(partitionLoop))
+    // A loop that fails (a read or an offsets write) stops the others too, and stop() waits for all.
+    const loop = Promise.allSettled(
+      positions.map((pos) =>
+        partitionLoop(pos).catch((err) => {
+          running = false
+          wake?.()
+          throw err
+        }),
+      ),
+    ).then((results) => {
+      const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected')
+      if (failed) throw failed.reason
+    })
 
     return {
       stop: async () => {
@@ -406,10 +421,6 @@ class Semaphore {
       else this.free++
     }
   }
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms))
 }
 
 function writeJsonAtomic(file: string, value: unknown): void {

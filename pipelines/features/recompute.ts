@@ -129,7 +129,9 @@ export interface StagedHistories {
 /** Stages every profile's counting order history (up to `cutoffMs`) in a Memory table of its own. */
 export async function stageHistories(store: Store, tenantId: number, cutoffMs = Infinity): Promise<StagedHistories> {
   const table = `recompute_histories_${tenantId}_${randomBytes(6).toString('hex')}`
-  const drop = () => store.command({ query: `DROP TABLE IF EXISTS ${table}` }).then(() => undefined)
+  // Never throws: a failed drop must not hide the error that ended the run (a Memory table left
+  // behind holds nothing after a restart).
+  const drop = () => store.command({ query: `DROP TABLE IF EXISTS ${table}` }).then(() => undefined, () => undefined)
   try {
     await store.command({ query: `CREATE TABLE ${table} ENGINE = Memory AS ${HISTORIES_SQL}`, query_params: { t: tenantId, cutoff: cutoffParam(cutoffMs) } })
   } catch (err) {

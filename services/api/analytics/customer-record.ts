@@ -155,16 +155,16 @@ export async function customerRecord(ctx: AnalyticsContext, tenantId: number, cu
     customerPage(ctx, { tenant_id: tenantId, customer_ids: [customerId], limit: 1, offset: 0 }, 1, 0),
     select<{ all: string; cancelled: string }>(
       ctx.store,
-      `SELECT count() AS all, countIf(cancelled = 1) AS cancelled FROM (
-         SELECT order_id, argMax(is_cancelled, tuple(version, last_event_id)) AS cancelled FROM orders
-         WHERE tenant_id = {tenant_id:UInt64} AND ${MEMBERS} GROUP BY customer_id, order_id)`,
+      // Each order's latest state as the table keeps it (FINAL: the highest version), as the
+      // recompute reads it (docs/features.md, "Full recompute").
+      `SELECT count() AS all, countIf(is_cancelled = 1) AS cancelled FROM orders FINAL
+       WHERE tenant_id = {tenant_id:UInt64} AND ${MEMBERS}`,
       p,
     ),
     select<{ order_id: string; placed_ms: string; status: string; total: string; currency: string; cancelled: number }>(
       ctx.store,
-      `SELECT order_id, toUnixTimestamp64Milli(o.1) AS placed_ms, o.2 AS status, toString(o.3) AS total, o.4 AS currency, o.5 AS cancelled FROM (
-         SELECT order_id, argMax(tuple(placed_at, status, total, currency, is_cancelled), tuple(version, last_event_id)) AS o FROM orders
-         WHERE tenant_id = {tenant_id:UInt64} AND ${MEMBERS} GROUP BY customer_id, order_id)
+      `SELECT order_id, toUnixTimestamp64Milli(placed_at) AS placed_ms, status, toString(total) AS total, currency, is_cancelled AS cancelled
+       FROM orders FINAL WHERE tenant_id = {tenant_id:UInt64} AND ${MEMBERS}
        ORDER BY placed_ms DESC, order_id DESC LIMIT {recent:UInt32}`,
       p,
     ),
