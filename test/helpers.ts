@@ -8,6 +8,7 @@ import { KafkaEventLog } from '../common/eventlog/kafka.ts'
 import { EmbeddedEventLog } from '../common/eventlog/embedded.ts'
 import { ConfluentSchemaRegistry, EmbeddedSchemaRegistry } from '../common/eventlog/schema-registry.ts'
 import { groupLag, type EventLog } from '../common/eventlog/port.ts'
+import { TOPICS } from '../common/topics.ts'
 import type { EventCodec } from '../common/eventlog/codec.ts'
 import { loadConfig, type Config } from '../common/config.ts'
 import { KAFKA_TEST_PARTITIONS } from './infra/global-setup.ts'
@@ -102,6 +103,19 @@ export async function readTopic<T>(log: EventLog, codec: EventCodec, topic: stri
   await waitFor(async () => (await groupLag(log, group, topic)) === 0, { what: `${topic} read` })
   await h.stop()
   return out
+}
+
+/**
+ * Waits until `group` has consumed everything on `topics` (default: the orders and customers
+ * input topics), as `what` in the timeout's message.
+ */
+export async function caughtUp(log: EventLog, group: string, opts: { topics?: readonly string[]; timeoutMs?: number; what?: string } = {}): Promise<void> {
+  const topics = opts.topics ?? [TOPICS.orders.name, TOPICS.customers.name]
+  await waitFor(async () => {
+    let lag = 0
+    for (const t of topics) lag += await groupLag(log, group, t)
+    return lag === 0
+  }, { what: opts.what ?? `${group} caught up`, timeoutMs: opts.timeoutMs })
 }
 
 /** An `orders` projection row as tests write them by hand. */

@@ -7,7 +7,6 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { openRuntime, type Runtime } from '../../common/runtime/context.ts'
-import { groupLag } from '../../common/eventlog/port.ts'
 import { runPipeline } from '../../common/runtime/pipeline.ts'
 import { TOPICS } from '../../common/topics.ts'
 import type { CustomerUpserted, OrderEvent, SegmentChanged } from '../../common/events.ts'
@@ -22,7 +21,7 @@ import { createApp } from '../../services/api/app.ts'
 import { SEGMENTS } from '../../pipelines/features/segments.ts'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { readTopic, silentLogger, testConfig, uniqueName, waitFor } from '../helpers.ts'
+import { caughtUp, readTopic, silentLogger, testConfig, uniqueName } from '../helpers.ts'
 import { history, NOW, rng, shuffle } from './histories.ts'
 import { byCustomer, expectedFeatureRows, featureRows } from './batch-expectation.ts'
 
@@ -94,7 +93,7 @@ describe('feature consumer (embedded log, chdb)', () => {
   })
 
   async function drain(group: string): Promise<void> {
-    await waitFor(async () => (await groupLag(rt.log, group, TOPICS.orders.name)) + (await groupLag(rt.log, group, TOPICS.customers.name)) === 0, { what: `${group} caught up`, timeoutMs: 60_000 })
+    await caughtUp(rt.log, group, { timeoutMs: 60_000 })
   }
 
   /** A tenant's generated history, every event once, published in generation order. */

@@ -4,12 +4,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { openRuntime, type Runtime } from '../../common/runtime/context.ts'
-import { groupLag } from '../../common/eventlog/port.ts'
-import { TOPICS } from '../../common/topics.ts'
 import { publishEvents } from '../../pipelines/ingest/publisher.ts'
 import { runFeatures } from '../../pipelines/features/run.ts'
 import { claimModelRefresh, loadModels } from '../../pipelines/features/feature-store.ts'
-import { silentLogger, testConfig, uniqueName, waitFor } from '../helpers.ts'
+import { caughtUp, silentLogger, testConfig, uniqueName } from '../helpers.ts'
 import { history, NOW } from './histories.ts'
 import { expectedFeatureRows, featureRows } from './batch-expectation.ts'
 
@@ -45,7 +43,7 @@ describe('model refresh, one consumer per interval', () => {
     const consumers = await Promise.all([1, 2, 3].map(() => runFeatures(rt, { now, tickMs: 3_600_000, name: uniqueName('features') })))
     try {
       for (const c of consumers) {
-        await waitFor(async () => (await groupLag(rt.log, c.name, TOPICS.orders.name)) + (await groupLag(rt.log, c.name, TOPICS.customers.name)) === 0, { what: `${c.name} caught up`, timeoutMs: 60_000 })
+        await caughtUp(rt.log, c.name, { timeoutMs: 60_000 })
       }
       clock += 3_600_000
       const before = (await loadModels(rt.store, [tenant])).get(tenant)!

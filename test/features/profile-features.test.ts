@@ -8,7 +8,6 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { openRuntime, type Runtime } from '../../common/runtime/context.ts'
-import { groupLag } from '../../common/eventlog/port.ts'
 import { runPipeline } from '../../common/runtime/pipeline.ts'
 import { TOPICS } from '../../common/topics.ts'
 import type { ProfileChanged, SegmentChanged } from '../../common/events.ts'
@@ -22,7 +21,7 @@ import { createRecomputeEngine } from '../../pipelines/features/recompute.ts'
 import { ProfileMemberships, type ProfileRecord } from '../../pipelines/features/profiles.ts'
 import { profileEvents } from '../../pipelines/identity/resolve.ts'
 import { IdentityStore } from '../../pipelines/identity/store.ts'
-import { readTopic, silentLogger, testConfig, uniqueName, waitFor } from '../helpers.ts'
+import { caughtUp, readTopic, silentLogger, testConfig, uniqueName } from '../helpers.ts'
 import { factsByProfile, history, NOW, resolutions, rng, shuffle } from './histories.ts'
 
 const record = (e: ProfileChanged): ProfileRecord => ({ tenantId: e.tenant_id, profileId: e.profile_id, members: e.members, absorbedInto: e.absorbed_into, at: e.occurred_at, eventId: e.event_id })
@@ -71,11 +70,7 @@ describe('feature consumer per profile (embedded log, chdb)', () => {
 
   const topics = [TOPICS.orders.name, TOPICS.customers.name, TOPICS.profileChanges.name]
   async function drain(group: string): Promise<void> {
-    await waitFor(async () => {
-      let lag = 0
-      for (const t of topics) lag += await groupLag(rt.log, group, t)
-      return lag === 0
-    }, { what: `${group} caught up`, timeoutMs: 60_000 })
+    await caughtUp(rt.log, group, { topics, timeoutMs: 60_000 })
   }
 
   async function rows(tenant: number) {
@@ -165,7 +160,7 @@ describe('feature consumer per profile (embedded log, chdb)', () => {
 
       // The batch recompute from the raw projections and the stored memberships writes the same rows.
       const projection = await runPipeline(projectionPipeline(rt.store, { name: `${group}-projection` }), { log: rt.log, codec: rt.codec, logger: silentLogger })
-      await waitFor(async () => (await groupLag(rt.log, `${group}-projection`, TOPICS.orders.name)) + (await groupLag(rt.log, `${group}-projection`, TOPICS.customers.name)) === 0, { what: 'projection caught up' })
+      await caughtUp(rt.log, `${group}-projection`, { what: 'projection caught up' })
       await projection.stop()
       await new IdentityStore(rt.store).writeProfiles(tenant, [...r2.profileOf])
       const engine = createRecomputeEngine({ store: rt.store, logger: silentLogger, partitions: rt.config.partitions, now })

@@ -5,11 +5,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { openRuntime, type Runtime } from '../../common/runtime/context.ts'
-import { groupLag } from '../../common/eventlog/port.ts'
 import { TOPICS } from '../../common/topics.ts'
 import { publishEvents } from '../../pipelines/ingest/publisher.ts'
 import { runFeatures } from '../../pipelines/features/run.ts'
-import { silentLogger, testConfig, uniqueName, waitFor } from '../helpers.ts'
+import { caughtUp, silentLogger, testConfig, uniqueName } from '../helpers.ts'
 import { history, NOW } from './histories.ts'
 
 const DAY = 86_400_000
@@ -33,7 +32,7 @@ describe('a tick during a rebalance', () => {
     const count = async (table: string) =>
       Number((await (await rt.store.query({ query: `SELECT count() AS n FROM ${table} WHERE tenant_id = {t:UInt64}`, query_params: { t: tenant }, format: 'JSONEachRow' })).json<{ n: string }>())[0]!.n)
     try {
-      await waitFor(async () => (await groupLag(rt.log, features.name, TOPICS.orders.name)) + (await groupLag(rt.log, features.name, TOPICS.customers.name)) === 0, { what: 'caught up', timeoutMs: 60_000 })
+      await caughtUp(rt.log, features.name, { what: 'caught up', timeoutMs: 60_000 })
       await features.tick()
       const [changes, rows] = [await count('segment_changes'), await count('customer_features')]
       // Four months on, quiet customers age into other segments: a tick has changes to write.
