@@ -75,9 +75,13 @@ function shiftExponent(sign: string, int: string, frac: string, exp: number): [s
   return [sign, digits.slice(0, point), digits.slice(point)]
 }
 
-function formatScaled(units: bigint, scale: number): string {
-  const negative = units < 0n
-  const digits = (negative ? -units : units).toString().padStart(scale + 1, '0')
+/**
+ * `units` × 10^-scale as canonical decimal text. `units` is an integer: a bigint, or a number that
+ * is a safe integer (formatted without a BigInt, for the hot paths that have one).
+ */
+export function formatScaled(units: bigint | number, scale: number): string {
+  const negative = units < 0
+  const digits = String(negative ? -units : units).padStart(scale + 1, '0')
   const int = digits.slice(0, digits.length - scale)
   const frac = digits.slice(digits.length - scale)
   return (negative ? '-' : '') + int + (scale > 0 ? '.' + frac : '')
@@ -161,11 +165,7 @@ export function fromCents(c: bigint): string {
  */
 export function centsText(cents: number): string {
   const c = Math.round(cents)
-  if (!Number.isSafeInteger(c)) return fromCents(BigInt(c))
-  const a = c < 0 ? -c : c
-  const whole = Math.floor(a / 100)
-  const frac = a - whole * 100
-  return (c < 0 ? '-' : '') + whole + (frac < 10 ? '.0' : '.') + frac
+  return formatScaled(Number.isSafeInteger(c) ? c : BigInt(c), 2)
 }
 
 /** Exact sum of two amounts, "0.10" + "0.20" -> "0.30". */

@@ -1,4 +1,5 @@
 import avsc from 'avsc'
+import { formatScaled } from '../decimal.ts'
 
 /**
  * Avro `decimal` logical type over `bytes` for avsc: the value is a two's-complement big-endian
@@ -17,8 +18,7 @@ export class DecimalType extends avsc.types.LogicalType {
 
   protected override _fromValue(buf: Buffer): string {
     // Up to six bytes (any amount below 1.4e14 units) the value fits a double exactly.
-    if (buf.length > 0 && buf.length <= 6) return formatUnscaledNumber(buf.readIntBE(0, buf.length), this.scale)
-    return formatUnscaled(bytesToBigInt(buf), this.scale)
+    return formatScaled(buf.length > 0 && buf.length <= 6 ? buf.readIntBE(0, buf.length) : bytesToBigInt(buf), this.scale)
   }
 
   protected override _toValue(val: unknown): Buffer {
@@ -65,20 +65,6 @@ export function bigIntToBytes(n: bigint): Buffer {
   return out
 }
 
-/** formatUnscaled for a safe integer, without a BigInt. */
-export function formatUnscaledNumber(n: number, scale: number): string {
-  const neg = n < 0
-  const s = String(neg ? -n : n).padStart(scale + 1, '0')
-  const body = scale > 0 ? `${s.slice(0, s.length - scale)}.${s.slice(s.length - scale)}` : s
-  return neg ? `-${body}` : body
-}
-
-export function formatUnscaled(n: bigint, scale: number): string {
-  const neg = n < 0n
-  const s = (neg ? -n : n).toString().padStart(scale + 1, '0')
-  const body = scale > 0 ? `${s.slice(0, s.length - scale)}.${s.slice(s.length - scale)}` : s
-  return neg ? `-${body}` : body
-}
 
 function parseToUnscaled(val: unknown, scale: number): bigint {
   const s = typeof val === 'number' ? val.toFixed(scale) : String(val).trim()

@@ -161,7 +161,7 @@ export function medianIntervalDays(intervals: ArrayLike<number>): number | null 
 }
 
 const clamp01 = (x: number) => Math.min(1, Math.max(0, x))
-const isoDate = (ms: number) => isoDay(Math.floor(ms / 86_400_000))
+const isoDate = (ms: number) => isoDay(utcDay(ms))
 
 /** 1 − 2^(−days / halfLife): the share lapsed after `days` on an exponential curve with that half-life. */
 export function lapseProbability(days: number, halfLifeDays: number): number {

@@ -17,6 +17,7 @@ import { buildTenantModel, type ClvMethod } from './model.ts'
 import { computeFeatures, DEFAULT_FEATURE_OPTIONS } from './features.ts'
 import { TRANSACTION_MODELS, type TransactionModelName, type TransactionParams } from './clv/index.ts'
 import { CHURN_RISKS } from './churn.ts'
+import { isoDay } from '../../common/time.ts'
 
 /** Calibration frequencies 0 … 6 have a bucket each; 7 and more share one. */
 export const VALIDATION_BUCKETS = ['0', '1', '2', '3', '4', '5', '6', '7+'] as const
@@ -85,7 +86,6 @@ export interface ValidationReport {
 
 export class ValidationRangeError extends RangeError {}
 
-const isoDay = (day: number) => new Date(day * DAY_MS).toISOString().slice(0, 10)
 const facts = (h: OrderHistory): OrderFact[] => h.times.map((t, i) => ({ version: 0, eventId: '', placedAt: t, cents: h.cents[i]!, cancelled: false }))
 
 /** Distinct purchase days in (fromDay, toDay]. */
