@@ -3,7 +3,7 @@ import fsp from 'node:fs/promises'
 import path from 'node:path'
 import zlib from 'node:zlib'
 import { EventEmitter } from 'node:events'
-import type { Batch, ConsumeOptions, ConsumerHandle, EventLog, LogRecord, OutRecord, PartitionOffset, TopicConfig } from './port.ts'
+import { PARTITIONS_CONSUMED_CONCURRENTLY, type Batch, type ConsumeOptions, type ConsumerHandle, type EventLog, type LogRecord, type OutRecord, type PartitionOffset, type TopicConfig } from './port.ts'
 import { partitionFor } from './partitioner.ts'
 
 /**
@@ -285,9 +285,14 @@ export class EmbeddedEventLog implements EventLog {
     const maxBatch = opts.maxBatch ?? 5000
     const group = this.readGroup(opts.groupId)
     let running = true
-    let wake: (() => void) | null = null
-    const onAppend = () => wake?.()
-    for (const t of opts.topics) this.appended.on(t, onAppend)
+    // Loops waiting for records (or a backoff) wake when records arrive or the consumer stops.
+    const wakers = new Set<() => void>()
+    const wake = () => {
+      const waiting = [...wakers]
+      wakers.clear()
+      for (const w of waiting) w()
+    }
+    for (const t of opts.topics) this.appended.on(t, wake)
 
     const positions: { topic: string; partition: number; next: number }[] = []
     for (const topic of opts.topics) {
@@ -311,12 +316,6 @@ export class EmbeddedEventLog implements EventLog {
     // handled at once (kafkajs' partitionsConsumedConcurrently, as the Kafka adapter sets it): one
     // partition's decode runs while another's sink writes. Within a partition, batches stay in order.
     const slots = new Semaphore(PARTITIONS_CONSUMED_CONCURRENTLY)
-    const wakers = new Set<() => void>()
-    wake = () => {
-      const waiting = [...wakers]
-      wakers.clear()
-      for (const w of waiting) w()
-    }
     /** Waits `ms`, or less when records arrive or the consumer stops. */
     const pause = (ms: number) =>
       new Promise<void>((resolve) => {
@@ -371,7 +370,7 @@ export class EmbeddedEventLog implements EventLog {
       positions.map((pos) =>
         partitionLoop(pos).catch((err) => {
           running = false
-          wake?.()
+          wake()
           throw err
         }),
       ),
@@ -383,9 +382,9 @@ export class EmbeddedEventLog implements EventLog {
     return {
       stop: async () => {
         running = false
-        wake?.()
+        wake()
         await loop
-        for (const t of opts.topics) this.appended.off(t, onAppend)
+        for (const t of opts.topics) this.appended.off(t, wake)
         this.consumers.delete(opts.groupId)
       },
     }
@@ -399,8 +398,6 @@ export class EmbeddedEventLog implements EventLog {
   }
 }
 
-/** kafkajs' partitionsConsumedConcurrently in the Kafka adapter: batches of this many partitions at once. */
-const PARTITIONS_CONSUMED_CONCURRENTLY = 4
 
 /** At most `n` holders at once; `acquire` resolves to a release that may be called more than once. */
 class Semaphore {

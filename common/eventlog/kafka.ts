@@ -1,5 +1,5 @@
 import { Kafka, logLevel, type Admin, type Consumer, type Producer, type ICustomPartitioner, CompressionTypes } from 'kafkajs'
-import type { ConsumeOptions, ConsumerHandle, EventLog, OutRecord, PartitionOffset, TopicConfig } from './port.ts'
+import { PARTITIONS_CONSUMED_CONCURRENTLY, type ConsumeOptions, type ConsumerHandle, type EventLog, type OutRecord, type PartitionOffset, type TopicConfig } from './port.ts'
 import { partitionFor } from './partitioner.ts'
 import type { Logger } from '../logger.ts'
 
@@ -121,7 +121,7 @@ export class KafkaEventLog implements EventLog {
     await consumer.run({
       autoCommit: false,
       eachBatchAutoResolve: false,
-      partitionsConsumedConcurrently: 4,
+      partitionsConsumedConcurrently: PARTITIONS_CONSUMED_CONCURRENTLY,
       eachBatch: async ({ batch, heartbeat, resolveOffset, isRunning, isStale }) => {
         const messages = batch.messages
         for (let i = 0; i < messages.length; i += maxBatch) {

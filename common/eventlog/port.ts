@@ -37,6 +37,9 @@ export interface Batch {
   heartbeat(): Promise<void>
 }
 
+/** Batches of this many partitions are handled at once by one consumer, on either log. */
+export const PARTITIONS_CONSUMED_CONCURRENTLY = 4
+
 export interface ConsumeOptions {
   groupId: string
   topics: string[]
