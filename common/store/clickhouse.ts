@@ -73,21 +73,28 @@ const rawInserts = new WeakMap<Store, RawInserter & { database: string }>()
  */
 export async function insertJsonRows(store: Store, table: string, rows: readonly object[]): Promise<void> {
   if (!rows.length) return
-  const raw = rawInserts.get(store)
-  // chdb's raw insert takes plain identifiers only.
-  if (!raw || !/^\w+$/.test(raw.database) || !/^\w+$/.test(table)) {
+  const raw = rawInsertFor(store, table)
+  if (!raw) {
     await store.insert({ table, values: rows as object[], format: 'JSONEachRow' })
     return
   }
-  const settings = { date_time_input_format: 'best_effort' }
   const compact = compactJsonLines(rows)
   if (compact) {
-    await raw.rawInsert({ table: `${raw.database}.${table}`, columns: compact.columns, values: compact.body, format: 'JSONCompactEachRow', settings })
+    await raw.rawInsert({ table: raw.table, columns: compact.columns, values: compact.body, format: 'JSONCompactEachRow', settings: RAW_SETTINGS })
     return
   }
   let body = ''
   for (const r of rows) body += JSON.stringify(r) + '\n'
-  await raw.rawInsert({ table: `${raw.database}.${table}`, values: body, format: 'JSONEachRow', settings })
+  await raw.rawInsert({ table: raw.table, values: body, format: 'JSONEachRow', settings: RAW_SETTINGS })
+}
+
+const RAW_SETTINGS = { date_time_input_format: 'best_effort' }
+
+/** chdb's raw insert into `table` (qualified), or null on a server or for a name it does not take (plain identifiers only). */
+function rawInsertFor(store: Store, table: string): (RawInserter & { table: string }) | null {
+  const raw = rawInserts.get(store)
+  if (!raw || !/^\w+$/.test(raw.database) || !/^\w+$/.test(table)) return null
+  return { rawInsert: raw.rawInsert, table: `${raw.database}.${table}` }
 }
 
 /**
@@ -97,14 +104,14 @@ export async function insertJsonRows(store: Store, table: string, rows: readonly
  */
 export async function insertValueRows(store: Store, table: string, columns: readonly string[], rows: readonly unknown[][]): Promise<void> {
   if (!rows.length) return
-  const raw = rawInserts.get(store)
-  if (!raw || !/^\w+$/.test(raw.database) || !/^\w+$/.test(table)) {
+  const raw = rawInsertFor(store, table)
+  if (!raw) {
     await store.insert({ table, values: rows as unknown[][], columns: columns as [string, ...string[]], format: 'JSONCompactEachRow' })
     return
   }
   let body = ''
   for (const r of rows) body += JSON.stringify(r) + '\n'
-  await raw.rawInsert({ table: `${raw.database}.${table}`, columns: [...columns], values: body, format: 'JSONCompactEachRow', settings: { date_time_input_format: 'best_effort' } })
+  await raw.rawInsert({ table: raw.table, columns: [...columns], values: body, format: 'JSONCompactEachRow', settings: RAW_SETTINGS })
 }
 
 /**
