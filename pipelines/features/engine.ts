@@ -9,11 +9,12 @@ import type { PipelineDefinition } from '../../common/runtime/pipeline.ts'
 import { decodeInputEvent, decodeRecord, type InputEvent } from '../ingest/index.ts'
 import { ok } from '../../common/runtime/pipeline.ts'
 import type { TransactionModelName } from './clv/index.ts'
-import { aggregate, EMPTY_AGGREGATES, factOf, mergeFact, orderHistory, utcDay, type CustomerAggregates, type OrderFact } from './order-facts.ts'
-import { clvFeatures, computeFeatures, DEFAULT_FEATURE_OPTIONS, sameFeatures, type ClvPart, type FeatureOptions, type FeatureValues } from './features.ts'
+import { aggregate, EMPTY_AGGREGATES, factOf, orderHistory, utcDay, type CountedFact, type CustomerAggregates, type OrderFact } from './order-facts.ts'
+import { bookAppend, bookFacts, bookMerge, emptyBook, orderKey, sameBook, trimmed, type OrderBook } from './order-book.ts'
+import { clvFeatures, computeFeatures, DEFAULT_FEATURE_OPTIONS, featuresDigest, type ClvPart, type FeatureOptions, type FeatureValues } from './features.ts'
 import { buildTenantModel, type TenantModel } from './model.ts'
 import { deletedFeatureRow, factRow, featureRow, featuresEvent, segmentChangedEvent, segmentChangeRow, type CustomerIdentity } from './rows.ts'
-import { claimModelRefresh, loadCustomerFacts, loadModels, loadPartitionCustomers, loadPartitionFacts, loadPartitionProfiles, profileRow, saveModel, tenantAggregates, writeSegmentSnapshot, type StoredFact } from './feature-store.ts'
+import { claimModelRefresh, eachPartitionFact, loadCustomerFacts, loadModels, loadPartitionCustomers, loadPartitionProfiles, profileRow, saveModel, tenantAggregates, writeSegmentSnapshot } from './feature-store.ts'
 import { ProfileMemberships, type ProfileRecord } from './profiles.ts'
 import { TenantCurrencies, TenantSettingsStore } from '../../common/store/tenant-settings.ts'
 import { resolveReference, type Reference } from '../../common/reference-date.ts'
@@ -30,18 +31,24 @@ type EngineInput = InputEvent | { kind: 'profile'; event: ProfileChanged }
  * One source customer's state, owned by the partition its key hashes to. A customer that is a
  * profile (its own, or the surviving customer of a merge) carries the features of the profile:
  * `agg` folds the orders of all its members. One absorbed into another's profile has none.
+ * A consumer holds one of these for every customer of its partitions, so it is kept small
+ * (docs/features.md, "State in memory").
  */
 interface CustomerState {
   id: CustomerIdentity
-  orders: Map<string, OrderFact>
+  orders: OrderBook
   agg: CustomerAggregates
   /** The order cutoff `agg` was folded with (the tenant's reference; Infinity: every order). */
   aggCutoff: number
   /** Segment and score last written and published: the "previous" of the next change. */
   emitted: { segment: string | null; rfmScore: string | null }
-  last: FeatureValues | null
-  clv: { key: string; part: ClvPart | null } | null
-  dirtyOrders: Set<string>
+  /** Digest of the values last written (featuresDigest): whether a tick's values moved. */
+  last: number | null
+  /** The CLV part and the (fit, day, cutoff) it was computed for: recomputed when that moves or the orders do. */
+  clv: ClvPart | null
+  clvKey: string | null
+  /** Facts this consumer changed since the last write, by order id (null when none): stored with the next write. */
+  dirtyOrders: Map<string, OrderFact> | null
   dirty: boolean
   /** Version of the customer's last stored row; the next one must be higher, whatever the clocks. */
   rowVersion: number
@@ -101,7 +108,7 @@ export class FeatureEngine {
   /** The profiles of the partitions held (the fold of their profile-change records). */
   private readonly memberships = new ProfileMemberships()
   /** Order facts of profile members whose partition this consumer does not hold, read from the state store. */
-  private readonly foreign = new Map<string, Map<string, OrderFact>>()
+  private readonly foreign = new Map<string, OrderBook>()
   /** Profile records folded since the last write, persisted with the batch that folded them. */
   private pendingProfiles: { partition: number; record: ProfileRecord }[] = []
   /** Profiles whose members' orders changed outside a batch (a partition restored): written with the next one. */
@@ -191,12 +198,12 @@ export class FeatureEngine {
   }
 
   /** The orders a profile's features fold: its members', from memory where this consumer holds them, else from the state store. */
-  private *profileFacts(c: CustomerState): Iterable<OrderFact> {
+  private *profileFacts(c: CustomerState): Iterable<CountedFact> {
     const t = c.id.tenantId
     for (const m of this.memberships.membersOf(t, c.id.customerId)) {
-      if (m === c.id.customerId) yield* c.orders.values()
-      else if (this.loaded.has(this.partitionOf(t, m))) yield* this.customers.get(customerKey(t, m))?.orders.values() ?? []
-      else yield* this.foreign.get(customerKey(t, m))?.values() ?? []
+      if (m === c.id.customerId) yield* bookFacts(c.orders)
+      else if (this.loaded.has(this.partitionOf(t, m))) yield* bookFacts(this.customers.get(customerKey(t, m))?.orders ?? emptyBook())
+      else yield* bookFacts(this.foreign.get(customerKey(t, m)) ?? emptyBook())
     }
   }
 
@@ -230,13 +237,14 @@ export class FeatureEngine {
     for (const [t, members] of this.foreignMembers(profiles)) {
       const ids = [...members].filter((m) => all || !this.foreign.has(customerKey(t, m)))
       if (!ids.length) continue
-      const byCustomer = new Map<number, StoredFact[]>(ids.map((m) => [m, []]))
-      for (const f of await loadCustomerFacts(this.deps.store, t, ids)) byCustomer.get(f.customerId)?.push(f)
-      for (const [m, facts] of byCustomer) {
+      const byCustomer = new Map<number, OrderBook>(ids.map((m) => [m, emptyBook()]))
+      for (const f of await loadCustomerFacts(this.deps.store, t, ids)) {
+        const book = byCustomer.get(f.customerId)
+        if (book) bookAppend(book, orderKey(f.orderId), f)
+      }
+      for (const [m, next] of byCustomer) {
         const k = customerKey(t, m)
-        const next = new Map<string, OrderFact>()
-        for (const f of facts) next.set(f.orderId, { version: f.version, eventId: f.eventId, placedAt: f.placedAt, cents: f.cents, cancelled: f.cancelled })
-        if (!sameFacts(this.foreign.get(k), next)) changed.add(k)
+        if (!sameBook(this.foreign.get(k), next)) changed.add(k)
         this.foreign.set(k, next)
       }
     }
@@ -259,7 +267,7 @@ export class FeatureEngine {
   private async loadPartition(p: number): Promise<void> {
     const started = Date.now()
     this.unload(p)
-    const [facts, stored, profiles] = await Promise.all([loadPartitionFacts(this.deps.store, p), loadPartitionCustomers(this.deps.store, p), loadPartitionProfiles(this.deps.store, p)])
+    const [stored, profiles] = await Promise.all([loadPartitionCustomers(this.deps.store, p), loadPartitionProfiles(this.deps.store, p)])
     for (const s of stored) {
       const c = this.customer(s.tenantId, s.customerId, p)
       c.id.email = s.email
@@ -268,7 +276,9 @@ export class FeatureEngine {
       c.rowVersion = s.version
       c.deleted = s.deleted
     }
-    for (const f of facts) this.customer(f.tenantId, f.customerId, p).orders.set(f.orderId, f)
+    // Streamed: a partition's facts are never all in memory as objects at once.
+    const facts = await eachPartitionFact(this.deps.store, p, (f) => bookAppend(this.customer(f.tenantId, f.customerId, p).orders, orderKey(f.orderId), f))
+    for (const c of this.customers.values()) if (c.id.partition === p) c.orders = trimmed(c.orders)
     for (const r of profiles) {
       this.memberships.apply(r)
       this.customer(r.tenantId, r.profileId, p)
@@ -289,7 +299,7 @@ export class FeatureEngine {
         }
       }
     }
-    this.deps.logger.info({ pipeline: this.name, partition: p, orders: facts.length, customers: stored.length, ms: Date.now() - started }, 'partition state restored')
+    this.deps.logger.info({ pipeline: this.name, partition: p, orders: facts, customers: stored.length, ms: Date.now() - started }, 'partition state restored')
   }
 
   private customer(tenantId: number, customerId: number, partition: number): CustomerState {
@@ -298,13 +308,14 @@ export class FeatureEngine {
     if (!c) {
       c = {
         id: { tenantId, customerId, partition, email: '', emailVersion: 0 },
-        orders: new Map(),
+        orders: emptyBook(),
         agg: EMPTY_AGGREGATES,
         aggCutoff: Infinity,
         emitted: { segment: null, rfmScore: null },
         last: null,
         clv: null,
-        dirtyOrders: new Set(),
+        clvKey: null,
+        dirtyOrders: null,
         dirty: false,
         rowVersion: 0,
         deleted: false,
@@ -344,8 +355,12 @@ export class FeatureEngine {
         profiles.add(o)
       }
       if (value.kind === 'order') {
-        if (mergeFact(c.orders, value.event.order_id, factOf(value.event))) profiles.add(c)
-        c.dirtyOrders.add(value.event.order_id)
+        const fact = factOf(value.event)
+        if (bookMerge(c.orders, orderKey(value.event.order_id), fact)) {
+          profiles.add(c)
+          // Newer than the book's, so newer than any fact pending for the order.
+          ;(c.dirtyOrders ??= new Map()).set(value.event.order_id, fact)
+        }
         latest.set(e.tenant_id, Math.max(latest.get(e.tenant_id) ?? 0, e.occurred_at))
       } else {
         const ev = value.event
@@ -427,13 +442,16 @@ export class FeatureEngine {
     return c.agg
   }
 
-  private valuesOf(c: CustomerState, model: TenantModel | null, ref: Reference): FeatureValues {
+  /** `clvKey`: the tenant's (fit, day, cutoff), one string shared by its customers. */
+  private valuesOf(c: CustomerState, model: TenantModel | null, ref: Reference, clvKey: string): FeatureValues {
     const agg = this.aggregates(c, ref)
     let part: ClvPart | null = null
     if (model?.clv && agg.orderCount > 0) {
-      const key = `${model.clv.fittedAt}:${utcDay(ref.ms)}:${ref.cutoffMs}`
-      if (!c.clv || c.clv.key !== key || c.dirty) c.clv = { key, part: clvFeatures(agg, model.clv, utcDay(ref.ms), this.opts) }
-      part = c.clv.part
+      if (!c.clv || c.clvKey !== clvKey || c.dirty) {
+        c.clv = clvFeatures(agg, model.clv, utcDay(ref.ms), this.opts)
+        c.clvKey = clvKey
+      }
+      part = c.clv
     }
     return computeFeatures(agg, model, ref.ms, this.opts, part)
   }
@@ -450,40 +468,45 @@ export class FeatureEngine {
     await this.references(tenants, now)
     const models = new Map<number, TenantModel | null>()
     const refs = new Map<number, Reference>()
+    const clvKeys = new Map<number, string>()
     for (const t of tenants) {
-      refs.set(t, this.referenceOf(t, now))
-      models.set(t, await this.model(t, now, refs.get(t)!))
+      const ref = this.referenceOf(t, now)
+      const model = await this.model(t, now, ref)
+      refs.set(t, ref)
+      models.set(t, model)
+      clvKeys.set(t, `${model?.clv?.fittedAt}:${utcDay(ref.ms)}:${ref.cutoffMs}`)
     }
     const facts: ReturnType<typeof factRow>[] = []
     const rows: ReturnType<typeof featureRow>[] = []
     const featureRecords: Promise<OutRecord>[] = []
     const changes: ReturnType<typeof segmentChangedEvent>[] = []
-    const updates: { c: CustomerState; v: FeatureValues | null; version: number }[] = []
+    const updates: { c: CustomerState; v: FeatureValues | null; digest: number | null; version: number }[] = []
     for (const c of customers) {
       const ref = refs.get(c.id.tenantId)!
       if (!this.isProfile(c)) {
         // Absorbed into another's profile: its facts are stored (the profile's owner reads them), its row is deleted once.
         if (!c.dirty && c.deleted) continue
-        for (const orderId of c.dirtyOrders) facts.push(factRow(c.id, orderId, c.orders.get(orderId)!))
+        for (const [orderId, f] of c.dirtyOrders ?? []) facts.push(factRow(c.id, orderId, f))
         const version = c.deleted ? c.rowVersion : this.version(c, now)
         if (!c.deleted) {
           const empty = computeFeatures(EMPTY_AGGREGATES, null, ref.ms, this.opts, null)
           rows.push(deletedFeatureRow(c.id, empty, now, version))
           if (c.emitted.segment !== null) changes.push(segmentChangedEvent(c.id, c.emitted, empty, now))
         }
-        updates.push({ c, v: null, version })
+        updates.push({ c, v: null, digest: null, version })
         continue
       }
-      const v = this.valuesOf(c, models.get(c.id.tenantId) ?? null, ref)
-      const moved = !c.last || !sameFeatures(c.last, v)
+      const v = this.valuesOf(c, models.get(c.id.tenantId) ?? null, ref, clvKeys.get(c.id.tenantId)!)
+      const digest = featuresDigest(v)
+      const moved = c.last !== digest
       if (!touched && !moved && !c.dirty && !c.deleted) continue
-      for (const orderId of c.dirtyOrders) facts.push(factRow(c.id, orderId, c.orders.get(orderId)!))
+      for (const [orderId, f] of c.dirtyOrders ?? []) facts.push(factRow(c.id, orderId, f))
       const version = this.version(c, now)
       rows.push(featureRow(c.id, c.agg, orderHistory(this.profileFacts(c), ref.cutoffMs), v, now, version))
       const key = customerKey(c.id.tenantId, c.id.customerId)
       if (moved) featureRecords.push(this.deps.codec.encode(TOPICS.customerFeatures.name, featuresEvent(c.id, c.agg, v, now)).then((value) => ({ key, value })))
       if (v.segment !== c.emitted.segment) changes.push(segmentChangedEvent(c.id, c.emitted, v, now))
-      updates.push({ c, v, version })
+      updates.push({ c, v, digest, version })
     }
     const profileRows = this.pendingProfiles.map((p) => profileRow(p.partition, p.record))
     if (!updates.length && !profileRows.length) return { changed: 0, segmentChanges: 0 }
@@ -506,12 +529,12 @@ export class FeatureEngine {
       insertJsonRows(this.deps.store, 'feature_profiles', profileRows),
     ])
     this.pendingProfiles = this.pendingProfiles.slice(profileRows.length)
-    for (const { c, v, version } of updates) {
+    for (const { c, v, digest, version } of updates) {
       c.rowVersion = version
       c.emitted = { segment: v?.segment ?? null, rfmScore: v?.rfm_score ?? null }
-      c.last = v
+      c.last = digest
       c.deleted = v === null
-      c.dirtyOrders.clear()
+      c.dirtyOrders = null
       c.dirty = false
     }
     for (const e of changes) segmentChangesEmitted.inc({ pipeline: this.name, to: e.segment ?? 'none' })
@@ -579,15 +602,6 @@ export class FeatureEngine {
     this.models.delete(tenantId)
   }
 
-}
-
-function sameFacts(a: ReadonlyMap<string, OrderFact> | undefined, b: ReadonlyMap<string, OrderFact>): boolean {
-  if (!a || a.size !== b.size) return false
-  for (const [id, f] of b) {
-    const o = a.get(id)
-    if (!o || o.version !== f.version || o.eventId !== f.eventId) return false
-  }
-  return true
 }
 
 function newest(a: TenantModel | undefined, b: TenantModel | undefined): TenantModel | undefined {

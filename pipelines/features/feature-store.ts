@@ -38,34 +38,38 @@ async function rows<T>(store: Store, query: string, params: Record<string, unkno
   return (await rs.json()) as T[]
 }
 
+// The latest fact of each order by the stream's rule (order-facts.ts' `newer`): the highest version,
+// then cancelled, the larger total, the later placement.
 const LATEST_FACTS = `SELECT tenant_id, customer_id, order_id,
-            argMax(tuple(version, event_id, toUnixTimestamp64Milli(placed_at), total_cents, cancelled), tuple(version, event_id))
+            argMax(tuple(version, event_id, toUnixTimestamp64Milli(placed_at), total_cents, cancelled), tuple(version, cancelled, total_cents, placed_at))
      FROM feature_order_facts WHERE %WHERE%
      GROUP BY tenant_id, customer_id, order_id`
 
-/** The latest fact of every order of a partition (ties on version broken by event id, as in memory). */
-export function loadPartitionFacts(store: Store, partition: number): Promise<StoredFact[]> {
-  return loadFacts(store, 'partition = {p:UInt16}', { p: partition })
+/** The latest fact of every order of a partition, handed over one at a time (a partition can hold millions). */
+export function eachPartitionFact(store: Store, partition: number, onFact: (f: StoredFact) => void): Promise<number> {
+  return eachFact(store, 'partition = {p:UInt16}', { p: partition }, onFact)
 }
 
 /** The latest fact of every order of some customers of a tenant (profile members another consumer owns). */
-export function loadCustomerFacts(store: Store, tenantId: number, customerIds: readonly number[]): Promise<StoredFact[]> {
-  if (!customerIds.length) return Promise.resolve([])
-  return loadFacts(store, 'tenant_id = {t:UInt64} AND customer_id IN {ids:Array(UInt64)}', { t: tenantId, ids: customerIds })
+export async function loadCustomerFacts(store: Store, tenantId: number, customerIds: readonly number[]): Promise<StoredFact[]> {
+  const out: StoredFact[] = []
+  if (customerIds.length) await eachFact(store, 'tenant_id = {t:UInt64} AND customer_id IN {ids:Array(UInt64)}', { t: tenantId, ids: customerIds }, (f) => out.push(f))
+  return out
 }
 
-async function loadFacts(store: Store, where: string, params: Record<string, unknown>): Promise<StoredFact[]> {
-  const out = await rows<[number, number, string, [number, string, number, number, number]]>(store, LATEST_FACTS.replace('%WHERE%', where), params)
-  return out.map(([tenantId, customerId, orderId, [version, eventId, placedAt, cents, cancelled]]) => ({
-    tenantId,
-    customerId,
-    orderId,
-    version: Number(version),
-    eventId,
-    placedAt: Number(placedAt),
-    cents: Number(cents),
-    cancelled: Number(cancelled) === 1,
-  }))
+type FactRow = [number, number, string, [number | string, string, number | string, number | string, number]]
+
+async function eachFact(store: Store, where: string, params: Record<string, unknown>, onFact: (f: StoredFact) => void): Promise<number> {
+  const rs = await store.query({ query: LATEST_FACTS.replace('%WHERE%', where), query_params: params, format: 'JSONCompactEachRow' })
+  let n = 0
+  for await (const batch of rs.stream()) {
+    for (const row of batch as unknown as { json(): FactRow }[]) {
+      const [tenantId, customerId, orderId, [version, eventId, placedAt, cents, cancelled]] = row.json()
+      onFact({ tenantId: Number(tenantId), customerId: Number(customerId), orderId, version: Number(version), eventId, placedAt: Number(placedAt), cents: Number(cents), cancelled: Number(cancelled) === 1 })
+      n++
+    }
+  }
+  return n
 }
 
 /** What a consumer must remember about each customer of a partition besides its orders. */

@@ -4,6 +4,7 @@ import { recencyDays, rfmScore } from './rfm.ts'
 import { churnDetails, type ValueTier } from './churn.ts'
 import { clvTier, DAYS_PER_MONTH, discountedClv, expectedAverageSpend, TRANSACTION_MODELS } from './clv/index.ts'
 import type { ClvFit, TenantModel } from './model.ts'
+import { Hash53 } from '../../common/hash53.ts'
 
 /**
  * One customer's derived features at a moment: the spec's RFM record plus CLV and churn. Pure:
@@ -159,7 +160,19 @@ export function computeFeatures(agg: CustomerAggregates, model: TenantModel | nu
 }
 
 /** The values a consumer compares to decide whether a customer's stored row is out of date. */
-export function sameFeatures(a: FeatureValues, b: FeatureValues): boolean {
-  for (const k of Object.keys(a) as (keyof FeatureValues)[]) if (a[k] !== b[k]) return false
-  return true
+/**
+ * A 53-bit digest of the values (common/hash53.ts over each value's bits or characters): equal
+ * values give equal digests, so the consumer keeps this number instead of the values to tell
+ * whether a customer's features moved. A change goes unseen only if the digests collide
+ * (probability 2^-53 for each change).
+ */
+export function featuresDigest(v: FeatureValues): number {
+  const h = new Hash53()
+  for (const k in v) {
+    const x = v[k as keyof FeatureValues]
+    if (x === null) h.word(0x6e756c6c)
+    else if (typeof x === 'number') h.number(x)
+    else h.string(x)
+  }
+  return h.digest()
 }

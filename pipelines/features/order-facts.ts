@@ -8,18 +8,25 @@ import { orderVersion } from '../../common/events.ts'
  * streaming consumer and the batch recompute agree by construction.
  *
  * An order's fact is the state of its latest event: the highest `orderVersion` (event time, then
- * life-cycle step), ties broken by the larger event id. This merge is commutative, associative
- * and idempotent, so duplicated, replayed and out-of-order events give the same fact; it is the
- * same rule as the raw `orders` projection (argMax over (version, last_event_id)).
+ * life-cycle step). Two events of one order with the same version (the same millisecond and the
+ * same step) are ordered by what they say: cancelled after not, then the larger total, then the
+ * later placement time. This merge is commutative, associative and idempotent, so duplicated,
+ * replayed and out-of-order events give the same fact, and it needs nothing but the fact itself:
+ * the consumer keeps no event id in memory (order-book.ts). The state store restores by the same
+ * rule (feature-store.ts).
  */
 export interface OrderFact {
   version: number
+  /** The event the fact is from: written with it to the state store, never compared. */
   eventId: string
   placedAt: number
   /** Order total after its latest event, in cents (0 after a full refund or a cancel; negative for a credit note). */
   cents: number
   cancelled: boolean
 }
+
+/** What the aggregates and the order history read of a fact. */
+export type CountedFact = Pick<OrderFact, 'placedAt' | 'cents' | 'cancelled'>
 
 export const DAY_MS = 86_400_000
 
@@ -35,9 +42,14 @@ export function factOf(e: OrderEvent): OrderFact {
   }
 }
 
-/** True when `b` supersedes `a`. */
-export function newer(a: OrderFact, b: OrderFact): boolean {
-  return b.version > a.version || (b.version === a.version && b.eventId > a.eventId)
+type Versioned = Omit<OrderFact, 'eventId'>
+
+/** True when `b` supersedes `a`: a higher version, or at the same version a greater (cancelled, cents, placedAt). */
+export function newer(a: Versioned, b: Versioned): boolean {
+  if (b.version !== a.version) return b.version > a.version
+  if (b.cancelled !== a.cancelled) return b.cancelled
+  if (b.cents !== a.cents) return b.cents > a.cents
+  return b.placedAt > a.placedAt
 }
 
 /** Folds one fact into an order map; returns whether the map changed. */
@@ -49,10 +61,10 @@ export function mergeFact(orders: Map<string, OrderFact>, orderId: string, fact:
 }
 
 /** An order counts (for frequency, spend, recency) unless it was cancelled or fully refunded. */
-export const counts = (f: OrderFact): boolean => !f.cancelled && f.cents > 0
+export const counts = (f: CountedFact): boolean => !f.cancelled && f.cents > 0
 
 /** A credit note (the only fact with a negative total, event_type credit_note): lowers spend only. */
-export const isCredit = (f: OrderFact): boolean => !f.cancelled && f.cents < 0
+export const isCredit = (f: CountedFact): boolean => !f.cancelled && f.cents < 0
 
 /**
  * Net of credit notes: spend falls by the credited cents (never below zero), and the mean spend
@@ -104,7 +116,7 @@ export const EMPTY_AGGREGATES: CustomerAggregates = {
  * A customer's aggregates from its order facts; orders and credit notes placed after `cutoffMs`
  * (a fixed reference date, common/reference-date.ts) are left out.
  */
-export function aggregate(orders: Iterable<OrderFact>, cutoffMs = Infinity): CustomerAggregates {
+export function aggregate(orders: Iterable<CountedFact>, cutoffMs = Infinity): CustomerAggregates {
   let orderCount = 0
   let monetaryCents = 0
   let creditCents = 0
@@ -152,8 +164,8 @@ export interface OrderHistory {
   cents: number[]
 }
 
-export function orderHistory(orders: Iterable<OrderFact>, cutoffMs = Infinity): OrderHistory {
-  const kept: OrderFact[] = []
+export function orderHistory(orders: Iterable<CountedFact>, cutoffMs = Infinity): OrderHistory {
+  const kept: CountedFact[] = []
   for (const f of orders) if (counts(f) && f.placedAt <= cutoffMs) kept.push(f)
   kept.sort((a, b) => a.placedAt - b.placedAt || a.cents - b.cents)
   return { times: kept.map((f) => f.placedAt), cents: kept.map((f) => f.cents) }
