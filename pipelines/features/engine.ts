@@ -16,6 +16,8 @@ import { buildTenantModel, type TenantModel } from './model.ts'
 import { deletedFeatureRow, factRow, featureRow, featuresEvent, segmentChangedEvent, segmentChangeRow, type CustomerIdentity } from './rows.ts'
 import { claimModelRefresh, eachPartitionFact, loadCustomerFacts, loadModels, loadPartitionCustomers, loadPartitionProfiles, profileRow, saveModel, tenantAggregates, writeSegmentSnapshot } from './feature-store.ts'
 import { ProfileMemberships, type ProfileRecord } from './profiles.ts'
+import { sharedRfmKey } from './rfm.ts'
+import { sharedSegment } from './segments.ts'
 import { TenantCurrencies, TenantSettingsStore } from '../../common/store/tenant-settings.ts'
 import { resolveReference, type Reference } from '../../common/reference-date.ts'
 import { modelRefreshes, segmentChangesEmitted } from './metrics.ts'
@@ -23,6 +25,8 @@ import { randomUUID } from 'node:crypto'
 import { claimantId } from '../../common/jobs/lease.ts'
 
 export const FEATURES_GROUP = 'cdp-features'
+
+const FLUSH_CHUNK = 10_000
 
 /** What the consumer folds: the input topics' events and the identity lane's profile records. */
 type EngineInput = InputEvent | { kind: 'profile'; event: ProfileChanged }
@@ -41,7 +45,8 @@ interface CustomerState {
   /** The order cutoff `agg` was folded with (the tenant's reference; Infinity: every order). */
   aggCutoff: number
   /** Segment and score last written and published: the "previous" of the next change. */
-  emitted: { segment: string | null; rfmScore: string | null }
+  emittedSegment: string | null
+  emittedScore: string | null
   /** Digest of the values last written (featuresDigest): whether a tick's values moved. */
   last: number | null
   /** The CLV part and the (fit, day, cutoff) it was computed for: recomputed when that moves or the orders do. */
@@ -73,6 +78,8 @@ export interface FeatureEngineOptions {
   boundaryMaxAgeMs?: number
   /** The tick interval: a tenant's model is refreshed at most once per interval across the group's consumers (default 2 × boundaryMaxAgeMs). */
   refreshIntervalMs?: number
+  /** Customers scored, published and stored at a time when a flush (a tick's, above all) has more (default 10,000). */
+  flushChunk?: number
 }
 
 /**
@@ -272,7 +279,8 @@ export class FeatureEngine {
       const c = this.customer(s.tenantId, s.customerId, p)
       c.id.email = s.email
       c.id.emailVersion = s.emailVersion
-      c.emitted = { segment: s.segment, rfmScore: s.rfmScore }
+      c.emittedSegment = sharedSegment(s.segment)
+      c.emittedScore = sharedRfmKey(s.rfmScore)
       c.rowVersion = s.version
       c.deleted = s.deleted
     }
@@ -311,7 +319,8 @@ export class FeatureEngine {
         orders: emptyBook(),
         agg: EMPTY_AGGREGATES,
         aggCutoff: Infinity,
-        emitted: { segment: null, rfmScore: null },
+        emittedSegment: null,
+        emittedScore: null,
         last: null,
         clv: null,
         clvKey: null,
@@ -476,6 +485,29 @@ export class FeatureEngine {
       models.set(t, model)
       clvKeys.set(t, `${model?.clv?.fittedAt}:${utcDay(ref.ms)}:${ref.cutoffMs}`)
     }
+    // In chunks: a tick over a million customers would otherwise hold every row, record and
+    // change at once (gigabytes) before writing any.
+    const out = { changed: 0, segmentChanges: 0 }
+    const chunk = this.deps.flushChunk ?? FLUSH_CHUNK
+    for (let i = 0; i === 0 || i < customers.length; i += chunk) {
+      const r = await this.write(customers.slice(i, i + chunk), now, touched, tickEpoch, { refs, models, clvKeys })
+      if (!r) break
+      out.changed += r.changed
+      out.segmentChanges += r.segmentChanges
+    }
+    return out
+  }
+
+  /** Scores, publishes and stores one chunk of a flush; null when a rebalance began meanwhile (nothing of it written). */
+  private async write(
+    customers: CustomerState[],
+    now: number,
+    touched: boolean,
+    tickEpoch: number | undefined,
+    { refs, models, clvKeys }: { refs: Map<number, Reference>; models: Map<number, TenantModel | null>; clvKeys: Map<number, string> },
+  ): Promise<{ changed: number; segmentChanges: number } | null> {
+    const outsideBatch = tickEpoch !== undefined
+    const owns = (c: CustomerState) => !outsideBatch || this.owned === null || this.owned.has(c.id.partition)
     const facts: ReturnType<typeof factRow>[] = []
     const rows: ReturnType<typeof featureRow>[] = []
     const featureRecords: Promise<OutRecord>[] = []
@@ -491,7 +523,7 @@ export class FeatureEngine {
         if (!c.deleted) {
           const empty = computeFeatures(EMPTY_AGGREGATES, null, ref.ms, this.opts, null)
           rows.push(deletedFeatureRow(c.id, empty, now, version))
-          if (c.emitted.segment !== null) changes.push(segmentChangedEvent(c.id, c.emitted, empty, now))
+          if (c.emittedSegment !== null) changes.push(segmentChangedEvent(c.id, emittedOf(c), empty, now))
         }
         updates.push({ c, v: null, digest: null, version })
         continue
@@ -505,7 +537,7 @@ export class FeatureEngine {
       rows.push(featureRow(c.id, c.agg, orderHistory(this.profileFacts(c), ref.cutoffMs), v, now, version))
       const key = customerKey(c.id.tenantId, c.id.customerId)
       if (moved) featureRecords.push(this.deps.codec.encode(TOPICS.customerFeatures.name, featuresEvent(c.id, c.agg, v, now)).then((value) => ({ key, value })))
-      if (v.segment !== c.emitted.segment) changes.push(segmentChangedEvent(c.id, c.emitted, v, now))
+      if (v.segment !== c.emittedSegment) changes.push(segmentChangedEvent(c.id, emittedOf(c), v, now))
       updates.push({ c, v, digest, version })
     }
     const profileRows = this.pendingProfiles.map((p) => profileRow(p.partition, p.record))
@@ -516,7 +548,7 @@ export class FeatureEngine {
     // A rebalance began while this tick computed: write nothing (the next tick, or the new owner, does).
     if (outsideBatch && (this.ownershipEpoch !== tickEpoch || !updates.every(({ c }) => owns(c)))) {
       this.deps.logger.info({ pipeline: this.name }, 'tick writes dropped: the group changed while it ran (the next tick or the new owner writes them)')
-      return { changed: 0, segmentChanges: 0 }
+      return null
     }
     await Promise.all([
       changeRecords.length ? this.deps.log.send(TOPICS.segmentChanges.name, changeRecords) : undefined,
@@ -531,7 +563,8 @@ export class FeatureEngine {
     this.pendingProfiles = this.pendingProfiles.slice(profileRows.length)
     for (const { c, v, digest, version } of updates) {
       c.rowVersion = version
-      c.emitted = { segment: v?.segment ?? null, rfmScore: v?.rfm_score ?? null }
+      c.emittedSegment = v?.segment ?? null
+      c.emittedScore = v?.rfm_score ?? null
       c.last = digest
       c.deleted = v === null
       c.dirtyOrders = null
@@ -603,6 +636,8 @@ export class FeatureEngine {
   }
 
 }
+
+const emittedOf = (c: CustomerState) => ({ segment: c.emittedSegment, rfmScore: c.emittedScore })
 
 function newest(a: TenantModel | undefined, b: TenantModel | undefined): TenantModel | undefined {
   if (!a) return b

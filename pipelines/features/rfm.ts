@@ -143,13 +143,20 @@ export function recencyDays(lastOrderAtMs: number, nowMs: number): number {
  * stored record's `recency_days`: {@link recencyDays} from `lastOrderAtMs` when given, else
  * from the start of the last order's day (= calendar days between the two UTC dates).
  */
+/** The 125 score texts, '111' … '555', one string each: a million customers share them instead of holding a copy each. */
+const RFM_KEYS = Array.from({ length: 125 }, (_, i) => `${Math.floor(i / 25) + 1}${(Math.floor(i / 5) % 5) + 1}${(i % 5) + 1}` as RfmKey)
+const RFM_KEY_OF = new Map<string, RfmKey>(RFM_KEYS.map((k) => [k, k]))
+
+/** The shared instance of a score text read from elsewhere (the store); other text as it is. */
+export const sharedRfmKey = (text: string | null): string | null => (text === null ? null : (RFM_KEY_OF.get(text) ?? text))
+
 export function rfmScore(customer: RfmInput, boundaries: TenantBoundaries): RfmScore
 export function rfmScore(customer: RfmInput, boundaries: TenantBoundaries, nowMs: number): RfmScore & { recency_days: number }
 export function rfmScore(customer: RfmInput, boundaries: TenantBoundaries, nowMs?: number): RfmScore & { recency_days?: number } {
   const r = scoreAgainst(customer.lastOrderDay, boundaries.recency)
   const f = scoreAgainst(customer.frequency, boundaries.frequency)
   const m = scoreAgainst(customer.monetary, boundaries.monetary)
-  const key = `${r}${f}${m}` as RfmKey
+  const key = RFM_KEYS[(r - 1) * 25 + (f - 1) * 5 + (m - 1)]!
   const out: RfmScore & { recency_days?: number } = { r_score: r, f_score: f, m_score: m, rfm_score: key, segment: SEGMENT_MAP[key]! }
   if (nowMs !== undefined) out.recency_days = recencyDays(customer.lastOrderAtMs ?? customer.lastOrderDay * DAY_MS, nowMs)
   return out
