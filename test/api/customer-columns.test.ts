@@ -1,5 +1,6 @@
+import { unescapeTsv } from '../../common/store/tsv.ts'
 import { describe, expect, it } from 'vitest'
-import { unescapeTsv, centsAtLeast, centsAtMost, countMarked, descendingBy, indexesMarked, keptMarks, lowerBound, maskOf, pageInOrder, Population, smallerSide, topRows, upperBound, wholeNumbers, type CustomerColumns } from '../../services/api/analytics/customer-columns.ts'
+import { centsAtLeast, centsAtMost, countMarked, descendingBy, indexesMarked, keptMarks, lowerBound, maskOf, pageInOrder, Population, smallerSide, topRows, upperBound, wholeNumbers, type CustomerColumns } from '../../services/api/analytics/customer-columns.ts'
 
 /** The in-memory orders and searches of the filtered answers, against sorting (a seeded generator, with ties and nulls). */
 function rng(seed: number) {

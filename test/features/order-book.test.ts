@@ -151,7 +151,21 @@ describe('state store restore', () => {
     expect(n).toBe(2)
     const winner = tie.reduce((a, b) => (newer(a, b) ? b : a))
     expect(winner.eventId).toBe('a-large')
-    for (const f of restored) expect({ orderId: f.orderId, eventId: f.eventId, cents: f.cents, version: f.version }).toEqual({ orderId: f.orderId, eventId: 'a-large', cents: 900, version: 80 })
+    for (const f of restored) expect({ orderId: f.orderId, cents: f.cents, version: f.version }).toEqual({ orderId: f.orderId, cents: 900, version: 80 })
     expect(restored.map((f) => f.orderId).sort()).toEqual(['a', 'b'])
+  })
+
+  it('restores order ids exactly, tabs, newlines and backslashes included (the books key them by hash)', async () => {
+    const id = { tenantId: 5, customerId: 10, partition: 4, email: '', emailVersion: 0 }
+    const ids = ['tab\there', 'line\nbreak', 'back\\slash\\t', "quote'", 'ñandú-#1', '']
+    await insertJsonRows(store, 'feature_order_facts', ids.map((orderId, i) => factRow(id, orderId, { version: 4, eventId: `e${i}`, placedAt: 86_400_000 * i, cents: 0 - i * 100, cancelled: i % 2 === 1 })))
+    const restored: StoredFact[] = []
+    await eachPartitionFact(store, 4, (f) => restored.push(f))
+    expect(restored.map((f) => f.orderId).sort()).toEqual([...ids].sort())
+    for (const f of restored) {
+      const i = ids.indexOf(f.orderId)
+      expect(f).toEqual({ tenantId: 5, customerId: 10, orderId: ids[i], version: 4, placedAt: 86_400_000 * i, cents: i === 0 ? 0 : -i * 100, cancelled: i % 2 === 1 })
+      expect(orderKey(f.orderId)).toBe(orderKey(ids[i]!))
+    }
   })
 })

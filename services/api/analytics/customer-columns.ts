@@ -1,3 +1,4 @@
+import { unescapeTsv } from '../../../common/store/tsv.ts'
 import type { Store } from '../../../common/store/clickhouse.ts'
 import { SEGMENTS } from '../../../pipelines/features/segments.ts'
 import type { CommonOptions } from './options.ts'
@@ -180,12 +181,6 @@ export const isoDay = (ms: number): string => new Date(ms).toISOString().slice(0
 
 /** Customer i's e-mail. */
 export const emailOf = (c: CustomerColumns, i: number): string => c.emailText.slice(c.emailStart[i], c.emailStart[i + 1])
-
-const TSV_ESCAPES: Record<string, string> = { b: '\b', f: '\f', r: '\r', n: '\n', t: '\t', '0': '\0', "'": "'", '\\': '\\' }
-/** A TabSeparated field's text (ClickHouse escapes the backslash and control characters). */
-export function unescapeTsv(s: string): string {
-  return s.includes('\\') ? s.replace(/\\(.)/g, (_, ch: string) => TSV_ESCAPES[ch] ?? ch) : s
-}
 
 /** The index of a customer in the columns, or -1. */
 export function indexOfCustomer(c: CustomerColumns, customerId: number): number {
