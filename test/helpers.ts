@@ -11,12 +11,20 @@ import { groupLag, type EventLog } from '../common/eventlog/port.ts'
 import { TOPICS } from '../common/topics.ts'
 import type { EventCodec } from '../common/eventlog/codec.ts'
 import { loadConfig, type Config } from '../common/config.ts'
+import { migrate, openStore, type Store } from '../common/store/clickhouse.ts'
 import { KAFKA_TEST_PARTITIONS } from './infra/global-setup.ts'
 
 export const silentLogger = createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' })
 
 export function tmpDir(prefix = 'cdp-test-'): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), prefix))
+}
+
+/** A fresh embedded ClickHouse (chdb) in a temporary folder, with every migration applied. */
+export async function migratedStore(): Promise<Store> {
+  const store = await openStore({ database: 'cdp', chdbPath: tmpDir() })
+  await migrate(store, silentLogger)
+  return store
 }
 
 export function uniqueName(prefix: string): string {

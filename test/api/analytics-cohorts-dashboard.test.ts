@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { migrate, openStore, type Store } from '../../common/store/clickhouse.ts'
+import type { Store } from '../../common/store/clickhouse.ts'
 import type { EventLog } from '../../common/eventlog/port.ts'
 import type { EventCodec } from '../../common/eventlog/codec.ts'
 import { createApp } from '../../services/api/app.ts'
@@ -10,7 +10,7 @@ import { customersEndpoint, type CustomersOptions } from '../../services/api/ana
 import { cohortInsights, cohortLabel, cohortWindow, periodStart, type Cohort } from '../../services/api/analytics/cohorts.ts'
 import { SEGMENT_RANK } from '../../services/api/analytics/dashboard.ts'
 import { SEGMENTS } from '../../pipelines/features/segments.ts'
-import { orderHistoryOf, silentLogger, tmpDir } from '../helpers.ts'
+import { orderHistoryOf, silentLogger, migratedStore } from '../helpers.ts'
 import { readDocumented } from './documented.ts'
 
 /** The clock: Sunday 2025-06-15 12:00 UTC. */
@@ -56,8 +56,7 @@ async function insert(table: string, values: Record<string, unknown>[]) {
 }
 
 beforeAll(async () => {
-  store = await openStore({ database: 'cdp', chdbPath: tmpDir() })
-  await migrate(store, silentLogger)
+  store = await migratedStore()
   const orders = [
     order(T, 1, '2025-01-10', 100), order(T, 1, '2025-02-05', 50), order(T, 1, '2025-04-20', 30), order(T, 1, '2025-06-10', 20),
     order(T, 2, '2025-01-20', 200),

@@ -1,13 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { migrate, openStore, type Store } from '../../common/store/clickhouse.ts'
+import type { Store } from '../../common/store/clickhouse.ts'
 import type { EventLog } from '../../common/eventlog/port.ts'
 import type { EventCodec } from '../../common/eventlog/codec.ts'
 import { createApp } from '../../services/api/app.ts'
 import { EXPORT_FORMATS, type ExportFormat } from '../../services/api/analytics/exports.ts'
 import { RETENTION_OFFSETS } from '../../services/api/analytics/cohorts.ts'
-import { orderHistoryOf, silentLogger, tmpDir } from '../helpers.ts'
+import { orderHistoryOf, silentLogger, migratedStore } from '../helpers.ts'
 import { readDocumented } from './documented.ts'
 import { csvText, readTables, type FileLayout, type FileRow } from './export-files.ts'
 
@@ -81,8 +81,7 @@ async function listen(exportRowLimit?: number): Promise<string> {
 }
 
 beforeAll(async () => {
-  store = await openStore({ database: 'cdp', chdbPath: tmpDir() })
-  await migrate(store, silentLogger)
+  store = await migratedStore()
   const orders = [
     ...CUSTOMERS.flatMap((c) => c.orders.map(([day, total]) => order(T, c.id, day, total))),
     order(OTHER, 1, '2025-06-12', 7777),

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { migrate, openStore, type Store } from '../../common/store/clickhouse.ts'
+import type { Store } from '../../common/store/clickhouse.ts'
 import type { EventLog } from '../../common/eventlog/port.ts'
 import type { EventCodec } from '../../common/eventlog/codec.ts'
 import { createApp } from '../../services/api/app.ts'
@@ -11,7 +11,7 @@ import { churnEndpoint, ChurnQuery } from '../../services/api/analytics/churn.ts
 import { SEGMENTS, SEGMENT_DESCRIPTIONS } from '../../pipelines/features/segments.ts'
 import { CHURN_DEFINITIONS } from '../../pipelines/features/churn.ts'
 import { SEGMENT_ACTIONS } from '../../services/api/analytics/segment-actions.ts'
-import { orderHistoryOf, silentLogger, tmpDir } from '../helpers.ts'
+import { orderHistoryOf, silentLogger, migratedStore } from '../helpers.ts'
 import { readDocumented } from './documented.ts'
 
 const DAY = 86_400_000
@@ -101,8 +101,7 @@ let server: http.Server
 let url: string
 
 beforeAll(async () => {
-  store = await openStore({ database: 'cdp', chdbPath: tmpDir() })
-  await migrate(store, silentLogger)
+  store = await migratedStore()
   const other: C = { ...CUSTOMERS[0]!, id: 1, email: 'x@shop.com', monetary: 99_999, hist: 99_999, clv: 999_999, recency: 95, risk: 'churned', loss: 99_999 }
   await store.insert({
     table: 'customers',

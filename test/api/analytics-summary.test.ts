@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { migrate, openStore, type Store } from '../../common/store/clickhouse.ts'
+import type { Store } from '../../common/store/clickhouse.ts'
 import { ctxFor } from '../../services/api/analytics/router.ts'
 import { ANALYTICS_ENDPOINTS, SUMMARY_QUERIES } from '../../services/api/analytics/endpoints.ts'
 import { asOfSummary, MAX_AGE_MS, TenantSummaries } from '../../services/api/analytics/summary.ts'
 import { createRecomputeEngine } from '../../pipelines/features/recompute.ts'
 import { seedTenant } from '../../bench/features.ts'
-import { silentLogger, tmpDir } from '../helpers.ts'
+import { silentLogger, migratedStore } from '../helpers.ts'
 import { registry } from '../../common/runtime/metrics.ts'
 
 /**
@@ -31,8 +31,7 @@ async function body(path: string, query: Record<string, string>, withSummaries: 
 }
 
 beforeAll(async () => {
-  store = await openStore({ database: 'cdp', chdbPath: tmpDir() })
-  await migrate(store, silentLogger)
+  store = await migratedStore()
   await seedTenant(store, T, 400, 4000)
   await seedTenant(store, OTHER, 50, 500)
   // Demographics for most of T's customers and a registration source for some: the filtered

@@ -3,7 +3,7 @@ import http from 'node:http'
 import { Writable } from 'node:stream'
 import type { AddressInfo } from 'node:net'
 import type { Express } from 'express'
-import { migrate, openStore, type Store } from '../../common/store/clickhouse.ts'
+import type { Store } from '../../common/store/clickhouse.ts'
 import { openEventLog } from '../../common/runtime/context.ts'
 import type { EventLog } from '../../common/eventlog/port.ts'
 import type { EventCodec } from '../../common/eventlog/codec.ts'
@@ -13,7 +13,7 @@ import { createApp } from '../../services/api/app.ts'
 import { ApiKeyStore, hashKey, type CreatedKey } from '../../common/store/api-keys.ts'
 import type { AuthDeps } from '../../services/api/auth.ts'
 import { defaultRateLimits, isJobRequest, isOperationsPath, replicaShare } from '../../services/api/rate-limit.ts'
-import { silentLogger, testConfig, tmpDir } from '../helpers.ts'
+import { silentLogger, testConfig, migratedStore } from '../helpers.ts'
 import { expectDocumented, expectErrorBody } from './documented.ts'
 
 const ADMIN = 'test-admin-token-0123456789abcdef'
@@ -27,8 +27,7 @@ let keyB: CreatedKey // tenant 2
 const servers: http.Server[] = []
 
 beforeAll(async () => {
-  store = await openStore({ database: 'cdp', chdbPath: tmpDir() })
-  await migrate(store, silentLogger)
+  store = await migratedStore()
   ;({ log, codec } = await openEventLog(testConfig('embedded'), silentLogger))
   keys = new ApiKeyStore(store)
   keyA = await keys.create(1, 'tenant one')

@@ -2,13 +2,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import http from 'node:http'
 import net from 'node:net'
 import type { AddressInfo } from 'node:net'
-import { migrate, openStore, type Store } from '../../common/store/clickhouse.ts'
+import type { Store } from '../../common/store/clickhouse.ts'
 import type { EventLog } from '../../common/eventlog/port.ts'
 import type { EventCodec } from '../../common/eventlog/codec.ts'
 import { createApp } from '../../services/api/app.ts'
 import { createApiServer, MAX_HEADER_BYTES } from '../../services/api/errors.ts'
 import { ANALYTICS_ENDPOINTS } from '../../services/api/analytics/endpoints.ts'
-import { silentLogger, tmpDir } from '../helpers.ts'
+import { silentLogger, migratedStore } from '../helpers.ts'
 
 /**
  * Bad input is refused with a 4xx and the common error body, never a 5xx: numbers beyond what the
@@ -20,8 +20,7 @@ let server: http.Server
 let base: string
 
 beforeAll(async () => {
-  store = await openStore({ database: 'cdp', chdbPath: tmpDir() })
-  await migrate(store, silentLogger)
+  store = await migratedStore()
   const app = createApp({ logger: silentLogger, log: {} as EventLog, codec: {} as EventCodec, readiness: [], analytics: { store, logger: silentLogger, now: () => Date.UTC(2025, 6, 1) } })
   server = createApiServer(app)
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))

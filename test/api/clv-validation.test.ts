@@ -6,12 +6,12 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { migrate, openStore, type Store } from '../../common/store/clickhouse.ts'
+import type { Store } from '../../common/store/clickhouse.ts'
 import type { EventLog } from '../../common/eventlog/port.ts'
 import type { EventCodec } from '../../common/eventlog/codec.ts'
 import { TenantSettingsStore } from '../../common/store/tenant-settings.ts'
 import { createApp } from '../../services/api/app.ts'
-import { silentLogger, tmpDir, serve } from '../helpers.ts'
+import { silentLogger, serve, migratedStore } from '../helpers.ts'
 import { within } from '../cdnow.ts'
 import { readDocumented } from './documented.ts'
 
@@ -31,8 +31,7 @@ const orderRow = (tenant: number, customer: number, id: string, placed: string, 
 })
 
 beforeAll(async () => {
-  store = await openStore({ database: 'cdp', chdbPath: tmpDir() })
-  await migrate(store, silentLogger)
+  store = await migratedStore()
   if (haveSample) {
     const rows = fs
       .readFileSync(SAMPLE, 'utf8')

@@ -3,14 +3,14 @@
  * recompute wrote, the list item of the same customer and the orders by hand; 404, 403 and 400.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { migrate, openStore, type Store } from '../../common/store/clickhouse.ts'
+import type { Store } from '../../common/store/clickhouse.ts'
 import type { EventLog } from '../../common/eventlog/port.ts'
 import type { EventCodec } from '../../common/eventlog/codec.ts'
 import { ApiKeyStore, type CreatedKey } from '../../common/store/api-keys.ts'
 import { createApp } from '../../services/api/app.ts'
 import { createRecomputeEngine } from '../../pipelines/features/recompute.ts'
 import { RECENT_ORDERS } from '../../services/api/analytics/customer-record.ts'
-import { silentLogger, tmpDir, serve } from '../helpers.ts'
+import { silentLogger, serve, migratedStore } from '../helpers.ts'
 import { readDocumented } from './documented.ts'
 
 const NOW = Date.UTC(2025, 5, 15, 12)
@@ -45,8 +45,7 @@ const customer = (tenant: number, id: number) => ({
 const ONE = [...Array.from({ length: 12 }, (_, i) => order(T, 1, 700 - i * 55, 100 + i)), order(T, 1, 20, 999, 1), order(T, 1, 15, 0)]
 
 beforeAll(async () => {
-  store = await openStore({ database: 'cdp', chdbPath: tmpDir() })
-  await migrate(store, silentLogger)
+  store = await migratedStore()
   const orders = [...ONE]
   for (let c = 2; c <= 30; c++) for (let k = 0; k < 1 + (c % 4); k++) orders.push(order(T, c, 30 + ((c * 37 + k * 91) % 600), 20 + ((c * 13 + k) % 200)))
   orders.push(order(OTHER, 1, 10, 5000), order(OTHER, 50, 10, 70))

@@ -1,13 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { migrate, openStore, type Store } from '../../common/store/clickhouse.ts'
+import type { Store } from '../../common/store/clickhouse.ts'
 import { signHubSignature } from '../../pipelines/audience-sync/ads-platform/index.ts'
 import * as commerceSim from '../../services/simulators/commerce-platform/index.ts'
 import { start as startAdsPlatform, type RunningAdsPlatformSimulator } from '../../services/simulators/ads-platform/index.ts'
 import { ADMIN, APP_SECRET, fullApp, UNKNOWN_TENANT, VERIFY_TOKEN } from './full-app.ts'
 import { readDocumented } from './documented.ts'
-import { silentLogger, tmpDir } from '../helpers.ts'
+import { migratedStore } from '../helpers.ts'
 
 /**
  * Real answers of the operations whose own tests live with their lanes (processing, tenant
@@ -27,8 +27,7 @@ let cp: commerceSim.RunningCommercePlatformSimulator
 let ads: RunningAdsPlatformSimulator
 
 beforeAll(async () => {
-  store = await openStore({ database: 'cdp', chdbPath: tmpDir() })
-  await migrate(store, silentLogger)
+  store = await migratedStore()
   cp = await commerceSim.start({ customers: 5, end: new Date(Date.UTC(2025, 5, 1)) })
   ads = await startAdsPlatform({ tokens: [TOKEN], adAccounts: [ACCOUNT] })
   const none = 'http://127.0.0.1:9'

@@ -4,7 +4,7 @@
  * the refusals (400, 403 across tenants, 404).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { migrate, openStore, type Store } from '../../common/store/clickhouse.ts'
+import type { Store } from '../../common/store/clickhouse.ts'
 import { openEventLog } from '../../common/runtime/context.ts'
 import type { EventLog } from '../../common/eventlog/port.ts'
 import type { EventCodec } from '../../common/eventlog/codec.ts'
@@ -14,7 +14,7 @@ import { TOPICS } from '../../common/topics.ts'
 import { createApp } from '../../services/api/app.ts'
 import { resolveTenant } from '../../pipelines/identity/index.ts'
 import { IdentityStore } from '../../pipelines/identity/store.ts'
-import { silentLogger, testConfig, tmpDir, serve } from '../helpers.ts'
+import { silentLogger, testConfig, serve, migratedStore } from '../helpers.ts'
 import { readDocumented } from './documented.ts'
 
 const T = 911
@@ -34,8 +34,7 @@ const customer = (tenant: number, id: number, created: string, fields: Record<st
 })
 
 beforeAll(async () => {
-  store = await openStore({ database: 'cdp', chdbPath: tmpDir() })
-  await migrate(store, silentLogger)
+  store = await migratedStore()
   ;({ log, codec } = await openEventLog(testConfig('embedded'), silentLogger))
   await log.createTopics([{ name: TOPICS.profileChanges.name, partitions: 1, compacted: true }])
   await store.insert({

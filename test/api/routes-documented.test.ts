@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import express, { type Express } from 'express'
-import { migrate, openStore, type Store } from '../../common/store/clickhouse.ts'
+import type { Store } from '../../common/store/clickhouse.ts'
 import { buildOpenApi, type OpenApiDocument } from '../../services/api/openapi.ts'
 import { openApiPath } from '../../services/api/routes.ts'
 import { fullApp } from './full-app.ts'
-import { silentLogger, tmpDir } from '../helpers.ts'
+import { migratedStore } from '../helpers.ts'
 
 /**
  * The OpenAPI document and the server agree on what exists: every route the real app mounts (all
@@ -56,8 +56,7 @@ let app: Express
 let doc: OpenApiDocument
 
 beforeAll(async () => {
-  store = await openStore({ database: 'cdp', chdbPath: tmpDir() })
-  await migrate(store, silentLogger)
+  store = await migratedStore()
   app = fullApp({ store })
   doc = buildOpenApi()
 })

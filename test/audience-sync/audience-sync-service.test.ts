@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { migrate, openStore, type Store } from '../../common/store/clickhouse.ts'
+import type { Store } from '../../common/store/clickhouse.ts'
 import { parseKeyring } from '../../common/secrets.ts'
 import { ForbiddenError, InvalidCredentialsError, NotFoundError, UpstreamUnavailableError } from '../../common/domain-errors.ts'
 import { ALL_TENANTS, tenantOnly } from '../../common/tenant-scope.ts'
 import { AudienceSyncService, type AudienceSyncServiceDeps } from '../../pipelines/audience-sync/service.ts'
 import { AudienceSyncStore } from '../../pipelines/audience-sync/store.ts'
 import { start as startSimulator, type RunningAdsPlatformSimulator } from '../../services/simulators/ads-platform/index.ts'
-import { silentLogger, tmpDir, refusal } from '../helpers.ts'
+import { silentLogger, refusal, migratedStore } from '../helpers.ts'
 
 /**
  * AudienceSyncService without HTTP: configurations created, listed, paused, resumed and deleted,
@@ -28,8 +28,7 @@ const service = (over: Partial<AudienceSyncServiceDeps> = {}) =>
 
 
 beforeAll(async () => {
-  store = await openStore({ database: 'cdp', chdbPath: tmpDir() })
-  await migrate(store, silentLogger)
+  store = await migratedStore()
   syncStore = new AudienceSyncStore(store, parseKeyring(`t1:${'1'.repeat(64)}`))
   sim = await startSimulator({ tokens: [TOKEN], adAccounts: [ACCOUNT] })
   sim.state.addToken({ token: NARROW, scopes: ['ads_read'] })

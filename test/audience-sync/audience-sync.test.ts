@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { migrate, openStore, type Store } from '../../common/store/clickhouse.ts'
+import type { Store } from '../../common/store/clickhouse.ts'
 import { parseKeyring } from '../../common/secrets.ts'
 import type { EventLog } from '../../common/eventlog/port.ts'
 import type { EventCodec } from '../../common/eventlog/codec.ts'
@@ -13,7 +13,7 @@ import { createApp } from '../../services/api/app.ts'
 import { audienceSyncRouter } from '../../services/api/audience-sync-routes.ts'
 import { webhooksRouter } from '../../services/api/webhooks.ts'
 import { ApiKeyStore } from '../../common/store/api-keys.ts'
-import { silentLogger, tmpDir } from '../helpers.ts'
+import { silentLogger, migratedStore } from '../helpers.ts'
 
 /**
  * The audience sync against the ads-platform simulator over HTTP, with ClickHouse (chdb) state:
@@ -74,8 +74,7 @@ const expected = (t: number, ids: number[]) => ids.map((id) => hashValue('EMAIL'
 const uploads = () => sim.requestLog.filter((r) => r.path.endsWith('/users'))
 
 beforeAll(async () => {
-  store = await openStore({ database: 'cdp', chdbPath: tmpDir() })
-  await migrate(store, silentLogger)
+  store = await migratedStore()
   syncStore = new AudienceSyncStore(store, box, () => clock)
   sim = await startSimulator({ tokens: [TOKEN], adAccounts: [ACCOUNT], appSecret: APP_SECRET })
 }, 60_000)

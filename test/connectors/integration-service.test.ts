@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { migrate, openStore, type Store } from '../../common/store/clickhouse.ts'
+import type { Store } from '../../common/store/clickhouse.ts'
 import { parseKeyring } from '../../common/secrets.ts'
 import { ConflictError, ForbiddenError, InvalidCredentialsError, InvalidInputError, NotFoundError, UnreadableSecretError, UpstreamUnavailableError } from '../../common/domain-errors.ts'
 import { ALL_TENANTS, tenantOnly } from '../../common/tenant-scope.ts'
@@ -9,7 +9,7 @@ import type { SyncJob } from '../../pipelines/connectors/queue.ts'
 import type { ConnectorEndpoints } from '../../pipelines/connectors/sources/types.ts'
 import * as commerceSim from '../../services/simulators/commerce-platform/index.ts'
 import * as searchAdsSim from '../../services/simulators/search-ads/index.ts'
-import { silentLogger, tmpDir, refusal } from '../helpers.ts'
+import { silentLogger, refusal, migratedStore } from '../helpers.ts'
 
 /**
  * IntegrationService without HTTP: its main paths and each refusal as a typed domain error,
@@ -31,8 +31,7 @@ const commerce = (tenant: number, over: Record<string, unknown> = {}) => ({ tena
 
 
 beforeAll(async () => {
-  store = await openStore({ database: 'cdp', chdbPath: tmpDir() })
-  await migrate(store, silentLogger)
+  store = await migratedStore()
   const end = new Date(Date.UTC(2025, 5, 1))
   cp = await commerceSim.start({ customers: 10, end })
   sa = await searchAdsSim.start({ customers: 10, end })

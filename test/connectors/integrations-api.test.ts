@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import http from 'node:http'
 import { Writable } from 'node:stream'
 import type { AddressInfo } from 'node:net'
-import { migrate, openStore, type Store } from '../../common/store/clickhouse.ts'
+import type { Store } from '../../common/store/clickhouse.ts'
 import { openEventLog } from '../../common/runtime/context.ts'
 import type { EventLog } from '../../common/eventlog/port.ts'
 import type { EventCodec } from '../../common/eventlog/codec.ts'
@@ -20,7 +20,7 @@ import * as searchAdsSim from '../../services/simulators/search-ads/index.ts'
 import { start as startAdsPlatform, type RunningAdsPlatformSimulator } from '../../services/simulators/ads-platform/index.ts'
 import type { ConnectorEndpoints } from '../../pipelines/connectors/sources/types.ts'
 import { literalDestinationProblem } from '../../pipelines/connectors/webhook-guard.ts'
-import { silentLogger, testConfig, tmpDir } from '../helpers.ts'
+import { silentLogger, testConfig, migratedStore } from '../helpers.ts'
 
 const ADMIN = 'test-admin-token-integrations-0123'
 const K1 = `k1:${'1a'.repeat(32)}`
@@ -103,8 +103,7 @@ function expectCommonError(r: { status: number; body: Json }, status: number) {
 const createCommerce = (tenant = 1, over: Json = {}) => call('POST', BASE, { tenant_id: tenant, integration_type: 'commerce_platform', ...CP, ...over })
 
 beforeAll(async () => {
-  store = await openStore({ database: 'cdp', chdbPath: tmpDir() })
-  await migrate(store, silentLogger)
+  store = await migratedStore()
   ;({ log, codec } = await openEventLog(testConfig('embedded'), silentLogger))
   keys = new ApiKeyStore(store)
   tenant1 = await keys.create(1, 'tenant one')

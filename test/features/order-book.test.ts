@@ -6,14 +6,14 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Hash53, hash53 } from '../../common/hash53.ts'
-import { insertJsonRows, migrate, openStore, type Store } from '../../common/store/clickhouse.ts'
+import { insertJsonRows, type Store } from '../../common/store/clickhouse.ts'
 import { eachPartitionFact, type StoredFact } from '../../pipelines/features/feature-store.ts'
 import { featuresDigest, computeFeatures } from '../../pipelines/features/features.ts'
 import { bookAppend, bookFacts, bookMerge, bookSize, emptyBook, orderKey, sameBook, trimmed } from '../../pipelines/features/order-book.ts'
 import { aggregate, EMPTY_AGGREGATES, mergeFact, newer, orderHistory, type OrderFact } from '../../pipelines/features/order-facts.ts'
 import { factRow } from '../../pipelines/features/rows.ts'
 import { rng, shuffle } from './histories.ts'
-import { silentLogger, tmpDir } from '../helpers.ts'
+import { migratedStore } from '../helpers.ts'
 
 describe('hash53', () => {
   it('is cyrb53 as published, and tells strings apart', () => {
@@ -126,8 +126,7 @@ describe('featuresDigest', () => {
 describe('state store restore', () => {
   let store: Store
   beforeAll(async () => {
-    store = await openStore({ database: 'cdp', chdbPath: tmpDir() })
-    await migrate(store, silentLogger)
+    store = await migratedStore()
   })
   afterAll(async () => {
     await store?.close()

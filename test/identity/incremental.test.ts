@@ -6,7 +6,7 @@
  * an admin's split, and a settings change (which resolves the whole tenant again).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { migrate, openStore, type Store } from '../../common/store/clickhouse.ts'
+import type { Store } from '../../common/store/clickhouse.ts'
 import { openEventLog } from '../../common/runtime/context.ts'
 import type { EventLog } from '../../common/eventlog/port.ts'
 import type { EventCodec } from '../../common/eventlog/codec.ts'
@@ -15,15 +15,14 @@ import { resolveTenant } from '../../pipelines/identity/resolve.ts'
 import { IdentityStore } from '../../pipelines/identity/store.ts'
 import { DEFAULT_IDENTITY_SETTINGS, resolveProfiles } from '../../pipelines/identity/graph.ts'
 import { overlappingAccounts, type SourceAccount } from '../../pipelines/ingest/synthetic/overlap.ts'
-import { silentLogger, testConfig, tmpDir } from '../helpers.ts'
+import { silentLogger, testConfig, migratedStore } from '../helpers.ts'
 
 let store: Store
 let log: EventLog
 let codec: EventCodec
 
 beforeAll(async () => {
-  store = await openStore({ database: 'cdp', chdbPath: tmpDir() })
-  await migrate(store, silentLogger)
+  store = await migratedStore()
   ;({ log, codec } = await openEventLog(testConfig('embedded'), silentLogger))
   await log.createTopics([{ name: TOPICS.profileChanges.name, partitions: 2, compacted: true }])
 })

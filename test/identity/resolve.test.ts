@@ -4,7 +4,7 @@
  * the same outcome whatever order the customers arrived in, and no work when nothing changed.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { migrate, openStore, type Store } from '../../common/store/clickhouse.ts'
+import type { Store } from '../../common/store/clickhouse.ts'
 import { openEventLog } from '../../common/runtime/context.ts'
 import type { EventLog } from '../../common/eventlog/port.ts'
 import type { EventCodec } from '../../common/eventlog/codec.ts'
@@ -13,7 +13,7 @@ import { TOPICS } from '../../common/topics.ts'
 import { runIdentity, type RunningIdentity } from '../../pipelines/identity/run.ts'
 import { resolveTenant, type ProfileChanged } from '../../pipelines/identity/resolve.ts'
 import { IdentityStore } from '../../pipelines/identity/store.ts'
-import { readTopic, silentLogger, testConfig, tmpDir } from '../helpers.ts'
+import { readTopic, silentLogger, testConfig, migratedStore } from '../helpers.ts'
 
 let store: Store
 let log: EventLog
@@ -24,8 +24,7 @@ const T = 901
 const SHUFFLED = 902
 
 beforeAll(async () => {
-  store = await openStore({ database: 'cdp', chdbPath: tmpDir() })
-  await migrate(store, silentLogger)
+  store = await migratedStore()
   ;({ log, codec } = await openEventLog(testConfig('embedded'), silentLogger))
   await log.createTopics([{ name: TOPICS.profileChanges.name, partitions: 2, compacted: true }])
   identity = runIdentity({ store, log, codec, logger: silentLogger }, { intervalMs: 3_600_000 })

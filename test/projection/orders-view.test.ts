@@ -5,17 +5,16 @@
  * projection applied in code before.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { migrate, openStore, type Store } from '../../common/store/clickhouse.ts'
+import type { Store } from '../../common/store/clickhouse.ts'
 import type { OrderEvent } from '../../common/events.ts'
 import { generateEvents } from '../../pipelines/ingest/synthetic/generate.ts'
 import { orderEventRow, orderStateRow } from '../../pipelines/projection/rows.ts'
-import { silentLogger, tmpDir } from '../helpers.ts'
+import { migratedStore } from '../helpers.ts'
 
 let store: Store
 
 beforeAll(async () => {
-  store = await openStore({ database: 'cdp', chdbPath: tmpDir() })
-  await migrate(store, silentLogger)
+  store = await migratedStore()
 })
 
 afterAll(async () => {
