@@ -11,7 +11,7 @@ import { ok } from '../../common/runtime/pipeline.ts'
 import type { TransactionModelName } from './clv/index.ts'
 import { aggregate, EMPTY_AGGREGATES, factOf, orderHistory, utcDay, type CountedFact, type CustomerAggregates, type OrderFact } from './order-facts.ts'
 import { bookAppend, bookFacts, bookMerge, emptyBook, orderKey, sameBook, trimmed, type OrderBook } from './order-book.ts'
-import { clvFeatures, computeFeatures, DEFAULT_FEATURE_OPTIONS, featuresDigest, type ClvPart, type FeatureOptions, type FeatureValues } from './features.ts'
+import { ClvMemo, clvFeatures, computeFeatures, DEFAULT_FEATURE_OPTIONS, featuresDigest, type ClvPart, type FeatureOptions, type FeatureValues } from './features.ts'
 import { buildTenantModel, type TenantModel } from './model.ts'
 import { deletedFeatureRow, factRow, featureRow, featuresEvent, segmentChangedEvent, segmentChangeRow, type CustomerIdentity } from './rows.ts'
 import { claimModelRefresh, eachPartitionFact, loadCustomerFacts, loadModels, loadPartitionCustomers, loadPartitionProfiles, profileRow, saveModel, tenantAggregates, writeSegmentSnapshot } from './feature-store.ts'
@@ -452,12 +452,12 @@ export class FeatureEngine {
   }
 
   /** `clvKey`: the tenant's (fit, day, cutoff), one string shared by its customers. */
-  private valuesOf(c: CustomerState, model: TenantModel | null, ref: Reference, clvKey: string): FeatureValues {
+  private valuesOf(c: CustomerState, model: TenantModel | null, ref: Reference, clvKey: string, memo: ClvMemo): FeatureValues {
     const agg = this.aggregates(c, ref)
     let part: ClvPart | null = null
     if (model?.clv && agg.orderCount > 0) {
       if (!c.clv || c.clvKey !== clvKey || c.dirty) {
-        c.clv = clvFeatures(agg, model.clv, utcDay(ref.ms), this.opts)
+        c.clv = clvFeatures(agg, model.clv, utcDay(ref.ms), this.opts, memo)
         c.clvKey = clvKey
       }
       part = c.clv
@@ -488,9 +488,11 @@ export class FeatureEngine {
     // In chunks: a tick over a million customers would otherwise hold every row, record and
     // change at once (gigabytes) before writing any.
     const out = { changed: 0, segmentChanges: 0 }
+    // Customers who share a purchase pattern share its CLV sums, for this flush.
+    const memo = new ClvMemo()
     const chunk = this.deps.flushChunk ?? FLUSH_CHUNK
     for (let i = 0; i === 0 || i < customers.length; i += chunk) {
-      const r = await this.write(customers.slice(i, i + chunk), now, touched, tickEpoch, { refs, models, clvKeys })
+      const r = await this.write(customers.slice(i, i + chunk), now, touched, tickEpoch, { refs, models, clvKeys, memo })
       if (!r) break
       out.changed += r.changed
       out.segmentChanges += r.segmentChanges
@@ -504,7 +506,7 @@ export class FeatureEngine {
     now: number,
     touched: boolean,
     tickEpoch: number | undefined,
-    { refs, models, clvKeys }: { refs: Map<number, Reference>; models: Map<number, TenantModel | null>; clvKeys: Map<number, string> },
+    { refs, models, clvKeys, memo }: { refs: Map<number, Reference>; models: Map<number, TenantModel | null>; clvKeys: Map<number, string>; memo: ClvMemo },
   ): Promise<{ changed: number; segmentChanges: number } | null> {
     const outsideBatch = tickEpoch !== undefined
     const owns = (c: CustomerState) => !outsideBatch || this.owned === null || this.owned.has(c.id.partition)
@@ -528,7 +530,7 @@ export class FeatureEngine {
         updates.push({ c, v: null, digest: null, version })
         continue
       }
-      const v = this.valuesOf(c, models.get(c.id.tenantId) ?? null, ref, clvKeys.get(c.id.tenantId)!)
+      const v = this.valuesOf(c, models.get(c.id.tenantId) ?? null, ref, clvKeys.get(c.id.tenantId)!, memo)
       const digest = featuresDigest(v)
       const moved = c.last !== digest
       if (!touched && !moved && !c.dirty && !c.deleted) continue

@@ -8,7 +8,7 @@ import type { TransactionModelName } from './clv/index.ts'
 import { EMPTY_AGGREGATES, EMPTY_HISTORY, utcDay, withCredits, type CustomerAggregates, type OrderHistory } from './order-facts.ts'
 import { TenantSettingsStore } from '../../common/store/tenant-settings.ts'
 import { referenceDate, referenceMetadata, resolveReference, type Reference } from '../../common/reference-date.ts'
-import { clvFeatures, computeFeatures, DEFAULT_FEATURE_OPTIONS, type FeatureOptions, type FeatureValues } from './features.ts'
+import { ClvMemo, clvFeatures, computeFeatures, DEFAULT_FEATURE_OPTIONS, type FeatureOptions, type FeatureValues } from './features.ts'
 import { buildTenantModel } from './model.ts'
 import { deletedFeatureRow, FEATURE_ROW_COLUMNS, featureRowValues } from './rows.ts'
 import { loadModels, saveModel, writeSegmentSnapshot } from './feature-store.ts'
@@ -266,10 +266,12 @@ export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine {
       // Each customer is scored as its batch of rows is built: the run keeps the counts the results
       // report, not a million scores (less for the collector to walk).
       const tally = new ScoreTally()
+      // Customers who share a purchase pattern share its CLV sums.
+      const memo = new ClvMemo()
       const score = (c: BatchCustomer): FeatureValues | null => {
         try {
           let s = performance.now()
-          const part = model.clv && c.agg.orderCount > 0 ? clvFeatures(c.agg, model.clv, today, opts) : null
+          const part = model.clv && c.agg.orderCount > 0 ? clvFeatures(c.agg, model.clv, today, opts, memo) : null
           clvMs += performance.now() - s
           s = performance.now()
           const v = computeFeatures(c.agg, model, ref.ms, opts, part)

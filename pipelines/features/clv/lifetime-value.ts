@@ -73,18 +73,32 @@ export function discountedClv(input: DiscountedClvInput): number {
   const months = input.months ?? DEFAULT_CLV_MONTHS
   const d = input.monthlyDiscountRate ?? DEFAULT_MONTHLY_DISCOUNT_RATE
   const f = input.unitsPerMonth ?? DAYS_PER_MONTH
-  if (!Number.isInteger(months) || months < 0) throw new RangeError(`months must be a non-negative integer, got ${months}`)
-  if (!(d > -1)) throw new RangeError(`monthlyDiscountRate must be > -1, got ${d}`)
-  if (!(f > 0)) throw new RangeError(`unitsPerMonth must be > 0, got ${f}`)
+  checkHorizon(months, d, f)
   const spend = input.spend ?? (input.gg ? expectedAverageSpend(input.gg, input.x, input.zbar) : undefined)
   if (spend === undefined) throw new RangeError('discountedClv needs gg (Gamma-Gamma params) or spend')
   const purchases = input.ifAlive ? model.expectedPurchasesIfAlive : model.expectedPurchases
+  const cumulative = Array.from({ length: months }, (_, i) => purchases(input.params, (i + 1) * f, input.x, input.tx, input.T))
+  return discountedSum(spend, cumulative, d)
+}
+
+/** Throws a RangeError unless the horizon is a whole number of months ≥ 0, d > −1 and the unit positive. */
+export function checkHorizon(months: number, monthlyDiscountRate: number, unitsPerMonth = DAYS_PER_MONTH): void {
+  if (!Number.isInteger(months) || months < 0) throw new RangeError(`months must be a non-negative integer, got ${months}`)
+  if (!(monthlyDiscountRate > -1)) throw new RangeError(`monthlyDiscountRate must be > -1, got ${monthlyDiscountRate}`)
+  if (!(unitsPerMonth > 0)) throw new RangeError(`unitsPerMonth must be > 0, got ${unitsPerMonth}`)
+}
+
+/**
+ * Σₖ spend · (E[Y(k)] − E[Y(k−1)]) / (1 + d)^k over the months k = 1 … n, from the cumulative
+ * expected purchases at each month's end (`cumulative[k − 1]` = E[Y(k months)]).
+ */
+export function discountedSum(spend: number, cumulative: ArrayLike<number>, monthlyDiscountRate: number): number {
   let clv = 0
   let previous = 0
-  for (let k = 1; k <= months; k++) {
-    const cumulative = purchases(input.params, k * f, input.x, input.tx, input.T)
-    clv += (spend * (cumulative - previous)) / (1 + d) ** k
-    previous = cumulative
+  for (let k = 1; k <= cumulative.length; k++) {
+    const c = cumulative[k - 1]!
+    clv += (spend * (c - previous)) / (1 + monthlyDiscountRate) ** k
+    previous = c
   }
   return clv
 }
