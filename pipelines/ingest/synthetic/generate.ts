@@ -75,35 +75,36 @@ interface OrderContext {
  * cancelled and refunded events carry no items, since the total after them no longer equals the basket.
  */
 function orderEvents(ctx: OrderContext, orderId: string, order: SimulatedOrder): Omit<OrderEvent, 'event_id'>[] {
-  const base = {
+  type Change = Pick<OrderEvent, 'occurred_at' | 'event_type' | 'status' | 'total' | 'refunded_amount' | 'items'>
+  // A literal per event (an object spread followed by new keys costs about a microsecond a key).
+  const event = (e: Change): Omit<OrderEvent, 'event_id'> => ({
     tenant_id: ctx.tenantId,
     source: ctx.source,
     order_id: orderId,
     customer_id: ctx.customerId,
     currency: 'ARS',
     placed_at: order.placedAt,
-  }
+    occurred_at: e.occurred_at,
+    event_type: e.event_type,
+    status: e.status,
+    total: e.total,
+    refunded_amount: e.refunded_amount,
+    items: e.items,
+  })
   const total = centsToDecimal(order.totalCents)
   const items = toItems(order)
-  const events: Omit<OrderEvent, 'event_id'>[] = [
-    { ...base, occurred_at: order.placedAt, event_type: 'placed', status: 'paid', total, refunded_amount: null, items },
-  ]
-  if (order.cancelledAt !== null) {
-    events.push({ ...base, occurred_at: order.cancelledAt, event_type: 'cancelled', status: 'cancelled', total: '0.00', refunded_amount: null, items: [] })
-  }
-  if (order.deliveredAt !== null) {
-    events.push({ ...base, occurred_at: order.deliveredAt, event_type: 'status_changed', status: 'delivered', total, refunded_amount: null, items })
-  }
+  const events = [event({ occurred_at: order.placedAt, event_type: 'placed', status: 'paid', total, refunded_amount: null, items })]
+  if (order.cancelledAt !== null) events.push(event({ occurred_at: order.cancelledAt, event_type: 'cancelled', status: 'cancelled', total: '0.00', refunded_amount: null, items: [] }))
+  if (order.deliveredAt !== null) events.push(event({ occurred_at: order.deliveredAt, event_type: 'status_changed', status: 'delivered', total, refunded_amount: null, items }))
   if (order.refund !== null) {
-    events.push({
-      ...base,
+    events.push(event({
       occurred_at: order.refund.at,
       event_type: 'refunded',
       status: 'refunded',
       total: centsToDecimal(order.totalCents - order.refund.cents),
       refunded_amount: centsToDecimal(order.refund.cents),
       items: [],
-    })
+    }))
   }
   return events
 }
