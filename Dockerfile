@@ -43,5 +43,5 @@ EXPOSE 8080 9464
 HEALTHCHECK --interval=15s --timeout=5s --start-period=60s --retries=3 \
   CMD ["node", "-e", "const e=process.env,r=(e.CDP_ROLES||'api').split(',').map((s)=>s.trim()),p=r.includes('api')?e.CDP_API_PORT||8080:e.CDP_METRICS_PORT||9464;fetch('http://127.0.0.1:'+p+'/health',{signal:AbortSignal.timeout(4000)}).then((x)=>process.exit(x.ok?0:1),()=>process.exit(1))"]
 
-ENTRYPOINT ["node", "bin/cdp.mjs"]
+ENTRYPOINT ["node", "--max-semi-space-size=64", "bin/cdp.mjs"]
 CMD ["start"]

@@ -99,8 +99,9 @@ async function startApi(dataDir: string, token: string): Promise<{ child: ChildP
     CDP_RATE_LIMIT_ANALYTICS_PER_MINUTE: '1000000', CDP_RATE_LIMIT_DEMOGRAPHICS_PER_15MIN: '1000000',
     // Every answer computed, none replayed from the response cache.
     CDP_ANALYTICS_CACHE_ENTRIES: '0' }
-  // With this process's node flags (npm run bench:api passes the ones npm start does).
-  const child = spawn(process.execPath, [...process.execArgv, path.join(ROOT, 'bin/cdp.mjs'), 'start'], { env, stdio: ['ignore', process.env.BENCH_API_LOG ? 'inherit' : 'ignore', 'inherit'] })
+  // With this process's heap flags (npm run bench:api passes the ones npm start does), not its others (--inspect).
+  const heapFlags = process.execArgv.filter((a) => /^--max-(semi|old)-space-size=/.test(a))
+  const child = spawn(process.execPath, [...heapFlags, path.join(ROOT, 'bin/cdp.mjs'), 'start'], { env, stdio: ['ignore', process.env.BENCH_API_LOG ? 'inherit' : 'ignore', 'inherit'] })
   child.on('exit', (code, signal) => progress(`the API exited (${signal ?? code})`))
   const base = `http://127.0.0.1:${port}`
   const deadline = Date.now() + 120_000

@@ -53,8 +53,11 @@ const FLAGS = {
   'state-customers': { type: 'string' },
 } as const
 
-/** The targets each figure is printed beside (the speed issue's). */
-export const FEATURE_TARGETS = { recompute_s: 15, events_per_s: 100_000, freshness_p99_ms: 250, fit_s: 2, state_rss_mb: 1024 } as const
+/**
+ * The targets each figure is printed beside (the speed issue's). `state_mb` is the consumer's own
+ * memory (JS heap and buffers); the RSS is printed beside it, since embedded chdb shares the process.
+ */
+export const FEATURE_TARGETS = { recompute_s: 15, events_per_s: 100_000, freshness_p99_ms: 250, fit_s: 2, state_mb: 1024 } as const
 const mark = (ok: boolean) => (ok ? '✓' : '✗')
 
 const HELP = `usage: cdp bench features [--customers N] [--orders N] [--stream-customers N] [--freshness-orders N] [--rate N] [--batch N] [--runtime embedded|kafka] [--state-orders N] [--state-customers N] [--only a,b,c,d]
@@ -359,7 +362,7 @@ async function benchState(orders: number, customers: number) {
     const ticked = measure()
     await features.stop()
     progress(`(d) after a tick over every customer (${secs(tickMs)} s): ${ticked.state_mb} MB of heap; RSS ${ticked.rss_mb} MB`)
-    return { orders, customers, partitions: config.partitions, load_s: secs(loadMs), tick_s: secs(tickMs), rss_before_mb: mb(before.rss), loaded, ticked, state_mb: Math.max(loaded.state_mb, ticked.state_mb), target_mb: FEATURE_TARGETS.state_rss_mb }
+    return { orders, customers, partitions: config.partitions, load_s: secs(loadMs), tick_s: secs(tickMs), rss_before_mb: mb(before.rss), loaded, ticked, state_mb: Math.max(loaded.state_mb, ticked.state_mb), target_mb: FEATURE_TARGETS.state_mb }
   } finally {
     await rt.close()
     fs.rmSync(dir, { recursive: true, force: true })
@@ -398,7 +401,7 @@ export async function run(argv: string[]): Promise<number> {
     lines.push(`| (c) fit at ${c.customers.toLocaleString('en')} customers, no dropout | BG/NBD ${c.bgnbd.seconds} s, MBG/NBD ${c.mbgnbd.seconds} s, Gamma-Gamma ${c.gammagamma.seconds} s | BG/NBD < ${T.fit_s} s ${mark(c.bgnbd.seconds < T.fit_s)} |`)
     lines.push(`| (c) fit at ${c.customers.toLocaleString('en')} customers drawn with dropout | BG/NBD ${c.bgnbd_dropout.seconds} s, MBG/NBD ${c.mbgnbd_dropout.seconds} s | BG/NBD < ${T.fit_s} s ${mark(c.bgnbd_dropout.seconds < T.fit_s)} |`)
   }
-  if (d) lines.push(`| (d) feature state, ${d.orders.toLocaleString('en')} orders of ${d.customers.toLocaleString('en')} customers (JS heap and buffers it added) | ${d.loaded.state_mb.toLocaleString('en')} MB loaded (${d.load_s} s), ${d.ticked.state_mb.toLocaleString('en')} MB after a tick (${d.tick_s} s); process RSS ${d.ticked.rss_mb.toLocaleString('en')} MB with embedded chdb's own memory (${d.rss_before_mb} MB before) | ≤ ${T.state_rss_mb.toLocaleString('en')} MB ${mark(d.state_mb <= T.state_rss_mb)} |`)
+  if (d) lines.push(`| (d) feature state, ${d.orders.toLocaleString('en')} orders of ${d.customers.toLocaleString('en')} customers (JS heap and buffers it added) | ${d.loaded.state_mb.toLocaleString('en')} MB loaded (${d.load_s} s), ${d.ticked.state_mb.toLocaleString('en')} MB after a tick (${d.tick_s} s); process RSS grew ${d.loaded.rss_growth_mb.toLocaleString('en')} MB loaded, ${d.ticked.rss_growth_mb.toLocaleString('en')} MB after the tick, embedded chdb's own memory included (${d.rss_before_mb} MB before) | ≤ ${T.state_mb.toLocaleString('en')} MB ${mark(d.state_mb <= T.state_mb)} |`)
   process.stdout.write(`${lines.join('\n')}\n\n${JSON.stringify(out)}\n`)
   return 0
 }

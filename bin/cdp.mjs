@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --max-semi-space-size=64
+#!/usr/bin/env node
 // The `cdp` command. Runs the TypeScript sources directly through tsx (no build step).
 import { register } from 'tsx/esm/api'
 

@@ -140,6 +140,7 @@ export class FeatureEngine {
     this.refitMs = deps.refitIntervalMs ?? 3600_000
     this.boundaryMaxAgeMs = deps.boundaryMaxAgeMs ?? 30_000
     this.refreshIntervalMs = deps.refreshIntervalMs ?? 2 * this.boundaryMaxAgeMs
+    if (deps.flushChunk !== undefined && !(Number.isInteger(deps.flushChunk) && deps.flushChunk > 0)) throw new RangeError(`flushChunk must be a positive integer, got ${deps.flushChunk}`)
     this.settings = new TenantSettingsStore(deps.store, this.now)
     this.currencies = new TenantCurrencies(this.settings)
   }

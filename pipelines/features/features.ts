@@ -196,7 +196,6 @@ export function computeFeatures(agg: CustomerAggregates, model: TenantModel | nu
   return base
 }
 
-/** The values a consumer compares to decide whether a customer's stored row is out of date. */
 /**
  * A 53-bit digest of the values (common/hash53.ts over each value's bits or characters): equal
  * values give equal digests, so the consumer keeps this number instead of the values to tell

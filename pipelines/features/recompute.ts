@@ -18,8 +18,8 @@ import type { Analysis, ProcessingEngine, ProcessingResults, RunOptions } from '
 
 /**
  * The careful batch computation: a tenant's features recomputed from its stored orders (the raw
- * `orders` projection, latest event of each order by (version, event id), the same rule as the
- * stream's order facts), with the CLV refitted. SQL does the per-customer aggregation; the
+ * `orders` projection read with FINAL: the latest event of each order by version; docs/features.md,
+ * "Which state of an order counts", says where a tie differs from the stream), with the CLV refitted. SQL does the per-customer aggregation; the
  * scoring is the same pure code the stream runs.
  */
 export interface RecomputeDeps {

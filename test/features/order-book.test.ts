@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Hash53, hash53 } from '../../common/hash53.ts'
-import { insertJsonRows, type Store } from '../../common/store/clickhouse.ts'
+import { insertJsonRows, loadMigrations, type Store } from '../../common/store/clickhouse.ts'
 import { eachPartitionFact, type StoredFact } from '../../pipelines/features/feature-store.ts'
 import { featuresDigest, computeFeatures } from '../../pipelines/features/features.ts'
 import { bookAppend, bookFacts, bookMerge, bookSize, emptyBook, orderKey, sameBook, trimmed } from '../../pipelines/features/order-book.ts'
@@ -165,6 +165,37 @@ describe('state store restore', () => {
       const i = ids.indexOf(f.orderId)
       expect(f).toEqual({ tenantId: 5, customerId: 10, orderId: ids[i], version: 4, placedAt: 86_400_000 * i, cents: i === 0 ? 0 : -i * 100, cancelled: i % 2 === 1 })
       expect(orderKey(f.orderId)).toBe(orderKey(ids[i]!))
+    }
+  })
+})
+
+describe('migration 017: ties stored under the old rule', () => {
+  it('writes the winner again, so the merge keeps what a restore reads before it', async () => {
+    const store = await migratedStore()
+    try {
+      const id = { tenantId: 6, customerId: 11, partition: 2, email: '', emailVersion: 0 }
+      // As the old consumer wrote them: the larger event id last, although its total is smaller.
+      await insertJsonRows(store, 'feature_order_facts', [factRow(id, 'tied', { version: 80, eventId: 'a', placedAt: 5_000, cents: 900, cancelled: false })])
+      await insertJsonRows(store, 'feature_order_facts', [factRow(id, 'tied', { version: 80, eventId: 'b', placedAt: 5_000, cents: 100, cancelled: false })])
+      // An order whose rows do not tie (an older version first) and one of a single row: nothing to repair.
+      await insertJsonRows(store, 'feature_order_facts', [factRow(id, 'older', { version: 79, eventId: 'z', placedAt: 5_000, cents: 9_000, cancelled: false }), factRow(id, 'single', { version: 3, eventId: 'c', placedAt: 5_000, cents: 1, cancelled: false })])
+      await insertJsonRows(store, 'feature_order_facts', [factRow(id, 'older', { version: 80, eventId: 'y', placedAt: 5_000, cents: 10, cancelled: false })])
+      const restore = async () => {
+        const out: Record<string, number> = {}
+        await eachPartitionFact(store, 2, (f) => (out[f.orderId] = f.cents))
+        return out
+      }
+      const before = await restore()
+      expect(before).toEqual({ tied: 900, older: 10, single: 1 })
+      const rows = async () => Number((await (await store.query({ query: 'SELECT count() AS n FROM feature_order_facts', format: 'JSONEachRow' })).json<{ n: string }>())[0]!.n)
+      const n = await rows()
+      const repair = loadMigrations().find((m) => m.version === 17)!
+      for (const statement of repair.statements) await store.command({ query: statement })
+      expect(await rows()).toBe(n + 1) // the tied order's winner only
+      await store.command({ query: 'OPTIMIZE TABLE feature_order_facts FINAL' })
+      expect(await restore()).toEqual(before)
+    } finally {
+      await store.close()
     }
   })
 })
