@@ -286,7 +286,12 @@ export class FeatureEngine {
       c.deleted = s.deleted
     }
     // Streamed: a partition's facts are never all in memory as objects at once.
-    const facts = await eachPartitionFact(this.deps.store, p, (f) => bookAppend(this.customer(f.tenantId, f.customerId, p).orders, orderKey(f.orderId), f))
+    let filling: CustomerState | null = null
+    const facts = await eachPartitionFact(this.deps.store, p, (f) => {
+      // A customer's facts come together: look it up once, not once an order.
+      if (filling?.id.customerId !== f.customerId || filling.id.tenantId !== f.tenantId) filling = this.customer(f.tenantId, f.customerId, p)
+      bookAppend(filling.orders, orderKey(f.orderId), f)
+    })
     for (const c of this.customers.values()) if (c.id.partition === p) c.orders = trimmed(c.orders)
     for (const r of profiles) {
       this.memberships.apply(r)

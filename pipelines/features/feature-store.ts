@@ -41,13 +41,15 @@ async function rows<T>(store: Store, query: string, params: Record<string, unkno
 
 // The latest fact of each order by the stream's rule (order-facts.ts' `newer`): the highest version,
 // then cancelled, the larger total, the later placement. TabSeparated: a partition has millions.
+// A customer's facts come together, so a reader can keep the customer it is filling.
 const LATEST_FACTS = `SELECT tenant_id, customer_id, order_id, f.1, toUnixTimestamp64Milli(f.2), f.3, f.4
      FROM (SELECT tenant_id, customer_id, order_id,
                   argMax(tuple(version, placed_at, total_cents, cancelled), tuple(version, cancelled, total_cents, placed_at)) AS f
            FROM feature_order_facts WHERE %WHERE%
-           GROUP BY tenant_id, customer_id, order_id)`
+           GROUP BY tenant_id, customer_id, order_id)
+     ORDER BY tenant_id, customer_id`
 
-/** The latest fact of every order of a partition, handed over one at a time (a partition can hold millions). */
+/** The latest fact of every order of a partition, handed over one at a time (a partition can hold millions), a customer's together. */
 export function eachPartitionFact(store: Store, partition: number, onFact: (f: StoredFact) => void): Promise<number> {
   return eachFact(store, 'partition = {p:UInt16}', { p: partition }, onFact)
 }
