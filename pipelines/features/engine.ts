@@ -292,7 +292,6 @@ export class FeatureEngine {
       if (filling?.id.customerId !== f.customerId || filling.id.tenantId !== f.tenantId) filling = this.customer(f.tenantId, f.customerId, p)
       bookAppend(filling.orders, orderKey(f.orderId), f)
     })
-    for (const c of this.customers.values()) if (c.id.partition === p) c.orders = trimmed(c.orders)
     for (const r of profiles) {
       this.memberships.apply(r)
       this.customer(r.tenantId, r.profileId, p)
@@ -302,8 +301,10 @@ export class FeatureEngine {
     const multi = new Set([...this.customers.values()].filter((c) => this.memberships.hasOthers(c.id.tenantId, c.id.customerId)))
     await this.readForeign([...multi], false)
     for (const c of this.customers.values()) {
-      if (c.id.partition === p) this.refold(c, this.refs.get(c.id.tenantId)?.cutoffMs ?? Infinity)
-      else if (multi.has(c)) {
+      if (c.id.partition === p) {
+        c.orders = trimmed(c.orders) // without the spare capacity the appends left
+        this.refold(c, this.refs.get(c.id.tenantId)?.cutoffMs ?? Infinity)
+      } else if (multi.has(c)) {
         // A profile held before whose members here were read from the store: rescored with the next write.
         const before = c.agg
         this.refold(c, c.aggCutoff)

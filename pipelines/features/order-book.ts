@@ -28,8 +28,11 @@ export const bookSize = (book: OrderBook): number => book.length / STRIDE
 
 /** Adds an order the book does not hold yet (a restore: the store gives one fact an order). */
 export function bookAppend(book: OrderBook, key: number, f: Omit<OrderFact, 'eventId'>): void {
-  book.push(key, f.version, f.placedAt * 2 + (f.cancelled ? 1 : 0), f.cents)
+  book.push(key, f.version, stampOf(f), f.cents)
 }
+
+/** placed_at × 2 + cancelled: both in one exact double (placement times stay far below 2^52 ms). */
+const stampOf = (f: CountedFact): number => f.placedAt * 2 + (f.cancelled ? 1 : 0)
 
 /** Folds one order's fact in; returns whether the book changed. */
 export function bookMerge(book: OrderBook, key: number, f: OrderFact): boolean {
@@ -37,7 +40,7 @@ export function bookMerge(book: OrderBook, key: number, f: OrderFact): boolean {
     if (book[i] !== key) continue
     if (!newer(factAt(book, i), f)) return false
     book[i + 1] = f.version
-    book[i + 2] = f.placedAt * 2 + (f.cancelled ? 1 : 0)
+    book[i + 2] = stampOf(f)
     book[i + 3] = f.cents
     return true
   }
