@@ -127,7 +127,10 @@ async function waitForSummary(base: string): Promise<number> {
     } catch (err) {
       progress(`metrics not read (${(err as Error & { cause?: Error }).cause?.message ?? err}); retrying`)
     }
-    if (/^cdp_analytics_summary_tenants [1-9]/m.test(text)) return Math.round(performance.now() - start)
+    // The summary, and each analytics worker's copy of it prepared (they answer the filtered requests).
+    const workers = Number(/^cdp_analytics_workers (\d+)/m.exec(text)?.[1] ?? 0)
+    const ready = Number(/^cdp_analytics_worker_summaries_ready (\d+)/m.exec(text)?.[1] ?? 0)
+    if (/^cdp_analytics_summary_tenants [1-9]/m.test(text) && ready >= workers) return Math.round(performance.now() - start)
     if (performance.now() - start > 300_000) throw new Error('no tenant summary within 300 s')
     await new Promise((r) => setTimeout(r, 500))
   }

@@ -1,3 +1,4 @@
+import os from 'node:os'
 import { z } from 'zod'
 
 /**
@@ -84,6 +85,8 @@ export const ConfigSchema = z
     analyticsSummaryIntervalMs: z.coerce.number().int().min(0).max(3_600_000).default(60_000),
     /** Keep each tenant's customer columns with its summary, so filtered answers are computed in memory (docs/analytics-performance.md, "Filtered answers"); about 300 MB per million customers with ten million orders. */
     analyticsColumns: bool.default(true),
+    /** Worker threads computing the analytics answers drawn from the customer columns (docs/analytics-performance.md, "Worker threads"); 0 computes them on the thread serving HTTP. Default: one per core, at most 4. */
+    analyticsWorkers: z.coerce.number().int().min(0).max(64).default(Math.min(4, os.availableParallelism())),
     /** A directory of fuller demographic reference data (localities, first names, aliases, postal codes) loaded over the shipped tables (docs/demographics.md). */
     demographicsReferenceDir: z.string().min(1).optional(),
     /** The social-ads platform (audience sync): base URL (the version path is appended), version, application token of /debug_token. */
@@ -169,6 +172,7 @@ export const ENV_NAMES: Record<keyof z.input<typeof ConfigSchema>, string> = {
   rateLimitJobsPerMinute: 'CDP_RATE_LIMIT_JOBS_PER_MINUTE',
   analyticsSummaryIntervalMs: 'CDP_ANALYTICS_SUMMARY_INTERVAL_MS',
   analyticsColumns: 'CDP_ANALYTICS_COLUMNS',
+  analyticsWorkers: 'CDP_ANALYTICS_WORKERS',
   analyticsCacheEntries: 'CDP_ANALYTICS_CACHE_ENTRIES',
   connectorsCommercePlatformUrl: 'CDP_CONNECTORS_COMMERCE_PLATFORM_URL',
   connectorsMarketplaceUrl: 'CDP_CONNECTORS_MARKETPLACE_URL',

@@ -13,7 +13,8 @@ import { invalidateProcessingResults, onTenantProcessed, processingEvents, start
 import { ResponseCache } from '../../services/api/analytics/cache.ts'
 import { ANALYTICS_ENDPOINTS, SUMMARY_QUERIES } from '../../services/api/analytics/endpoints.ts'
 import { AsOfSnapshots, ReferenceSource } from '../../services/api/analytics/reference.ts'
-import { TenantSummaries } from '../../services/api/analytics/summary.ts'
+import { addColumnarAnswers, TenantSummaries } from '../../services/api/analytics/summary.ts'
+import { BodyWorkers } from '../../services/api/analytics/body-workers.ts'
 import { createApp } from '../../services/api/app.ts'
 import { audienceSyncRouter } from '../../services/api/audience-sync-routes.ts'
 import type { AuthDeps } from '../../services/api/auth.ts'
@@ -109,6 +110,8 @@ function analyticsCaches(rt: Runtime, processing: ProcessingDeps) {
   const cache = new ResponseCache(Date.now, config.analyticsCacheEntries)
   const references = new ReferenceSource(rt.store)
   const snapshots = new AsOfSnapshots(processing.engine, logger)
+  // Declared before the summaries, which tell it of each summary they keep.
+  let workers: BodyWorkers | null = null
   const summaries =
     config.analyticsSummaryIntervalMs > 0
       ? new TenantSummaries({
@@ -120,8 +123,13 @@ function analyticsCaches(rt: Runtime, processing: ProcessingDeps) {
           columns: config.analyticsColumns,
           onDataMoved: (tenantId) => cache.invalidateTenant(tenantId),
           reference: async (tenantId) => (await references.reference(tenantId)).ms,
+          onKept: (tenantId, s) => workers?.publish(tenantId, s),
+          onDropped: (tenantId) => workers?.drop(tenantId),
         })
       : null
+  if (summaries && config.analyticsColumns && config.analyticsWorkers > 0) {
+    workers = new BodyWorkers({ size: config.analyticsWorkers, store: rt.store, logger, logLevel: config.logLevel, columnsOf: (t) => summaries.columns(t), onColumnar: addColumnarAnswers })
+  }
   const invalidate = (tenantId: number) => {
     cache.invalidateTenant(tenantId)
     references.invalidate(tenantId)
@@ -134,12 +142,13 @@ function analyticsCaches(rt: Runtime, processing: ProcessingDeps) {
     summaries?.refresh(e.tenantId).catch((err) => logger.error({ err, tenantId: e.tenantId }, 'analytics summary refresh after a processing run failed'))
   })
   return {
-    deps: { store: rt.store, logger, cache, summaries: summaries ?? undefined, references, snapshots },
+    deps: { store: rt.store, logger, cache, summaries: summaries ?? undefined, references, snapshots, workers: workers ?? undefined },
     summaries,
     invalidate,
     detach: () => {
       offProcessed()
       offCache()
+      void workers?.close()
     },
   }
 }

@@ -33,10 +33,10 @@ export class DictColumn {
   readonly codes: Uint32Array
   private readonly index: Map<string, number>
   constructor(
-    size: number,
+    size: number | Uint32Array,
     readonly values: readonly (string | null)[],
   ) {
-    this.codes = new Uint32Array(size)
+    this.codes = typeof size === 'number' ? sharedUint32(size) : size
     this.index = new Map(values.slice(1).map((v, i) => [v!, i + 1]))
   }
   /** The code of a value, or -1 when no customer has it. */
@@ -115,7 +115,7 @@ export async function loadCustomerColumns(store: Store, tenantId: number): Promi
   const cap = Number(distinct?.n ?? 0) + 1024 // rows written between the two queries fit; more are a later refresh's
   const dicts = Object.fromEntries(dictNames.map((d) => [d, new DictColumn(cap, [null, ...(distinct?.[d] ?? [])])])) as Record<DictName, DictColumn>
   const numberNames = Object.keys(NUMBERS) as NumberName[]
-  const numbers = Object.fromEntries(numberNames.map((n) => [n, new Float64Array(cap)])) as Record<NumberName, Float64Array>
+  const numbers = Object.fromEntries(numberNames.map((n) => [n, sharedFloat64(cap)])) as Record<NumberName, Float64Array>
   const params: Record<string, unknown> = { tenant_id: tenantId, segments: SEGMENTS }
   for (const d of dictNames) params[`d_${d}`] = distinct?.[d] ?? []
   const rs = await store.query({
@@ -127,13 +127,13 @@ export async function loadCustomerColumns(store: Store, tenantId: number): Promi
     format: 'TabSeparated',
   })
   const cols: (Float64Array | Uint32Array)[] = [...numberNames.map((n) => numbers[n]), ...dictNames.map((d) => dicts[d].codes)]
-  const orderStart = new Float64Array(cap + 1)
-  let orderTimes = new Float64Array(Number(distinct?.orders_total ?? 0) + 65_536)
-  let orderCents = new Float64Array(orderTimes.length)
+  const orderStart = sharedFloat64(cap + 1)
+  let orderTimes = sharedFloat64(Number(distinct?.orders_total ?? 0) + 65_536)
+  let orderCents = sharedFloat64(orderTimes.length)
   let o = 0
   let i = 0
   const emails: string[] = []
-  const emailStart = new Uint32Array(cap + 1)
+  const emailStart = sharedUint32(cap + 1)
   let emailLength = 0
   for await (const batch of rs.stream()) {
     for (const row of batch as unknown as { text: string }[]) {
@@ -156,8 +156,8 @@ export async function loadCustomerColumns(store: Store, tenantId: number): Promi
       const count = countItems(line, start, split)
       if (o + count > orderTimes.length) {
         const grown = Math.max(orderTimes.length * 2, o + count)
-        orderTimes = copyInto(new Float64Array(grown), orderTimes)
-        orderCents = copyInto(new Float64Array(grown), orderCents)
+        orderTimes = copyInto(sharedFloat64(grown), orderTimes)
+        orderCents = copyInto(sharedFloat64(grown), orderCents)
       }
       parseIntegers(line, start, split, orderTimes, o)
       parseIntegers(line, split + 1, line.length, orderCents, o)
@@ -166,12 +166,37 @@ export async function loadCustomerColumns(store: Store, tenantId: number): Promi
     }
   }
   const ids = numbers.customerId
-  const byId = Uint32Array.from({ length: i }, (_, k) => k)
+  const byId = sharedUint32(i)
+  for (let k = 0; k < i; k++) byId[k] = k
   let sorted = true
   for (let k = 1; k < i && sorted; k++) sorted = ids[k - 1]! < ids[k]!
   if (!sorted) byId.sort((a, b) => ids[a]! - ids[b]!)
   emailStart[i] = emailLength
-  return { size: i, ...numbers, segment: Uint32Array.from(numbers.segment), ...dicts, orderStart, orderTimes, orderCents, byId, emailText: emails.join(''), emailStart }
+  const segment = sharedUint32(cap)
+  segment.set(numbers.segment)
+  return { size: i, ...numbers, segment, ...dicts, orderStart, orderTimes, orderCents, byId, emailText: emails.join(''), emailStart }
+}
+
+// The columns live in shared memory, so the analytics workers (body-workers.ts) read the same
+// arrays as the main thread, without a copy.
+const sharedFloat64 = (n: number) => new Float64Array(new SharedArrayBuffer(n * 8))
+const sharedUint32 = (n: number) => new Uint32Array(new SharedArrayBuffer(n * 4))
+
+/**
+ * The columns as a message for another thread (postMessage): the arrays' shared memory travels as
+ * it is; a dictionary column as its codes and values. columnsOfMessage rebuilds them there.
+ */
+export function columnsMessage(c: CustomerColumns): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(c).map(([k, v]) => [k, v instanceof DictColumn ? { dict: v.codes, values: v.values } : v]))
+}
+
+export function columnsOfMessage(m: Record<string, unknown>): CustomerColumns {
+  return Object.fromEntries(
+    Object.entries(m).map(([k, v]) => {
+      const d = v as { dict?: Uint32Array; values?: (string | null)[] }
+      return [k, d && typeof d === 'object' && d.dict instanceof Uint32Array ? new DictColumn(d.dict, d.values!) : v]
+    }),
+  ) as unknown as CustomerColumns
 }
 
 /** A number column's value, null for NaN (how the columns hold null). */
@@ -194,7 +219,7 @@ export function indexOfCustomer(c: CustomerColumns, customerId: number): number 
   return lo < c.size && c.customerId[c.byId[lo]!] === customerId ? c.byId[lo]! : -1
 }
 
-const copyInto = (to: Float64Array<ArrayBuffer>, from: Float64Array) => (to.set(from), to)
+const copyInto = <T extends Float64Array>(to: T, from: Float64Array): T => (to.set(from), to)
 
 /** The number of items of the array literal line[from, to): '[]' has none. */
 function countItems(line: string, from: number, to: number): number {

@@ -128,6 +128,11 @@ export interface AnalyticsEndpoint<Q extends CommonOptions = CommonOptions, X ex
    * answers read from them (per-customer facts, orders), so no request waits for it.
    */
   prepare?(columns: CustomerColumns, nowMs: number): void | Promise<void>
+  /**
+   * Stored summary parts (by name) that hold class instances, and how to rebuild them from the
+   * plain copy another thread receives (postMessage keeps data, not prototypes): body-workers.ts.
+   */
+  revive?: Readonly<Record<string, (copy: unknown) => unknown>>
   /** The file `format=…` downloads instead of the body (the spec lists `format` on every analytics endpoint). */
   export: X
 }

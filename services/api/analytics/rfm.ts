@@ -506,5 +506,11 @@ export const rfmEndpoint: AnalyticsEndpoint<RfmOptions, RowsExport<RfmOptions, R
   cacheTtlMs: PROCESSING_RESULTS_TTL_MS,
   body,
   prepare: (c) => void rfmGroups(c),
+  revive: {
+    'rfm.groups': (copy) => {
+      const t = copy as SegmentTallies
+      return { ...t, bySeg: new Map([...t.bySeg].map(([segment, plain]) => [segment, Object.assign(new Tally(), plain)])) }
+    },
+  },
   export: rfmExport,
 }

@@ -16,6 +16,7 @@ import { lruCache } from '../../../common/lru.ts'
 import { route } from '../routes.ts'
 import type { CommonOptions } from './options.ts'
 import { ANALYTICS_OPERATIONS } from './operations.ts'
+import type { BodyRunner } from './body-workers.ts'
 
 export interface AnalyticsDeps {
   store: Store
@@ -29,6 +30,8 @@ export interface AnalyticsDeps {
   snapshots?: AsOfSnapshots
   /** Most rows an export may hold (default EXPORT_ROW_LIMIT, the spec's). */
   exportRowLimit?: number
+  /** Worker threads that compute the bodies answered from a tenant summary (body-workers.ts); without them the main thread does. */
+  workers?: BodyRunner
 }
 
 /**
@@ -75,15 +78,17 @@ export function analyticsRouter(deps: AnalyticsDeps): Router {
           // filtered ones while it holds the customer columns they are selected from; else live.
           rctx = asOfSummary(rctx, q.tenant_id)
         }
+        // A summary with columns: a worker thread computes the body (it hands back what needs ClickHouse).
+        const runner = !q.as_of && deps.summaries?.columns?.(q.tenant_id) ? deps.workers : undefined
         const metadata = referenceMetadata({ ...ref, ms: rctx.now() })
         res.set('X-Reference-Date', metadata.reference_date)
         if (q.format) {
-          const file = await exportFile(ep, rctx, q, exportLimit)
+          const file = await exportFile(ep, rctx, q, exportLimit, runner)
           if (file === NO_CONTENT) return void res.status(204).end()
           if (file.rows > exportLimit) return sendError(res, 400, 'Export too large', `the export would hold ${file.rows} rows; at most ${exportLimit} are allowed: narrow it with filters`)
           return await sendTables(res, q.format, `${exportName(ep.path)}-${q.tenant_id}`, file.tables, isBodyExport(ep.export) ? ep.export.tableColumn : undefined)
         }
-        const { body } = await answer(ep, rctx, q)
+        const { body } = await answer(ep, rctx, q, runner)
         if (ep.overview) res.set('Cache-Control', `private, max-age=${OVERVIEW_MAX_AGE_S}`)
         if (body === NO_CONTENT) return void res.status(204).end()
         res.json({ ...(body as object), metadata: { ...((body as { metadata?: object }).metadata ?? {}), ...metadata } })
@@ -102,13 +107,15 @@ interface Answer {
 }
 
 /** The endpoint's body for a request, from the response cache when it holds it (the same for the JSON answer and a body export). */
-async function answer(ep: AnalyticsEndpoint, rctx: AnalyticsContext, q: CommonOptions): Promise<Answer> {
+async function answer(ep: AnalyticsEndpoint, rctx: AnalyticsContext, q: CommonOptions, runner?: BodyRunner): Promise<Answer> {
   const { format: _file, ...asked } = q
   const key = `${ep.path}?${JSON.stringify(asked)}`
   const hit = ep.cacheTtlMs ? rctx.cache.get<Answer>(q.tenant_id, key) : undefined
   if (hit) return hit
   const epoch = rctx.cache.epoch(q.tenant_id)
-  const fresh = { body: await ep.body(rctx, q), at: rctx.now() }
+  const at = rctx.now()
+  const ran = runner ? await runner.body(ep, asked, at) : null
+  const fresh = { body: ran ? ran.body : await ep.body(rctx, q), at }
   if (ep.cacheTtlMs) rctx.cache.set(q.tenant_id, key, fresh, ep.cacheTtlMs, epoch)
   return fresh
 }
@@ -117,13 +124,13 @@ async function answer(ep: AnalyticsEndpoint, rctx: AnalyticsContext, q: CommonOp
  * What a request's export holds and how many rows: a rows export is counted first and read only
  * within the limit; a body export is made from the body (NO_CONTENT when the body is).
  */
-async function exportFile(ep: AnalyticsEndpoint, rctx: AnalyticsContext, q: CommonOptions, limit: number): Promise<{ rows: number; tables: ExportTable[] } | typeof NO_CONTENT> {
+async function exportFile(ep: AnalyticsEndpoint, rctx: AnalyticsContext, q: CommonOptions, limit: number, runner?: BodyRunner): Promise<{ rows: number; tables: ExportTable[] } | typeof NO_CONTENT> {
   const x = ep.export
   if (!isBodyExport(x)) {
     const rows = await x.count(rctx, q)
     return { rows, tables: rows > limit ? [] : [{ name: exportName(ep.path), columns: x.columns, rows: await x.rows(rctx, q, limit) }] }
   }
-  const { body, at } = await answer(ep, rctx, q)
+  const { body, at } = await answer(ep, rctx, q, runner)
   if (body === NO_CONTENT) return NO_CONTENT
   const tables = x.fromBody(body, q, at)
   return { rows: tables.reduce((n, t) => n + t.rows.length, 0), tables }

@@ -5,6 +5,7 @@ import type { Logger } from '../../../common/logger.ts'
 import { ResponseCache } from './cache.ts'
 import type { AnalyticsContext } from './endpoint.ts'
 import { loadCustomerColumns, prepareSelection, type CustomerColumns } from './customer-columns.ts'
+import type { PublishedSummary } from './body-workers.ts'
 
 /**
  * Tenant summaries: the tenant-wide aggregates of the analytics endpoints, computed ahead of the
@@ -69,7 +70,7 @@ export async function tenantWide<T>(
   // Filtered, or a part the summary does not hold (e.g. another cohort window): the columns, else live.
   const cols = columnar && !s.record ? s.columns?.(tenantId) : undefined
   const v = cols ? await columnar!(cols) : null
-  if (v !== null) columnarAnswers.inc()
+  if (v !== null) countColumnar()
   return v ?? live()
 }
 
@@ -97,7 +98,7 @@ export async function tenantWidePage<T>(
     const cols = pageIds && s && !s.record ? s.columns?.(tenantId) : undefined
     const ids = cols ? pageIds!(cols, page.limit, page.offset) : null
     if (ids !== null) {
-      columnarAnswers.inc()
+      countColumnar()
       if (!ids.length) return []
       // The page's rows from the columns too when the list has them (as of the summary, like the
       // ids that chose them), else read by id.
@@ -129,6 +130,9 @@ export interface SummaryDeps {
   reference?: (tenantId: number) => Promise<number>
   /** Keep each tenant's customer columns with its summary, so filtered overviews are answered in memory (default true). */
   columns?: boolean
+  /** Told of each summary kept with customer columns, and of each tenant whose summary is gone (the body workers follow). */
+  onKept?: (tenantId: number, summary: PublishedSummary) => void
+  onDropped?: (tenantId: number) => void
 }
 
 /** A summary older than this is not used (the live queries answer). */
@@ -140,6 +144,18 @@ const refreshes = new client.Counter({ name: 'cdp_analytics_summary_refreshes_to
 const refreshSeconds = new client.Histogram({ name: 'cdp_analytics_summary_refresh_seconds', help: 'Duration of a tenant summary refresh', buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registers: [registry] })
 const tenantsGauge = new client.Gauge({ name: 'cdp_analytics_summary_tenants', help: 'Tenants with a usable analytics summary', registers: [registry] })
 const columnarAnswers = new client.Counter({ name: 'cdp_analytics_columnar_answers_total', help: 'Filtered sub-queries answered from the customer columns of a tenant summary instead of ClickHouse', registers: [registry] })
+let columnarUncollected = 0
+function countColumnar(): void {
+  columnarAnswers.inc()
+  columnarUncollected++
+}
+/** The columnar answers counted since the last call (a worker thread reports its own to the main thread, whose registry is exported). */
+export function collectColumnarCount(): number {
+  const n = columnarUncollected
+  columnarUncollected = 0
+  return n
+}
+export const addColumnarAnswers = (n: number): void => columnarAnswers.inc(n)
 const columnCustomers = new client.Gauge({ name: 'cdp_analytics_summary_column_customers', help: 'Customers held in the customer columns of the tenant summaries', registers: [registry] })
 
 interface TenantSummary {
@@ -181,6 +197,10 @@ export class TenantSummaries implements SummarySource {
     return t && this.now() - t.asOf <= MAX_AGE_MS ? t : undefined
   }
 
+  private forget(tenantId: number): void {
+    if (this.tenants.delete(tenantId)) this.deps.onDropped?.(tenantId)
+  }
+
   private countColumns(): void {
     let n = 0
     for (const t of this.tenants.values()) n += t.columns?.size ?? 0
@@ -194,7 +214,7 @@ export class TenantSummaries implements SummarySource {
 
   /** Drops a tenant's summary at once (its data changed under it, e.g. a processing run): requests go live until the next refresh. */
   invalidate(tenantId: number): void {
-    this.tenants.delete(tenantId)
+    this.forget(tenantId)
     this.generations.set(tenantId, (this.generations.get(tenantId) ?? 0) + 1)
     tenantsGauge.set(this.tenants.size)
     this.countColumns()
@@ -234,6 +254,8 @@ export class TenantSummaries implements SummarySource {
       }
       if ((this.generations.get(tenantId) ?? 0) !== generation) return // invalidated meanwhile: this result may predate the change
       this.tenants.set(tenantId, { asOf, referenceMs, stamp, values, columns })
+      if (columns) this.deps.onKept?.(tenantId, { referenceMs, values, columns })
+      else this.deps.onDropped?.(tenantId)
       tenantsGauge.set(this.tenants.size)
       this.countColumns()
       refreshes.inc({ outcome: 'ok' })
@@ -262,7 +284,7 @@ export class TenantSummaries implements SummarySource {
     const rows = await rs.json<{ tenant_id: string; stamp: string }>()
     // A tenant whose data is gone (a replay emptied it) keeps no summary.
     const present = new Set(rows.map((r) => Number(r.tenant_id)))
-    for (const t of [...this.tenants.keys()]) if (!present.has(t)) this.tenants.delete(t)
+    for (const t of [...this.tenants.keys()]) if (!present.has(t)) this.forget(t)
     tenantsGauge.set(this.tenants.size)
     this.countColumns()
     let refreshed = 0
