@@ -1,6 +1,7 @@
 import { unescapeTsv } from '../../common/store/tsv.ts'
 import { describe, expect, it } from 'vitest'
-import { centsAtLeast, centsAtMost, countMarked, descendingBy, indexesMarked, keptMarks, lowerBound, maskOf, pageInOrder, Population, smallerSide, topRows, upperBound, wholeNumbers, type CustomerColumns } from '../../services/api/analytics/customer-columns.ts'
+import { centsAtLeast, centsAtMost, countMarked, descendingBy, indexesMarked, keptMarks, lowerBound, maskOf, pageInOrder, Population, selectMask, smallerSide, topRows, upperBound, wholeNumbers, type Condition, type CustomerColumns } from '../../services/api/analytics/customer-columns.ts'
+import type { CommonOptions } from '../../services/api/analytics/options.ts'
 
 /** The in-memory orders and searches of the filtered answers, against sorting (a seeded generator, with ties and nulls). */
 function rng(seed: number) {
@@ -95,5 +96,34 @@ describe('customer columns: orders and searches', () => {
   it("a TabSeparated field's text: ClickHouse's escapes undone, plain text untouched", () => {
     expect(unescapeTsv('ana@shop.test')).toBe('ana@shop.test')
     expect(unescapeTsv('a\\\\b\\tc\\nd\\\'e@x.test')).toBe("a\\b\tc\nd'e@x.test")
+  })
+
+  it.each([1, 5, 6, 7, 1001, 1003])('%i customers: the selection passes (four marks a word, then the rest) keep exactly the customers every condition passes', (n) => {
+    const r = rng(n + 11)
+    const pick = <T>(xs: T[]) => xs[Math.floor(r() * xs.length)]!
+    const whole = Float64Array.from({ length: n }, () => (r() < 0.1 ? Number.NaN : Math.floor(r() * 100) - 20)) // read as Int32
+    const real = Float64Array.from({ length: n }, () => (r() < 0.1 ? Number.NaN : r() * 100))
+    const codes = Uint32Array.from({ length: n }, () => Math.floor(r() * 5))
+    const c = { size: n } as unknown as CustomerColumns
+    for (let trial = 0; trial < 40; trial++) {
+      const conditions: Condition[] = []
+      const tests: ((i: number) => boolean)[] = []
+      for (let k = 0; k < 1 + Math.floor(r() * 3); k++) {
+        const col = pick([whole, real])
+        const v = Math.floor(r() * 100) - 20 + pick([0, 0.5])
+        const kind = pick(['present', 'atLeast', 'atMost', 'oneOf', 'nonzero'] as const)
+        if (kind === 'present') (conditions.push({ present: col }), tests.push((i) => !Number.isNaN(col[i]!)))
+        else if (kind === 'atLeast') (conditions.push({ atLeast: col, value: v }), tests.push((i) => col[i]! >= v))
+        else if (kind === 'atMost') (conditions.push({ atMost: col, value: v }), tests.push((i) => col[i]! <= v))
+        else if (kind === 'nonzero') (conditions.push({ nonzero: codes }), tests.push((i) => codes[i] !== 0))
+        else {
+          const allowed = [pick([0, 1, 2, 3, 4]), pick([1, 3])]
+          conditions.push({ oneOf: codes, codes: allowed })
+          tests.push((i) => allowed.includes(codes[i]!))
+        }
+      }
+      const keep = selectMask(c, { tenant_id: 1 } as CommonOptions, 0, conditions)!
+      expect([...keep]).toEqual(Array.from({ length: n }, (_, i) => (tests.every((t) => t(i)) ? 1 : 0)))
+    }
   })
 })
