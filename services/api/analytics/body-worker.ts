@@ -49,10 +49,10 @@ function ask(args: QueryArgs, read: 'json' | 'text'): Promise<unknown> {
  * main thread answers that body itself.
  */
 const store = new Proxy({}, {
-  get: (_, method) => (args?: QueryArgs & { table?: string }) => {
+  get: (_, method) => (method === 'then' || typeof method === 'symbol' ? undefined : (args?: QueryArgs & { table?: string }) => {
     if (method === 'query' && args) return Promise.resolve({ json: () => ask(args, 'json'), text: () => ask(args, 'text') })
     return Promise.reject(new LiveQueryNeeded(`${String(method)}: ${(args?.query ?? args?.table ?? '').replace(/\s+/g, ' ').slice(0, 200)}`))
-  },
+  }),
 }) as Store
 const cache = new ResponseCache(Date.now, 0)
 const port = parentPort!
@@ -100,7 +100,12 @@ async function answer(m: Extract<WorkerRequest, { kind: 'body' }>): Promise<void
       reply = body === NO_CONTENT ? { id: m.id, outcome: 'no_content' } : { id: m.id, outcome: 'body', body }
     }
   } catch (err) {
-    reply = err instanceof LiveQueryNeeded ? { id: m.id, outcome: 'live', needs: err.query } : { id: m.id, outcome: 'failed', error: String((err as Error)?.message ?? err) }
+    const status = (err as { status?: unknown })?.status
+    reply = err instanceof LiveQueryNeeded
+      ? { id: m.id, outcome: 'live', needs: err.query }
+      : typeof status === 'number' && status >= 400 && status < 500
+        ? { id: m.id, outcome: 'refused', status, message: String((err as Error).message) }
+        : { id: m.id, outcome: 'failed', error: String((err as Error)?.message ?? err) }
   }
   reply.columnar = collectColumnarCount()
   try {

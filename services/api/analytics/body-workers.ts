@@ -21,8 +21,11 @@ import type { CommonOptions } from './options.ts'
  * The queries a body still makes (the rows of a page, segment movements, a filter the columns
  * cannot evaluate) run on the main thread, which holds the store, and their rows go back to the
  * worker. What a worker cannot do (anything but a query's rows) comes back as `live`, and the main
- * thread answers that request itself, as it does every request when a worker fails or the
- * tenant's summary is not the one the workers hold.
+ * thread answers that request itself, as it does every request when a worker fails, does not
+ * answer within REPLY_TIMEOUT_MS, or does not hold the tenant's current summary. A body that
+ * refuses its request (an error with a 4xx status) is refused on the main thread with the same
+ * error, not computed twice. A worker that stops is started again after a back-off (1 s, doubled
+ * for each stop in a row, at most a minute); meanwhile the others answer.
  */
 export interface BodyRunner {
   /** The body computed by a worker, or null: answer on the main thread. */
@@ -47,6 +50,8 @@ export type WorkerReply =
   | { id: number; outcome: 'no_content'; columnar?: number }
   | { id: number; outcome: 'live'; needs?: string; columnar?: number }
   | { id: number; outcome: 'failed'; error: string; columnar?: number }
+  /** The body itself refused the request (an error with a 4xx status): the main thread answers with the same. */
+  | { id: number; outcome: 'refused'; status: number; message: string; columnar?: number }
 export type WorkerMessage = WorkerReply | { ready: number; tenantId: number } | { query: number; args: QueryArgs; read: 'json' | 'text' }
 
 /** What a summary publishes: the same objects the main thread answers from. */
@@ -59,6 +64,12 @@ export interface PublishedSummary {
 const answers = new client.Counter({ name: 'cdp_analytics_worker_answers_total', help: 'Analytics bodies sent to a worker thread, by outcome (body: answered there; live: it needed ClickHouse; failed)', labelNames: ['outcome'] as const, registers: [registry] })
 const workersGauge = new client.Gauge({ name: 'cdp_analytics_workers', help: 'Analytics body worker threads running', registers: [registry] })
 const readyGauge = new client.Gauge({ name: 'cdp_analytics_worker_summaries_ready', help: 'Tenant summaries prepared in the analytics workers (one per worker and tenant): a worker takes a tenant\'s requests once its summary is prepared there', registers: [registry] })
+
+/** How long a request waits for its worker before the main thread answers it instead. */
+const REPLY_TIMEOUT_MS = 30_000
+/** A worker that stopped is started again after this, doubled for each stop in a row, up to RESTART_MAX_MS. */
+const RESTART_AFTER_MS = 1000
+const RESTART_MAX_MS = 60_000
 
 interface Slot {
   worker: Worker
@@ -83,11 +94,16 @@ export class BodyWorkers implements BodyRunner {
   private readonly slots: (Slot | null)[]
   private readonly published = new Map<number, { summary: PublishedSummary; message: Extract<WorkerRequest, { kind: 'publish' }> }>()
   private publications = 0
+  /** Per slot: stops in a row (reset by a worker that lived a minute) and when it may start again. */
+  private readonly stops: number[]
+  private readonly restartAt: number[]
   private nextId = 1
   private closed = false
 
   constructor(private readonly opts: BodyWorkersOptions) {
     this.slots = Array.from({ length: Math.max(0, opts.size) }, () => null)
+    this.stops = this.slots.map(() => 0)
+    this.restartAt = this.slots.map(() => 0)
   }
 
   /** Hands a tenant's new summary to every worker (started on the first). */
@@ -100,6 +116,7 @@ export class BodyWorkers implements BodyRunner {
       if (s) this.post(s, message)
       else this.start(k) // which sends it every published summary
     }
+    this.countReady()
   }
 
   /** Forgets a tenant's summary (invalidated or gone): its requests are answered on the main thread. */
@@ -116,22 +133,27 @@ export class BodyWorkers implements BodyRunner {
     if (!slot) return null
     const id = this.nextId++
     const reply = await new Promise<WorkerReply | null>((resolve) => {
-      slot.pending.set(id, resolve)
-      if (!this.post(slot, { kind: 'body', id, tenantId: q.tenant_id, path: ep.path, query: q, nowMs })) {
+      const timer = setTimeout(() => {
         slot.pending.delete(id)
+        this.opts.logger.warn({ path: ep.path, ms: REPLY_TIMEOUT_MS }, 'an analytics worker did not answer in time; the main thread answers')
         resolve(null)
-      }
+      }, REPLY_TIMEOUT_MS)
+      timer.unref()
+      slot.pending.set(id, (r) => {
+        clearTimeout(timer)
+        resolve(r)
+      })
+      if (!this.post(slot, { kind: 'body', id, tenantId: q.tenant_id, path: ep.path, query: q, nowMs })) slot.pending.get(id)!(null)
     })
-    if (reply?.columnar) this.opts.onColumnar?.(reply.columnar)
     answers.inc({ outcome: reply?.outcome === 'no_content' ? 'body' : (reply?.outcome ?? 'failed') })
-    if (!reply || reply.outcome === 'failed') {
-      if (reply) this.opts.logger.warn({ path: ep.path, error: reply.error }, 'an analytics worker failed a body; the main thread answers it')
+    if (!reply || reply.outcome === 'failed' || reply.outcome === 'live') {
+      // The main thread computes the body again, counting its own columnar answers.
+      if (reply?.outcome === 'failed') this.opts.logger.warn({ path: ep.path, error: reply.error }, 'an analytics worker failed a body; the main thread answers it')
+      if (reply?.outcome === 'live') this.opts.logger.debug({ path: ep.path, needs: reply.needs }, 'an analytics body needs what a worker cannot do: the main thread answers it')
       return null
     }
-    if (reply.outcome === 'live') {
-      this.opts.logger.debug({ path: ep.path, needs: reply.needs }, 'an analytics body needs what a worker cannot do: the main thread answers it')
-      return null
-    }
+    if (reply.columnar) this.opts.onColumnar?.(reply.columnar)
+    if (reply.outcome === 'refused') throw Object.assign(new Error(reply.message), { status: reply.status })
     return { body: reply.outcome === 'body' ? reply.body : NO_CONTENT }
   }
 
@@ -145,6 +167,7 @@ export class BodyWorkers implements BodyRunner {
     this.closed = true
     const running = this.slots.filter((s): s is Slot => s !== null)
     this.slots.fill(null)
+    this.published.clear()
     workersGauge.set(0)
     readyGauge.set(0)
     for (const s of running) this.settle(s)
@@ -156,7 +179,7 @@ export class BodyWorkers implements BodyRunner {
     let best: Slot | null = null
     for (let k = 0; k < this.slots.length; k++) {
       const s = this.slots[k] ?? this.start(k)
-      if (s.ready.get(tenantId) !== publication) continue
+      if (!s || s.ready.get(tenantId) !== publication) continue
       if (!best || s.pending.size < best.pending.size) best = s
     }
     return best
@@ -168,8 +191,18 @@ export class BodyWorkers implements BodyRunner {
     readyGauge.set(n)
   }
 
-  private start(k: number): Slot {
-    const worker = new Worker(new URL('./body-worker.mjs', import.meta.url), { workerData: { logLevel: this.opts.logLevel } })
+  /** Starts slot k's worker, unless it stopped too recently (null: the other workers or the main thread answer meanwhile). */
+  private start(k: number): Slot | null {
+    if (this.closed || Date.now() < this.restartAt[k]!) return null
+    let worker: Worker
+    try {
+      worker = new Worker(new URL('./body-worker.mjs', import.meta.url), { workerData: { logLevel: this.opts.logLevel } })
+    } catch (err) {
+      this.backOff(k)
+      this.opts.logger.error({ err }, 'an analytics worker could not be started; the main thread answers meanwhile')
+      return null
+    }
+    const started = Date.now()
     const slot: Slot = { worker, pending: new Map(), ready: new Map() }
     this.slots[k] = slot
     worker.unref()
@@ -186,11 +219,13 @@ export class BodyWorkers implements BodyRunner {
     })
     const lost = (why: unknown) => {
       if (this.slots[k] !== slot) return
-      this.slots[k] = null // the next request or publish starts another
+      this.slots[k] = null // a request or publish after the back-off starts another
+      if (Date.now() - started >= RESTART_MAX_MS) this.stops[k] = 0
+      this.backOff(k)
       workersGauge.set(this.running())
       this.countReady()
       this.settle(slot)
-      if (!this.closed) this.opts.logger.error({ err: why }, 'an analytics worker stopped; its requests are answered on the main thread')
+      if (!this.closed) this.opts.logger.error({ err: why, restartInMs: this.restartAt[k]! - Date.now() }, 'an analytics worker stopped; its requests are answered by the others or the main thread')
     }
     worker.on('error', lost)
     worker.on('exit', (code) => lost(new Error(`exit code ${code}`)))
@@ -208,7 +243,13 @@ export class BodyWorkers implements BodyRunner {
     } catch (err) {
       m = { kind: 'rows', query, error: String((err as Error)?.message ?? err) }
     }
-    if (this.slots.includes(slot)) this.post(slot, m)
+    // Rows that cannot be sent (not copyable) go back as an error, so the worker's body ends.
+    if (this.slots.includes(slot) && !this.post(slot, m)) this.post(slot, { kind: 'rows', query, error: 'the rows could not be sent to the worker' })
+  }
+
+  private backOff(k: number): void {
+    this.stops[k] = this.stops[k]! + 1
+    this.restartAt[k] = Date.now() + Math.min(RESTART_MAX_MS, RESTART_AFTER_MS * 2 ** (this.stops[k]! - 1))
   }
 
   private running(): number {
