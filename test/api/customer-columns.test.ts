@@ -1,6 +1,6 @@
 import { unescapeTsv } from '../../common/store/tsv.ts'
 import { describe, expect, it } from 'vitest'
-import { centsAtLeast, centsAtMost, countMarked, descendingBy, indexesMarked, keptMarks, lowerBound, maskOf, pageInOrder, Population, selectMask, smallerSide, topRows, upperBound, wholeNumbers, type Condition, type CustomerColumns } from '../../services/api/analytics/customer-columns.ts'
+import { centsAtLeast, centsAtMost, countMarked, emailOf, descendingBy, indexesMarked, keptMarks, lowerBound, maskOf, pageInOrder, Population, selectMask, smallerSide, topRows, upperBound, wholeNumbers, type Condition, type CustomerColumns } from '../../services/api/analytics/customer-columns.ts'
 import type { CommonOptions } from '../../services/api/analytics/options.ts'
 
 /** The in-memory orders and searches of the filtered answers, against sorting (a seeded generator, with ties and nulls). */
@@ -125,5 +125,16 @@ describe('customer columns: orders and searches', () => {
       const keep = selectMask(c, { tenant_id: 1 } as CommonOptions, 0, conditions)!
       expect([...keep]).toEqual(Array.from({ length: n }, (_, i) => (tests.every((t) => t(i)) ? 1 : 0)))
     }
+  })
+
+  it('emailOf reads each e-mail back from the shared code units, whatever its characters', () => {
+    const emails = ['ana@shop.test', '', 'ñandú.pérez@correo.com.ar', '😀@x.test', 'x'.repeat(5000) + '@long.test']
+    const emailStart = new Uint32Array(emails.length + 1)
+    emails.forEach((e, i) => (emailStart[i + 1] = emailStart[i]! + e.length))
+    const codes = new Uint16Array(emailStart[emails.length]!)
+    let at = 0
+    for (const e of emails) for (let j = 0; j < e.length; j++) codes[at++] = e.charCodeAt(j)
+    const c = { emailCodes: codes, emailStart } as unknown as CustomerColumns
+    expect(emails.map((_, i) => emailOf(c, i))).toEqual(emails)
   })
 })

@@ -23,8 +23,12 @@ export interface CustomerColumns extends Record<Exclude<NumberName, 'segment'>, 
   orderCents: Float64Array
   /** Indexes in ascending customer id (for indexOfCustomer). */
   byId: Uint32Array
-  /** Every customer's e-mail, one after the other in one string (one object for the collector): customer i's is emailText[emailStart[i], emailStart[i + 1]). */
-  emailText: string
+  /**
+   * Every customer's e-mail, one after the other as UTF-16 code units in shared memory (no object
+   * for the collector, and the analytics workers read them without a copy): customer i's is
+   * emailCodes[emailStart[i], emailStart[i + 1]) (emailOf).
+   */
+  emailCodes: Uint16Array
   emailStart: Uint32Array
 }
 
@@ -174,7 +178,12 @@ export async function loadCustomerColumns(store: Store, tenantId: number): Promi
   emailStart[i] = emailLength
   const segment = sharedUint32(cap)
   segment.set(numbers.segment)
-  return { size: i, ...numbers, segment, ...dicts, orderStart, orderTimes, orderCents, byId, emailText: emails.join(''), emailStart }
+  const emailCodes = new Uint16Array(new SharedArrayBuffer(emailLength * 2))
+  for (let k = 0, at = 0; k < emails.length; k++) {
+    const e = emails[k]!
+    for (let j = 0; j < e.length; j++) emailCodes[at++] = e.charCodeAt(j)
+  }
+  return { size: i, ...numbers, segment, ...dicts, orderStart, orderTimes, orderCents, byId, emailCodes, emailStart }
 }
 
 // The columns live in shared memory, so the analytics workers (body-workers.ts) read the same
@@ -205,7 +214,14 @@ export const orNull = (v: number): number | null => (v === v ? v : null)
 export const isoDay = (ms: number): string => new Date(ms).toISOString().slice(0, 10)
 
 /** Customer i's e-mail. */
-export const emailOf = (c: CustomerColumns, i: number): string => c.emailText.slice(c.emailStart[i], c.emailStart[i + 1])
+export function emailOf(c: CustomerColumns, i: number): string {
+  let out = ''
+  // In slices: a call's arguments are bounded (an e-mail is far shorter than one slice).
+  for (let a = c.emailStart[i]!, b = c.emailStart[i + 1]!; a < b; a += 4096) {
+    out += String.fromCharCode.apply(null, c.emailCodes.subarray(a, Math.min(b, a + 4096)) as unknown as number[])
+  }
+  return out
+}
 
 /** The index of a customer in the columns, or -1. */
 export function indexOfCustomer(c: CustomerColumns, customerId: number): number {
