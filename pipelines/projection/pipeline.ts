@@ -1,10 +1,10 @@
 import type { CustomerUpserted, OrderEvent } from '../../common/events.ts'
 import { TOPICS } from '../../common/topics.ts'
-import { insertJsonRows, type Store } from '../../common/store/clickhouse.ts'
+import { insertJsonRows, insertValueRows, type Store } from '../../common/store/clickhouse.ts'
 import type { PipelineDefinition } from '../../common/runtime/pipeline.ts'
 import { decodeInputEvent, type InputEvent } from '../ingest/index.ts'
 import { TenantCurrencies, TenantSettingsStore } from '../../common/store/tenant-settings.ts'
-import { customerRow, orderEventRow } from './rows.ts'
+import { customerRow, ORDER_EVENT_COLUMNS, orderEventValues } from './rows.ts'
 import { markTenantsChanged } from '../../common/store/data-changes.ts'
 
 export const PROJECTION_GROUP = 'cdp-projection'
@@ -30,7 +30,7 @@ export function projectionPipeline(store: Store, opts: { now?: () => number; nam
       }
       const writes: Promise<unknown>[] = []
       // The orders table is written by ClickHouse from these rows (migration 014's view: orderStateRow's rule).
-      if (orders.length) writes.push(insertJsonRows(store, 'order_events', orders.map(orderEventRow)))
+      if (orders.length) writes.push(insertValueRows(store, 'order_events', ORDER_EVENT_COLUMNS, orders.map(orderEventValues)))
       if (customers.length) writes.push(insertJsonRows(store, 'customers', customers.map(customerRow)))
       await Promise.all(writes)
       // After the rows: a change visible in tenant_data_changes is visible in the projections.
