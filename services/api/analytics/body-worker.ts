@@ -9,10 +9,10 @@ import { parentPort, workerData } from 'node:worker_threads'
 import type { Store } from '../../../common/store/clickhouse.ts'
 import { createLogger } from '../../../common/logger.ts'
 import { ResponseCache } from './cache.ts'
-import { columnsOfMessage, prepareSelection, type CustomerColumns } from './customer-columns.ts'
+import { columnsOfMessage, type CustomerColumns } from './customer-columns.ts'
 import { NO_CONTENT, type AnalyticsContext } from './endpoint.ts'
 import { ANALYTICS_ENDPOINTS } from './endpoints.ts'
-import { collectColumnarCount, type SummarySource } from './summary.ts'
+import { collectColumnarCount, prepareColumns, type SummarySource } from './summary.ts'
 import { LIVE, type QueryArgs, type WorkerMessage, type WorkerReply, type WorkerRequest } from './body-workers.ts'
 
 interface Kept {
@@ -69,25 +69,13 @@ port.on('message', (m: WorkerRequest) => {
       for (const [name, revive] of Object.entries(ep.revive ?? {})) if (m.values.has(name)) m.values.set(name, revive(m.values.get(name)))
     }
     tenants.set(m.tenantId, { referenceMs: m.referenceMs, values: m.values, columns })
-    void prepare(columns, m.referenceMs).then(() => {
+    const failed = (err: unknown) => logger.warn({ err }, 'preparing customer columns failed; requests prepare what they need')
+    void prepareColumns(columns, ANALYTICS_ENDPOINTS, m.referenceMs, failed).then(() => {
       if (tenants.get(m.tenantId)?.columns === columns) port.postMessage({ ready: m.publication, tenantId: m.tenantId } satisfies WorkerMessage)
     })
   } else if (m.kind === 'drop') tenants.delete(m.tenantId)
   else void answer(m)
 })
-
-/** What the main thread prepares when a summary loads, prepared here too (each step in its own turn: bodies run in between). */
-async function prepare(columns: CustomerColumns, referenceMs: number): Promise<void> {
-  const steps = [() => prepareSelection(columns), ...ANALYTICS_ENDPOINTS.flatMap((ep) => (ep.prepare ? [() => ep.prepare!(columns, referenceMs)] : []))]
-  for (const step of steps) {
-    await new Promise((r) => setImmediate(r))
-    try {
-      await step()
-    } catch (err) {
-      logger.warn({ err }, 'preparing customer columns failed; requests prepare what they need')
-    }
-  }
-}
 
 async function answer(m: Extract<WorkerRequest, { kind: 'body' }>): Promise<void> {
   let reply: WorkerReply

@@ -61,7 +61,7 @@ export interface PublishedSummary {
   columns: CustomerColumns
 }
 
-const answers = new client.Counter({ name: 'cdp_analytics_worker_answers_total', help: 'Analytics bodies sent to a worker thread, by outcome (body: answered there; live: it needed ClickHouse; failed)', labelNames: ['outcome'] as const, registers: [registry] })
+const answers = new client.Counter({ name: 'cdp_analytics_worker_answers_total', help: 'Analytics bodies sent to a worker thread, by outcome (body: answered there; refused: the body refused the request, a 4xx; live: it needed what a worker cannot do; failed: the main thread answered)', labelNames: ['outcome'] as const, registers: [registry] })
 const workersGauge = new client.Gauge({ name: 'cdp_analytics_workers', help: 'Analytics body worker threads running', registers: [registry] })
 const readyGauge = new client.Gauge({ name: 'cdp_analytics_worker_summaries_ready', help: 'Tenant summaries prepared in the analytics workers (one per worker and tenant): a worker takes a tenant\'s requests once its summary is prepared there', registers: [registry] })
 
@@ -187,7 +187,7 @@ export class BodyWorkers implements BodyRunner {
 
   private countReady(): void {
     let n = 0
-    for (const s of this.slots) for (const [t, publication] of s?.ready ?? []) if (this.published.get(t)?.message.publication === publication) n++
+    for (const t of this.published.keys()) n += this.ready(t)
     readyGauge.set(n)
   }
 

@@ -171,6 +171,27 @@ interface TenantSummary {
 const yieldToRequests = () => new Promise<void>((resolve) => setImmediate(resolve))
 let longestStep = 0
 
+/**
+ * Works out what the endpoints' filtered answers read from freshly loaded columns (selectMask's
+ * narrow copies, each endpoint's `prepare`), each step in its own turn of the event loop so
+ * requests are answered in between. A failed step throws, unless `onError` takes it (the step's
+ * facts are then worked out by the first request that needs them).
+ */
+export async function prepareColumns(columns: CustomerColumns, endpoints: SummaryDeps['endpoints'], referenceMs: number, onError?: (err: unknown) => void): Promise<void> {
+  const steps = [() => prepareSelection(columns), ...endpoints.flatMap((ep) => (ep.prepare ? [() => ep.prepare!(columns, referenceMs)] : []))]
+  for (const step of steps) {
+    await yieldToRequests()
+    const t = performance.now()
+    try {
+      await step()
+    } catch (err) {
+      if (!onError) throw err
+      onError(err)
+    }
+    longestStep = Math.max(longestStep, performance.now() - t)
+  }
+}
+
 export class TenantSummaries implements SummarySource {
   private readonly tenants = new Map<number, TenantSummary>()
   /** Bumped by invalidate(): a refresh that began before it does not store its (older) result. */
@@ -242,16 +263,7 @@ export class TenantSummaries implements SummarySource {
         await ep.body(ctx, ep.query.parse({ tenant_id: String(tenantId), ...sq.query }) as never)
       }
       const columns = this.deps.columns === false ? undefined : await loadCustomerColumns(this.deps.store, tenantId)
-      if (columns) {
-        // Each step in its own turn of the event loop: requests are answered in between.
-        const steps = [() => prepareSelection(columns), ...this.deps.endpoints.flatMap((ep) => (ep.prepare ? [() => ep.prepare!(columns, referenceMs)] : []))]
-        for (const step of steps) {
-          await yieldToRequests()
-          const t = performance.now()
-          await step()
-          longestStep = Math.max(longestStep, performance.now() - t)
-        }
-      }
+      if (columns) await prepareColumns(columns, this.deps.endpoints, referenceMs)
       if ((this.generations.get(tenantId) ?? 0) !== generation) return // invalidated meanwhile: this result may predate the change
       this.tenants.set(tenantId, { asOf, referenceMs, stamp, values, columns })
       if (columns) this.deps.onKept?.(tenantId, { referenceMs, values, columns })
