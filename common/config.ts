@@ -87,6 +87,8 @@ export const ConfigSchema = z
     analyticsColumns: bool.default(true),
     /** Worker threads computing the analytics answers drawn from the customer columns (docs/analytics-performance.md, "Worker threads"); 0 computes them on the thread serving HTTP. Default: one per core, at most 4. */
     analyticsWorkers: z.coerce.number().int().min(0).max(64).default(Math.min(4, os.availableParallelism())),
+    /** How long a console sign-in lasts (services/api/session.ts), in hours. */
+    consoleSessionHours: z.coerce.number().min(0.05).max(24 * 30).default(8),
     /** A directory of fuller demographic reference data (localities, first names, aliases, postal codes) loaded over the shipped tables (docs/demographics.md). */
     demographicsReferenceDir: z.string().min(1).optional(),
     /** The social-ads platform (audience sync): base URL (the version path is appended), version, application token of /debug_token. */
@@ -173,6 +175,7 @@ export const ENV_NAMES: Record<keyof z.input<typeof ConfigSchema>, string> = {
   analyticsSummaryIntervalMs: 'CDP_ANALYTICS_SUMMARY_INTERVAL_MS',
   analyticsColumns: 'CDP_ANALYTICS_COLUMNS',
   analyticsWorkers: 'CDP_ANALYTICS_WORKERS',
+  consoleSessionHours: 'CDP_CONSOLE_SESSION_HOURS',
   analyticsCacheEntries: 'CDP_ANALYTICS_CACHE_ENTRIES',
   connectorsCommercePlatformUrl: 'CDP_CONNECTORS_COMMERCE_PLATFORM_URL',
   connectorsMarketplaceUrl: 'CDP_CONNECTORS_MARKETPLACE_URL',

@@ -22,6 +22,7 @@ import { integrationsRouter } from '../../services/api/integrations/index.ts'
 import { defaultRateLimits, replicaShare } from '../../services/api/rate-limit.ts'
 import { tenantSettingsRouter } from '../../services/api/tenant-settings-routes.ts'
 import { webhooksRouter } from '../../services/api/webhooks.ts'
+import { consoleRouter } from '../../services/console/server.ts'
 import { listen, processInfo, readiness, type RunningHttp } from './http.ts'
 import type { LaneServices } from './services.ts'
 
@@ -55,6 +56,7 @@ export async function start(rt: Runtime, deps: ApiRoleDeps): Promise<RunningHttp
     webhooks: adsWebhooks(rt, deps.secrets),
     integrations: integrationsRouter(deps.services.integrations),
     tenantSettings: tenantSettingsRouter({ store: rt.store, logger, onChange: referenceDateChanges(rt, deps, analytics) }),
+    console: consoleRouter(),
   })
   const http = await listen(rt, app, config.apiPort, 'API listening').catch(async (err: unknown) => {
     analytics.detach()
@@ -78,6 +80,7 @@ function authDeps(rt: Runtime, adminToken: string): AuthDeps {
   return {
     adminToken,
     keys: new ApiKeyStore(rt.store),
+    sessionTtlMs: c.consoleSessionHours * 3_600_000,
     rateLimits: replicaShare(
       {
         analyticsPerMinute: c.rateLimitAnalyticsPerMinute,

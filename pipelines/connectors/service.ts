@@ -12,7 +12,7 @@ import type { Store } from '../../common/store/clickhouse.ts'
 import { displayName, TenantSettingsStore } from '../../common/store/tenant-settings.ts'
 import { assertTenantAccess, scopedTenant, type TenantScope } from '../../common/tenant-scope.ts'
 import { diff, maskCredentials, type Change } from './masking.ts'
-import { SyncQueue, type IntegrationStats, type SyncJob } from './queue.ts'
+import { SyncQueue, type IntegrationStats, type SyncJob, type SyncRun } from './queue.ts'
 import { nextScheduledSync } from './schedule.ts'
 import {
   applyConfiguration,
@@ -131,6 +131,13 @@ export class IntegrationService {
     assertTenantAccess(scope, tenantId)
     const integrations = await this.integrations.list(tenantId)
     return { integrations, stats: await this.queue.stats(integrations.map((i) => i.id), this.now() - DAY) }
+  }
+
+  /** The integration's sync runs, newest first (a retried sync: one run per attempt), a page of them and their number. */
+  async history(scope: TenantScope, id: number, page: { limit: number; offset: number }): Promise<{ runs: SyncRun[]; total: number }> {
+    const r = await this.get(scope, id)
+    const runs = (await this.queue.runs(r.id)).reverse()
+    return { runs: runs.slice(page.offset, page.offset + page.limit), total: runs.length }
   }
 
   async describe(scope: TenantScope, id: number): Promise<IntegrationDetails> {

@@ -23,6 +23,7 @@ import { createAuth, type AuthDeps } from './auth.ts'
 import { keyLimiter, defaultRateLimits, demographicsLimiter } from './rate-limit.ts'
 import { apiKeyRouter } from './api-key-routes.ts'
 import { ApiKeyStore } from '../../common/store/api-keys.ts'
+import { sessionRouter } from './session-routes.ts'
 
 export interface ApiDeps {
   logger: Logger
@@ -49,6 +50,8 @@ export interface ApiDeps {
   audienceSyncs?: Router
   /** Platform webhooks (/webhooks/<provider>): public, verified by signature; mounted before the JSON parser (they read the raw body). */
   webhooks?: Router
+  /** The web console (services/console: /console), public like /docs; it reads the API with a session cookie (needs auth). */
+  console?: Router
 }
 
 /** The Express query service. Routers per area; every error leaves as the common error body. */
@@ -73,6 +76,8 @@ export function createApp(deps: ApiDeps): Express {
   app.use(express.json({ limit: `${JSON_BODY_LIMIT_MB}mb` }))
   app.use(healthRouter(deps.readiness, deps.info))
   app.use(docsRouter(openApiDocument)) // GET /openapi.json, /docs and its assets, public like /health
+  if (deps.console) app.use(deps.console)
+  if (auth) app.use(sessionRouter({ sessions: auth.sessions, resolve: auth.resolve, logger: deps.logger, now: deps.auth!.now }))
   if (auth && limits) {
     app.use(auth.authorize)
     app.use(keyLimiter(limits))

@@ -5,6 +5,7 @@ import { hashKey, type KeyVerifier } from '../../common/store/api-keys.ts'
 import type { RateLimitOptions } from './rate-limit.ts'
 import { lruCache } from '../../common/lru.ts'
 import { ALL_TENANTS, tenantOnly, type TenantScope } from '../../common/tenant-scope.ts'
+import { createSessionSeal, SAFE_METHODS, type SessionSeal } from './session.ts'
 
 /**
  * Bearer authentication and tenant isolation (docs/auth.md).
@@ -13,6 +14,8 @@ import { ALL_TENANTS, tenantOnly, type TenantScope } from '../../common/tenant-s
  * - `Authorization: Bearer <tenant key>` reaches its own tenant only: the tenant a request names
  *   (per route family, see `requestedTenants`) must be the key's, else 403.
  * - Missing, malformed, unknown or revoked → 401 with `WWW-Authenticate: Bearer`.
+ * - Without the header, the console's session cookie stands for the key it was opened with
+ *   (session.ts); a write made with it needs its `X-CSRF-Token`, else 403.
  * Verified keys are cached for `cacheTtlMs` (60 s): a revocation takes effect within that time.
  */
 export interface AuthDeps {
@@ -24,6 +27,8 @@ export interface AuthDeps {
   now?: () => number
   /** Rate limits; default: the spec's numbers for development. */
   rateLimits?: Partial<RateLimitOptions>
+  /** How long a console session lasts (session.ts); default 8 hours. */
+  sessionTtlMs?: number
 }
 
 export interface Principal {
@@ -35,10 +40,16 @@ export interface Principal {
 
 /** Paths that never need a token (liveness, readiness, metrics, the API description). */
 export const PUBLIC_PATHS = new Set(['/health', '/ready', '/metrics', '/openapi.json', '/docs'])
-/** Public: health, metrics, docs, and the platforms' webhooks (they authenticate by signature). */
+/** Where a browser exchanges a key for a session cookie (session-routes.ts): it checks the key itself. */
+export const SESSION_PATH = '/api/v2/cdp/session'
+/**
+ * Public: health, metrics, docs, the platforms' webhooks (they authenticate by signature), the
+ * console's page and assets (the data they show comes from the API, with a session), and the
+ * session exchange.
+ */
 export const isPublicPath = (path: string) => {
   const p = path.toLowerCase()
-  return PUBLIC_PATHS.has(p) || p.startsWith('/docs/') || p.startsWith('/webhooks/')
+  return PUBLIC_PATHS.has(p) || p.startsWith('/docs/') || p.startsWith('/webhooks/') || p === '/console' || p.startsWith('/console/') || p === SESSION_PATH
 }
 
 const BEARER = /^Bearer[ ]+([A-Za-z0-9._~+/=-]{1,512})[ ]*$/i
@@ -165,11 +176,16 @@ export interface AuthMiddleware {
   authorize: RequestHandler
   /** Forgets every cached key lookup (tests; an in-process revocation). */
   clearCache(): void
+  /** Who a token is (the admin token, a tenant key), or null: what a bearer request would be. */
+  resolve(token: string): Promise<Principal | null>
+  /** The console's session cookies, sealed under the admin token. */
+  sessions: SessionSeal
 }
 
 export function createAuth(deps: AuthDeps): AuthMiddleware {
   if (!deps.adminToken) throw new Error('an admin token is required')
   const now = deps.now ?? Date.now
+  const sessions = createSessionSeal(deps.adminToken, { ttlMs: deps.sessionTtlMs, now })
   // Key lookups by the key's hash (the plain key is not kept), unknown keys too, so a flood of
   // bad keys does not reach the store; least recently used first out; a revoked key stops
   // working within the TTL.
@@ -190,7 +206,19 @@ export function createAuth(deps: AuthDeps): AuthMiddleware {
     if (isPublicPath(req.path)) return next()
     try {
       const header = req.headers.authorization
-      if (!header) return unauthorized(res, 'send Authorization: Bearer <api key>')
+      if (!header) {
+        // The console's session cookie stands for the key it was opened with (session.ts).
+        const session = sessions.read(req)
+        if (session === null) return unauthorized(res, 'send Authorization: Bearer <api key>')
+        if (session === 'invalid') return unauthorized(res, 'the session has expired or is not valid: sign in again')
+        const principal = await resolve(session.token)
+        if (!principal) return unauthorized(res, "the session's API key is unknown or revoked: sign in again")
+        if (!SAFE_METHODS.has(req.method) && !sessions.csrfOk(req, session)) {
+          return sendError(res, 403, 'Forbidden', { code: 'CSRF_TOKEN_INVALID', message: 'a write made with the session cookie must carry its X-CSRF-Token header' })
+        }
+        req.auth = principal
+        return next()
+      }
       const m = BEARER.exec(header)
       if (!m) return unauthorized(res, 'the Authorization header must be: Bearer <api key>')
       const principal = await resolve(m[1]!)
@@ -214,7 +242,7 @@ export function createAuth(deps: AuthDeps): AuthMiddleware {
     next()
   }
 
-  return { authenticate, authorize, clearCache: () => cache.clear() }
+  return { authenticate, authorize, clearCache: () => cache.clear(), resolve, sessions }
 }
 
 declare module 'express-serve-static-core' {

@@ -10,6 +10,7 @@ import { INTEGRATION_ROUTES } from './integrations/operations.ts'
 import { AUDIENCE_SYNC_ROUTES } from './audience-sync-operations.ts'
 import { WEBHOOK_ROUTES } from './webhooks.ts'
 import { API_KEY_ROUTES } from './api-key-routes.ts'
+import { SESSION_ROUTES } from './session-routes.ts'
 import { OPERATIONS_ROUTES } from './health.ts'
 import { DOCS_ROUTES } from './docs-routes.ts'
 
@@ -29,6 +30,7 @@ export const ROUTE_GROUPS: readonly RouteGroup[] = [
   INTEGRATION_ROUTES,
   AUDIENCE_SYNC_ROUTES,
   API_KEY_ROUTES,
+  SESSION_ROUTES,
   WEBHOOK_ROUTES,
   OPERATIONS_ROUTES,
   DOCS_ROUTES,

@@ -476,14 +476,14 @@ describe('OpenAPI document and /docs', () => {
   }
   const methodsOf = (path: string) => Object.keys(doc.paths[path] ?? {}).sort()
 
-  it('has the nine tenant-integration endpoints with their bodies, parameters and statuses', () => {
+  it('has the nine tenant-integration endpoints and the sync history with their bodies, parameters and statuses', () => {
     const base = '/api/v2/tenant-integrations'
     expect(methodsOf(base)).toEqual(['post'])
     expect(methodsOf(`${base}/{id}`)).toEqual(['delete', 'get', 'put'])
-    for (const p of [`${base}/integration/{integrationId}`, `${base}/health`]) expect(methodsOf(p), p).toEqual(['get'])
+    for (const p of [`${base}/integration/{integrationId}`, `${base}/integration/{integrationId}/syncs`, `${base}/health`]) expect(methodsOf(p), p).toEqual(['get'])
     for (const p of [`${base}/validate/{integrationType}`, `${base}/{integrationId}/test`, `${base}/{integrationId}/sync`]) expect(methodsOf(p), p).toEqual(['post'])
     const ops = Object.entries(doc.paths).filter(([p]) => p.startsWith(base)).flatMap(([, item]) => Object.values(item))
-    expect(ops).toHaveLength(9)
+    expect(ops).toHaveLength(10)
     for (const op of ops) {
       expect(op.tags, op.operationId).toEqual(['Integrations'])
       expect(op.description, op.operationId).toBeTruthy()

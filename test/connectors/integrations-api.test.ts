@@ -13,7 +13,7 @@ import { ApiKeyStore, type CreatedKey } from '../../common/store/api-keys.ts'
 import { integrationsRouter } from '../../services/api/integrations/router.ts'
 import { IntegrationStore, rotateIntegrationCredentials, sealContext } from '../../pipelines/connectors/store.ts'
 import { SyncBody } from '../../pipelines/connectors/schemas.ts'
-import { SyncQueue } from '../../pipelines/connectors/queue.ts'
+import { emptyStats, SyncQueue } from '../../pipelines/connectors/queue.ts'
 import * as commerceSim from '../../services/simulators/commerce-platform/index.ts'
 import * as marketplaceSim from '../../services/simulators/marketplace/index.ts'
 import * as searchAdsSim from '../../services/simulators/search-ads/index.ts'
@@ -471,6 +471,34 @@ describe('health (endpoint 9)', () => {
     // A tenant key sees its own tenant only.
     const own = await call('GET', `${BASE}/health`, undefined, tenant2.key)
     expect(own.body.data).toMatchObject({ total_integrations: 1, alerts: [] })
+  })
+})
+
+describe('sync history (ours)', () => {
+  it('lists every run newest first, a page at a time, with its failure and what it published; 400 on a bad page, 403 for another tenant', async () => {
+    const id = await commerceId()
+    const q = new SyncQueue(store)
+    const before = (await call('GET', `${BASE}/integration/${id}/syncs`)).body.pagination.total as number // the runs of the tests above
+    const t = Date.now() + 60_000 // after theirs
+    const stats = { ...emptyStats(), events_published: { customers: 12, orders: 30 }, entities: { orders: { pages: 2, received: 30, expected: 30, published: 30 } } }
+    const failure = { error: 'SYNC_TIMEOUT', message: 'took too long', solution: 'sync a shorter window', duration: '600s' }
+    await q.writeRun({ integration_id: id, sync_id: 'h-1', attempt: 1, tenant_id: 1, integration_type: 'commerce_platform', status: 'failed', started_at: t - 9_000, finished_at: t - 8_000, duration_ms: 1000, error: failure, stats: null })
+    await q.writeRun({ integration_id: id, sync_id: 'h-1', attempt: 2, tenant_id: 1, integration_type: 'commerce_platform', status: 'success', started_at: t - 7_000, finished_at: t - 5_000, duration_ms: 2000, error: null, stats })
+    await q.writeRun({ integration_id: id, sync_id: 'h-2', attempt: 1, tenant_id: 1, integration_type: 'commerce_platform', status: 'running', started_at: t - 1_000, finished_at: null, duration_ms: 0, error: null, stats: null })
+    const all = await call('GET', `${BASE}/integration/${id}/syncs`)
+    expect(all.status).toBe(200)
+    expect(all.body.pagination).toEqual({ total: before + 3, limit: 20, offset: 0, has_next: false })
+    expect(all.body.data.slice(0, 3).map((r: Json) => `${r.sync_id}#${r.attempt}:${r.status}`)).toEqual(['h-2#1:running', 'h-1#2:success', 'h-1#1:failed'])
+    expect(all.body.data[1]).toEqual({ sync_id: 'h-1', attempt: 2, status: 'success', started_at: new Date(t - 7_000).toISOString(), finished_at: new Date(t - 5_000).toISOString(), duration_ms: 2000, error: null, records: { customers: 12, orders: 30 }, entities: { orders: { pages: 2, received: 30, expected: 30, published: 30 } } })
+    expect(all.body.data[2].error).toEqual(failure)
+    expect(all.body.data[0]).toMatchObject({ finished_at: null, records: { customers: 0, orders: 0 }, entities: {} })
+    const page = await call('GET', `${BASE}/integration/${id}/syncs?limit=1&offset=1`)
+    expect(page.body.pagination).toEqual({ total: before + 3, limit: 1, offset: 1, has_next: true })
+    expect(page.body.data.map((r: Json) => r.attempt)).toEqual([2])
+    for (const bad of ['limit=0', 'limit=101', 'offset=-1', 'limit=x']) expectCommonError(await call('GET', `${BASE}/integration/${id}/syncs?${bad}`), 400)
+    expectCommonError(await call('GET', `${BASE}/integration/${id}/syncs`, undefined, tenant2.key), 403)
+    expectCommonError(await call('GET', `${BASE}/integration/999999/syncs`), 404)
+    expectCommonError(await call('GET', `${BASE}/integration/abc/syncs`), 400)
   })
 })
 

@@ -10,7 +10,7 @@ import { ErrorBody, failure } from '../errors.ts'
 import { describeProperties, jsonSchema, PositiveId, propertiesOf, type JsonSchema } from '../request-schemas.ts'
 import { json, shared, type Operation, type ResponseSpec, type RouteGroup } from '../routes.ts'
 import { success, withMessage } from '../response-schemas.ts'
-import { AccountInfo, ConnectionTested, Created, CredentialCheckFailure, Deleted, IntegrationDetail, IntegrationListItem, IntegrationsHealth, InvalidAppKey, SyncQueued, Updated } from './response-schemas.ts'
+import { AccountInfo, ConnectionTested, Created, CredentialCheckFailure, Deleted, IntegrationDetail, IntegrationListItem, IntegrationsHealth, InvalidAppKey, SyncQueued, SyncRunItem, Updated } from './response-schemas.ts'
 
 export const BASE = '/api/v2/tenant-integrations'
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` })
@@ -256,7 +256,29 @@ const sync: Operation = {
 }
 
 /** In mounting order: /health before /{id}, which would take it for a tenant id. */
-export const INTEGRATION_OPERATIONS = { health, list, describe, create, validate, update, remove, test, sync }
+/** The history's page (ours: the spec shows none). */
+export const SyncHistoryQuery = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(100).default(20).meta({ description: 'Runs per page (1–100, default 20)' }),
+  offset: z.coerce.number().int().min(0).max(1_000_000).default(0).meta({ description: 'Runs to skip (default 0)' }),
+})
+
+const history: Operation = {
+  method: 'get',
+  path: `${BASE}/integration/:integrationId/syncs`,
+  operationId: 'listIntegrationSyncs',
+  summary: "An integration's sync history, newest first",
+  description:
+    "Every run of the integration's syncs (a retried sync has one run per attempt), newest first: status, start, end, duration, the failure if any, the events it published and per entity what it read. Ours: the spec shows only the detail's `statistics`.",
+  request: { params: IntegrationIdParams, query: SyncHistoryQuery },
+  responses: {
+    200: json('`data`: the runs; `pagination`', success({ data: z.array(SyncRunItem), pagination: z.strictObject({ total: z.int().min(0), limit: z.int().min(1), offset: z.int().min(0), has_next: z.boolean() }) })),
+    400: failure('The integration id is not a positive integer, or the page is invalid (`details.errors[]`)'),
+    403: forbidden,
+    404: notFound,
+  },
+}
+
+export const INTEGRATION_OPERATIONS = { health, list, describe, history, create, validate, update, remove, test, sync }
 
 export const INTEGRATION_ROUTES: RouteGroup = {
   tag: {

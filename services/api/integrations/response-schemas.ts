@@ -175,3 +175,18 @@ export const InvalidAppKey = z
     details: z.record(z.string(), z.unknown()),
   })
   .meta({ id: 'InvalidAppKey' })
+
+/** One attempt of a sync, as the history lists it (GET …/integration/{id}/syncs). */
+export const SyncRunItem = z
+  .strictObject({
+    sync_id: z.string(),
+    attempt: Count.meta({ description: 'The attempt of the sync this run was (1 for the first; a retried sync has several runs)' }),
+    status: z.enum(['running', 'success', 'failed', 'interrupted']),
+    started_at: Timestamp,
+    finished_at: NullableTimestamp,
+    duration_ms: Count,
+    error: SyncFailure.nullable(),
+    records: z.strictObject({ customers: Count, orders: Count }).meta({ description: 'Events the run published' }),
+    entities: z.record(z.string(), z.strictObject({ pages: Count, received: Count, expected: Count.nullable(), published: Count })).meta({ description: 'Per entity synced: pages read, records received, the platform\'s own count, records published' }),
+  })
+  .meta({ id: 'SyncRun' })

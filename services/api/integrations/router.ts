@@ -17,10 +17,11 @@ import { INTEGRATION_TYPES, type Credentials, type IntegrationType } from '../..
 import { callerScope } from '../auth.ts'
 import { sendError } from '../errors.ts'
 import { CreateIntegrationBody, credentialsOf, fieldErrors, preCheckCreate, SyncBody, UpdateIntegrationBody, ValidateCommerceBody, type FieldError } from '../../../pipelines/connectors/schemas.ts'
-import { detail, listItem } from './views.ts'
+import { detail, listItem, syncRunItem } from './views.ts'
+import { fieldErrorsFromZod } from '../../../pipelines/ingest/validation.ts'
 import { healthView } from './health.ts'
 import { route } from '../routes.ts'
-import { BASE, INTEGRATION_OPERATIONS as OPS } from './operations.ts'
+import { BASE, INTEGRATION_OPERATIONS as OPS, SyncHistoryQuery } from './operations.ts'
 
 export { BASE }
 
@@ -63,6 +64,16 @@ export function integrationsRouter(deps: IntegrationsDeps | IntegrationService):
     if (id === null) return
     const d = await integrations.describe(callerScope(req), id)
     res.json({ success: true, data: detail(d.integration, d.stats, { tenantName: d.tenantName, credentials: d.credentials, nextScheduledSync: d.nextScheduledSync, live: d.live }) })
+  })
+
+  // ---- GET /integration/{integrationId}/syncs (ours: the sync history) ---------------------------
+  route(router, OPS.history, async (req, res) => {
+    const id = idOf(req, res)
+    if (id === null) return
+    const q = SyncHistoryQuery.safeParse(req.query)
+    if (!q.success) return sendError(res, 400, 'Invalid query parameters', { errors: fieldErrorsFromZod(q.error.issues) })
+    const { runs, total } = await integrations.history(callerScope(req), id, q.data)
+    res.json({ success: true, data: runs.map(syncRunItem), pagination: { total, limit: q.data.limit, offset: q.data.offset, has_next: q.data.offset + runs.length < total } })
   })
 
   // ---- 3. POST (create) ----------------------------------------------------------------------------

@@ -2,7 +2,7 @@
  * Answers of the integration endpoints, in the spec's field names. Pure. Credentials arrive
  * masked already (pipelines/connectors/masking.ts).
  */
-import type { IntegrationStats, SyncJob } from '../../../pipelines/connectors/queue.ts'
+import type { IntegrationStats, SyncJob, SyncRun } from '../../../pipelines/connectors/queue.ts'
 import { seconds } from '../../../pipelines/connectors/errors.ts'
 import type { IntegrationConfiguration } from '../../../pipelines/connectors/schemas.ts'
 import type { IntegrationRecord } from '../../../pipelines/connectors/store.ts'
@@ -42,6 +42,24 @@ export function statistics(s: IntegrationStats | undefined) {
     failed_syncs: s?.failed_syncs ?? 0,
     last_error: s?.last_error ?? null,
     avg_sync_time: seconds(s?.avg_sync_ms ?? 0),
+  }
+}
+
+/** A run of the sync history (SyncRunItem). */
+export function syncRunItem(r: SyncRun) {
+  const entities: Record<string, { pages: number; received: number; expected: number | null; published: number }> = {}
+  for (const [e, v] of Object.entries(r.stats?.entities ?? {})) if (v) entities[e] = { pages: v.pages, received: v.received, expected: v.expected, published: v.published }
+  const err = r.error
+  return {
+    sync_id: r.sync_id,
+    attempt: r.attempt,
+    status: r.status,
+    started_at: iso(r.started_at),
+    finished_at: r.finished_at === null ? null : iso(r.finished_at),
+    duration_ms: r.duration_ms,
+    error: err ? { error: err.error, message: err.message, solution: err.solution, ...(err.retry_after !== undefined ? { retry_after: err.retry_after } : {}), ...(err.duration !== undefined ? { duration: err.duration } : {}) } : null,
+    records: { customers: r.stats?.events_published.customers ?? 0, orders: r.stats?.events_published.orders ?? 0 },
+    entities,
   }
 }
 

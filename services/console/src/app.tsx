@@ -1,0 +1,170 @@
+import { useEffect, useState } from 'preact/hooks'
+import { ErrorBox, Loading } from './components/states.tsx'
+import { href, navigate, onLinkClick, usePlace, type Place } from './router.ts'
+import { readSession, SessionContext, signIn, signOut, type Session } from './session.ts'
+import { Audiences } from './pages/audiences.tsx'
+import { CohortsPage } from './pages/cohorts.tsx'
+import { Customer } from './pages/customer.tsx'
+import { DemographicsPage } from './pages/demographics.tsx'
+import { Integrations } from './pages/integrations.tsx'
+import { Overview } from './pages/overview.tsx'
+import { SegmentCustomers, Segments } from './pages/segments.tsx'
+import { Value } from './pages/value.tsx'
+
+const NAV = [
+  ['/', 'Overview'],
+  ['/segments', 'Segments'],
+  ['/value', 'Value and churn'],
+  ['/cohorts', 'Cohorts'],
+  ['/demographics', 'Demographics'],
+  ['/audiences', 'Audiences'],
+  ['/integrations', 'Integrations'],
+] as const
+
+/** The shared filters and period travel from page to page; a page's own state (offset, open integration) does not. */
+const CARRIED = ['tenant', 'segments', 'min_value', 'max_value', 'date_from', 'date_to']
+
+export function App() {
+  const place = usePlace()
+  const [session, setSession] = useState<Session | null | 'loading'>('loading')
+  useEffect(() => {
+    void readSession().then(setSession)
+    const out = () => setSession(null)
+    window.addEventListener('cdp:signed-out', out)
+    return () => window.removeEventListener('cdp:signed-out', out)
+  }, [])
+  if (session === 'loading') return <Loading what="Opening the console" />
+  if (session === null) return <SignIn onSignedIn={setSession} />
+  const tenantId = session.role === 'tenant' ? session.tenant_id! : Number(place.query.get('tenant')) || Number(localStorage.getItem('cdp.tenant')) || 1
+  const carried: Record<string, string[]> = {}
+  for (const k of CARRIED) if (place.query.getAll(k).length) carried[k] = place.query.getAll(k)
+  return (
+    <SessionContext.Provider value={{ session, tenantId }}>
+      <div class="shell" onClick={(e) => onLinkClick(e as unknown as MouseEvent)}>
+        <a class="skip" href="#main">
+          Skip to content
+        </a>
+        <header class="top">
+          <a class="brand" href={href('/', carried)}>
+            cdp <span>console</span>
+          </a>
+          <nav class="main-nav" aria-label="Sections">
+            {NAV.map(([path, label]) => (
+              <a href={href(path, carried)} aria-current={section(place) === path ? 'page' : undefined}>
+                {label}
+              </a>
+            ))}
+          </nav>
+          <div class="who">
+            {session.role === 'admin' ? <TenantSwitcher place={place} tenantId={tenantId} /> : <span>Tenant {tenantId}</span>}
+            <button
+              type="button"
+              class="secondary"
+              onClick={async () => {
+                await signOut()
+                setSession(null)
+                navigate('/')
+              }}
+            >
+              Sign out
+            </button>
+          </div>
+        </header>
+        <main id="main" tabIndex={-1}>
+          <Page place={place} key={`${tenantId}`} />
+        </main>
+      </div>
+    </SessionContext.Provider>
+  )
+}
+
+const section = (place: Place) => (place.path === '/' ? '/' : NAV.find(([p]) => p !== '/' && place.path.startsWith(p))?.[0] ?? (place.path.startsWith('/customers') ? '/segments' : null))
+
+function Page({ place }: { place: Place }) {
+  const p = place.path.replace(/\/+$/, '') || '/'
+  const seg = /^\/segments\/([^/]+)$/.exec(p)
+  const customer = /^\/customers\/([^/]+)$/.exec(p)
+  if (p === '/') return <Overview place={place} />
+  if (p === '/segments') return <Segments place={place} />
+  if (seg) return <SegmentCustomers place={place} segment={decodeURIComponent(seg[1]!)} />
+  if (customer) return <Customer id={decodeURIComponent(customer[1]!)} />
+  if (p === '/value') return <Value place={place} />
+  if (p === '/cohorts') return <CohortsPage place={place} />
+  if (p === '/demographics') return <DemographicsPage place={place} />
+  if (p === '/audiences') return <Audiences />
+  if (p === '/integrations') return <Integrations place={place} />
+  return (
+    <>
+      <h1>Not found</h1>
+      <p>
+        No page at {p}. <a href={href('/')}>Back to the overview</a>.
+      </p>
+    </>
+  )
+}
+
+/** The admin token reaches every tenant: which one the pages show (kept in the URL and remembered). */
+function TenantSwitcher({ place, tenantId }: { place: Place; tenantId: number }) {
+  const [value, setValue] = useState(String(tenantId))
+  return (
+    <form
+      class="switcher"
+      onSubmit={(e) => {
+        e.preventDefault()
+        const t = Number(value)
+        if (!Number.isSafeInteger(t) || t < 1) return
+        localStorage.setItem('cdp.tenant', String(t))
+        const q: Record<string, string[]> = {}
+        for (const k of new Set(place.query.keys())) if (k !== 'offset' && k !== 'integration') q[k] = place.query.getAll(k)
+        navigate(href(place.path.startsWith('/customers') ? '/' : place.path, { ...q, tenant: String(t) }))
+      }}
+    >
+      <label>
+        Tenant <input type="number" min="1" step="1" value={value} onInput={(e) => setValue((e.target as HTMLInputElement).value)} />
+      </label>
+      <button type="submit" class="secondary">
+        Switch
+      </button>
+    </form>
+  )
+}
+
+function SignIn({ onSignedIn }: { onSignedIn(s: Session): void }) {
+  const [key, setKey] = useState('')
+  const [error, setError] = useState<Error | null>(null)
+  const [sending, setSending] = useState(false)
+  return (
+    <main class="signin" id="main">
+      <h1>
+        cdp <span>console</span>
+      </h1>
+      <form
+        class="stack card"
+        onSubmit={async (e) => {
+          e.preventDefault()
+          setSending(true)
+          setError(null)
+          try {
+            const s = await signIn(key.trim())
+            setKey('')
+            onSignedIn(s)
+          } catch (err) {
+            setError(err as Error)
+          } finally {
+            setSending(false)
+          }
+        }}
+      >
+        <label>
+          API key
+          <input type="password" value={key} required autoComplete="off" autoFocus onInput={(e) => setKey((e.target as HTMLInputElement).value)} />
+        </label>
+        <p class="note">A tenant API key shows that tenant; the admin token shows every tenant, with a switcher. The key is exchanged for a session cookie and not kept by this page.</p>
+        <button type="submit" disabled={sending || !key.trim()}>
+          {sending ? 'Signing in…' : 'Sign in'}
+        </button>
+        {error && <ErrorBox error={error} />}
+      </form>
+    </main>
+  )
+}
