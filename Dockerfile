@@ -5,9 +5,19 @@
 #   docker run --rm -p 8080:8080 cdp start --demo     # embedded runtime: event log and chdb under /app/data
 #   docker compose up --build                         # distributed runtime, one container per role
 #
-# No build step: bin/cdp.mjs runs the TypeScript sources through tsx, which is a runtime dependency.
+# No build step for the server: bin/cdp.mjs runs the TypeScript sources through tsx, a runtime
+# dependency. The console's bundle is built in the first stage.
 # Debian slim, not Alpine: chdb (the embedded ClickHouse) ships a glibc build of its native library.
 # Node 24 (Active LTS; Node 20 reached its end of life on 2026-04-30). The code also runs on Node 20.
+# The web console (services/console) is built by Vite, a development tool: in a stage of its own,
+# whose only product, services/console/dist, the runtime image copies.
+FROM node:24.11.1-bookworm-slim AS console
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm install --no-audit --no-fund --ignore-scripts
+COPY services/console ./services/console
+RUN node services/console/build.mjs
+
 FROM node:24.11.1-bookworm-slim
 
 ENV NODE_ENV=production \
@@ -19,7 +29,8 @@ WORKDIR /app
 # Dependencies first, so that a source change does not reinstall them.
 COPY package.json package-lock.json ./
 # npm install, not npm ci: chdb names optional native packages that are not on the registry, so
-# the lock file lacks them and npm ci refuses it (see .ci/run).
+# the lock file lacks them and npm ci refuses it (see .ci/run). Its prepare step finds no Vite
+# here and leaves the console to the stage above.
 RUN npm install --omit=dev --no-audit --no-fund && npm cache clean --force
 
 COPY tsconfig.json ./
@@ -29,6 +40,7 @@ COPY common ./common
 COPY pipelines ./pipelines
 COPY services ./services
 COPY schemas ./schemas
+COPY --from=console /app/services/console/dist ./services/console/dist
 
 # The sources stay root-owned (read-only to the process); only the data directory of the embedded
 # runtime is writable. Mount a volume on /app/data to keep it.

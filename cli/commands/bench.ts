@@ -9,6 +9,7 @@ export const BENCHES: Record<string, () => Promise<{ run(argv: string[]): Promis
   demographics: () => import('../../bench/demographics.ts'),
   sync: () => import('../../bench/sync.ts'),
   identity: () => import('../../bench/identity.ts'),
+  console: () => import('../../bench/console.ts'),
 }
 
 const USAGE = `usage: cdp bench ${Object.keys(BENCHES).join('|')} [options]

@@ -85,7 +85,8 @@ const isBlank = (v: unknown) => v === undefined || v === null || (typeof v === '
  *
  * - analytics and the customer list (/api/v2/cdp/analytics/*, /api/cdp/v2/*): `?tenant_id=`
  * - processing (/api/v2/cdp/process/{tenantId}…, …/status/{tenantId}): the path segment
- * - tenant settings (/api/v2/cdp/tenants/{tenantId}/settings): the path segment
+ * - tenant settings (/api/v2/cdp/tenants/{tenantId}/settings): the path segment; the tenant
+ *   listing (/api/v2/cdp/tenants) names none (it lists the caller's own)
  * - ingest (/api/v2/cdp/ingest/*): every event's `tenant_id` in the body
  * - audience syncs (/api/v2/cdp/audience-syncs…): `?tenant_id=` and, on create, the body's
  * - `'handler'` for HANDLER_CHECKED_PREFIXES (tenant integrations)
@@ -109,6 +110,7 @@ export function requestedTenants(req: Request): unknown[] | 'handler' | null {
     const seg = segs[0] === 'status' ? segs[1] : segs[0]
     return [seg === undefined || seg === '' ? undefined : safeDecode(seg)]
   }
+  if (path === '/api/v2/cdp/tenants') return [] // the listing answers the caller's own tenants
   if (path.startsWith('/api/v2/cdp/tenants/')) {
     // /api/v2/cdp/tenants/{tenantId}/settings
     const seg = path.slice('/api/v2/cdp/tenants/'.length).split('/')[0]

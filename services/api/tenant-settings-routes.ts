@@ -2,7 +2,8 @@ import express, { type Router } from 'express'
 import { z } from 'zod'
 import type { Store } from '../../common/store/clickhouse.ts'
 import type { Logger } from '../../common/logger.ts'
-import { tenantExists } from '../../common/store/tenants.ts'
+import { listTenants, tenantExists } from '../../common/store/tenants.ts'
+import { callerTenant } from './auth.ts'
 import { TenantSettingsStore, type TenantSettings } from '../../common/store/tenant-settings.ts'
 import { referenceDate, ReferenceSettingSchema } from '../../common/reference-date.ts'
 import { fieldErrorsFromZod } from '../../pipelines/ingest/validation.ts'
@@ -10,7 +11,7 @@ import { failure, sendError } from './errors.ts'
 import { parseTenantId } from '../../pipelines/processing/validation.ts'
 import { json, shared, route, type Operation, type RouteGroup } from './routes.ts'
 import { describeProperties, TenantIdParams } from './request-schemas.ts'
-import { DateOnly, NullableTimestamp, success } from './response-schemas.ts'
+import { Count, DateOnly, NullableTimestamp, success } from './response-schemas.ts'
 
 export const TENANT_SETTINGS_PATH = '/api/v2/cdp/tenants/:tenantId/settings'
 
@@ -72,9 +73,28 @@ const putSettings: Operation = {
   responses: { 200: SettingsAnswer, 400: failure('Invalid tenant id or settings: `details.errors` by field'), 403: shared('Forbidden'), 409: failure('The currency of a tenant with orders cannot change') },
 }
 
+export const TENANTS_PATH = '/api/v2/cdp/tenants'
+
+const TenantItem = z
+  .strictObject({
+    tenant_id: z.int().min(1),
+    tenant_name: z.string().nullable().meta({ description: 'null: no name set (shown as `Tenant {id}`)' }),
+    customers: Count.meta({ description: 'Its customers (profiles) with features, as the analytics count them' }),
+  })
+  .meta({ id: 'TenantListItem' })
+
+const listTenantsOp: Operation = {
+  method: 'get',
+  path: TENANTS_PATH,
+  operationId: 'listTenants',
+  summary: 'The tenants the caller reaches (ours)',
+  description: 'The admin token: every tenant with data or settings, ascending; a tenant key: its own tenant (or none before its first data). Each with its name and customers. The console\'s tenant switcher reads it.',
+  responses: { 200: json('`data`: the tenants; `count`', success({ data: z.array(TenantItem), count: Count })) },
+}
+
 export const TENANT_ROUTES: RouteGroup = {
-  tag: { name: 'Tenants', description: "A tenant's name, currency and reference date (docs/tenant-settings.md)." },
-  operations: [getSettings, putSettings],
+  tag: { name: 'Tenants', description: "The tenants, and a tenant's name, currency and reference date (docs/tenant-settings.md)." },
+  operations: [listTenantsOp, getSettings, putSettings],
 }
 
 export interface TenantSettingsDeps {
@@ -97,6 +117,15 @@ export function tenantSettingsRouter(deps: TenantSettingsDeps): Router {
     const ref = await settings.reference(s.tenant_id)
     return { ...s, effective_reference_date: referenceDate(ref) }
   }
+
+  route(router, listTenantsOp, async (req, res, next) => {
+    try {
+      const data = await listTenants(deps.store, callerTenant(req))
+      res.json({ success: true, data, count: data.length })
+    } catch (err) {
+      next(err)
+    }
+  })
 
   route(router, getSettings, async (req, res, next) => {
     try {

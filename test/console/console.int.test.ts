@@ -161,6 +161,7 @@ describe('the console in a real browser', () => {
     expect(problems).toEqual({})
 
     // The counts: the table on /segments against GET /rfm, read again if a refresh fell between them.
+    let last = ''
     await waitFor(
       async () => {
         await page.goto(`${url}/console/segments`)
@@ -168,11 +169,13 @@ describe('the console in a real browser', () => {
         const shown = await page.locator('table', { has: page.locator('caption', { hasText: /^Segments$/ }) }).locator('tbody tr').evaluateAll((rows) => rows.map((r) => [r.children[0]!.textContent!.trim(), Number(r.children[1]!.textContent!.replace(/[^\d]/g, ''))]))
         const rfm = await api<{ data: { distribution: { segment: string; customer_count: number }[] } }>('/api/v2/cdp/analytics/rfm?tenant_id=1')
         const expected = rfm.data.distribution.map((d) => [d.segment, d.customer_count])
-        expect(shown).toHaveLength(11)
-        return JSON.stringify(shown) === JSON.stringify(expected) ? true : undefined
+        last = `shown ${JSON.stringify(shown)}, API ${JSON.stringify(expected)}`
+        return shown.length === 11 && JSON.stringify(shown) === JSON.stringify(expected) ? true : undefined
       },
-      { what: 'the segment counts shown equal to the API', timeoutMs: 30_000, intervalMs: 1000 },
-    )
+      { what: 'the segment counts shown equal to the API', timeoutMs: 60_000, intervalMs: 1000 },
+    ).catch((e: Error) => {
+      throw new Error(`${e.message}: ${last}`)
+    })
     await context.close()
   }, 240_000)
 
@@ -221,24 +224,33 @@ describe('the console in a real browser', () => {
 
   it('lets the admin switch to tenant 2 and start a sync of one of its integrations', async () => {
     const { context, page } = await signedIn(admin)
-    await page.getByLabel('Tenant').fill('2')
-    await page.getByRole('button', { name: 'Switch' }).click()
+    const switcher = page.getByLabel('Tenant')
+    await expect.poll(() => switcher.locator('option').allTextContents(), { timeout: 15_000 }).toEqual(expect.arrayContaining([expect.stringContaining('(#2)')]))
+    await switcher.selectOption('2')
+    await page.waitForURL(/tenant=2/)
     await page.getByRole('link', { name: 'Integrations' }).click()
     await settled(page)
     const integrations = await api<{ data: { id: number; integration_type: string }[] }>('/api/v2/tenant-integrations/2', admin)
     const target = integrations.data[0]!
     await page.locator(`a[href*="integration=${target.id}"]`).click()
     await settled(page)
-    const before = await api<{ pagination: { total: number } }>(`/api/v2/tenant-integrations/integration/${target.id}/syncs`, admin)
     await page.getByRole('button', { name: 'Start a full sync' }).click()
-    await expect.poll(() => page.getByRole('status').allTextContents(), { timeout: 30_000 }).toContainEqual(expect.stringMatching(/^Sync \S+ queued/))
+    const message = await expect
+      .poll(async () => (await page.getByRole('status').allTextContents()).find((t) => /^Sync \S+ queued/.test(t)), { timeout: 30_000 })
+      .toBeTruthy()
+      .then(async () => (await page.getByRole('status').allTextContents()).find((t) => /^Sync \S+ queued/.test(t))!)
+    const syncId = /^Sync (\S+) queued/.exec(message)![1]!
+    // The sync the console started runs: it is in the integration's history, and the console shows it there.
     await waitFor(
-      async () => ((await api<{ pagination: { total: number } }>(`/api/v2/tenant-integrations/integration/${target.id}/syncs`, admin)).pagination.total > before.pagination.total ? true : undefined),
-      { what: 'a new run in the sync history', timeoutMs: 90_000, intervalMs: 1000 },
+      async () => ((await api<{ data: { sync_id: string }[] }>(`/api/v2/tenant-integrations/integration/${target.id}/syncs`, admin)).data.some((r) => r.sync_id === syncId) ? true : undefined),
+      { what: `sync ${syncId} in the history`, timeoutMs: 90_000, intervalMs: 1000 },
     )
     await page.getByRole('button', { name: 'Refresh' }).click()
+    const shownIds = page.locator('table', { has: page.locator('caption', { hasText: 'Sync history' }) }).locator('tbody tr code')
+    await expect.poll(() => shownIds.allTextContents(), { timeout: 15_000 }).toContain(syncId.slice(0, 13))
     await settled(page)
     await shoot(page, 'integration-sync-started')
+    expect(await accessibility(page)).toEqual([]) // the admin's header (tenant switcher) and the integration's detail
     await context.close()
   }, 150_000)
 })

@@ -276,4 +276,14 @@ describe('a shop history on the embedded runtime', () => {
     await features.tick()
     expect(await levels()).toMatchObject({ active: 0, at_risk: 0, churning: 0, churned: 8 })
   })
+
+  it('the tenant listing names the tenant with its customers, ascending, once', async () => {
+    const r = await get('/api/v2/cdp/tenants')
+    expect(r.status).toBe(200)
+    const mine = r.body.data.filter((t: { tenant_id: number }) => t.tenant_id === tenant)
+    expect(mine).toEqual([{ tenant_id: tenant, tenant_name: 'UCI-like shop', customers: 8 }])
+    const ids: number[] = r.body.data.map((t: { tenant_id: number }) => t.tenant_id)
+    expect(ids).toEqual([...new Set(ids)].sort((a, b) => a - b))
+    expect(r.body.count).toBe(ids.length)
+  })
 })

@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'preact/hooks'
 import { ErrorBox, Loading } from './components/states.tsx'
+import { useApi } from './use-api.ts'
 import { href, navigate, onLinkClick, usePlace, type Place } from './router.ts'
 import { readSession, SessionContext, signIn, signOut, type Session } from './session.ts'
 import { Audiences } from './pages/audiences.tsx'
@@ -105,27 +106,27 @@ function Page({ place }: { place: Place }) {
 
 /** The admin token reaches every tenant: which one the pages show (kept in the URL and remembered). */
 function TenantSwitcher({ place, tenantId }: { place: Place; tenantId: number }) {
-  const [value, setValue] = useState(String(tenantId))
+  const tenants = useApi<{ data: { tenant_id: number; tenant_name: string | null; customers: number }[] }>('/api/v2/cdp/tenants')
+  const go = (t: number) => {
+    if (!Number.isSafeInteger(t) || t < 1) return
+    localStorage.setItem('cdp.tenant', String(t))
+    const q: Record<string, string[]> = {}
+    for (const k of new Set(place.query.keys())) if (k !== 'offset' && k !== 'integration') q[k] = place.query.getAll(k)
+    navigate(href(place.path.startsWith('/customers') ? '/' : place.path, { ...q, tenant: String(t) }))
+  }
+  const list = tenants.data?.data ?? []
+  const options = list.some((t) => t.tenant_id === tenantId) ? list : [{ tenant_id: tenantId, tenant_name: null, customers: -1 }, ...list]
   return (
-    <form
-      class="switcher"
-      onSubmit={(e) => {
-        e.preventDefault()
-        const t = Number(value)
-        if (!Number.isSafeInteger(t) || t < 1) return
-        localStorage.setItem('cdp.tenant', String(t))
-        const q: Record<string, string[]> = {}
-        for (const k of new Set(place.query.keys())) if (k !== 'offset' && k !== 'integration') q[k] = place.query.getAll(k)
-        navigate(href(place.path.startsWith('/customers') ? '/' : place.path, { ...q, tenant: String(t) }))
-      }}
-    >
-      <label>
-        Tenant <input type="number" min="1" step="1" value={value} onInput={(e) => setValue((e.target as HTMLInputElement).value)} />
-      </label>
-      <button type="submit" class="secondary">
-        Switch
-      </button>
-    </form>
+    <label class="switcher">
+      Tenant
+      <select value={String(tenantId)} onChange={(e) => go(Number((e.target as HTMLSelectElement).value))}>
+        {options.map((t) => (
+          <option value={String(t.tenant_id)}>
+            {t.tenant_name ?? `Tenant ${t.tenant_id}`} (#{t.tenant_id}){t.customers >= 0 ? ` · ${t.customers.toLocaleString()} customers` : ''}
+          </option>
+        ))}
+      </select>
+    </label>
   )
 }
 

@@ -68,7 +68,7 @@ export function Customer({ id }: { id: string }) {
                   <dd>
                     {money(data.clv?.total_clv)} {data.clv?.clv_tier ? `(${data.clv.clv_tier})` : ''}
                   </dd>
-                  <dt>Predicted, next 12 months</dt>
+                  <dt>Predicted value</dt>
                   <dd>{money(data.clv?.predicted_value)}</dd>
                   <dt>Probability alive</dt>
                   <dd>{fraction(data.clv?.p_alive)}</dd>

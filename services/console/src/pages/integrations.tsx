@@ -126,8 +126,8 @@ function IntegrationDetail({ id, place }: { id: number; place: Place }) {
         <button type="button" class="secondary" onClick={test} disabled={busy}>
           Test the connection
         </button>
-        <button type="button" class="secondary" onClick={() => runs.reload()}>
-          Refresh
+        <button type="button" class="secondary" onClick={() => runs.reload()} disabled={runs.refreshing}>
+          {runs.refreshing ? 'Refreshing…' : 'Refresh'}
         </button>
       </div>
       {message && (
@@ -145,7 +145,7 @@ function IntegrationDetail({ id, place }: { id: number; place: Place }) {
               rowKey={(r) => `${r.sync_id}:${r.attempt}`}
               empty="No sync has run yet."
               columns={[
-                { label: 'Sync', cell: (r) => <code>{r.sync_id.slice(0, 8)}</code> },
+                { label: 'Sync', cell: (r) => <code title={r.sync_id}>{r.sync_id.slice(0, 13)}</code> },
                 { label: 'Attempt', numeric: true, cell: (r) => num(r.attempt) },
                 { label: 'Status', cell: (r) => r.status },
                 { label: 'Started', cell: (r) => dateTime(r.started_at) },

@@ -41,6 +41,7 @@ export function Value({ place }: { place: Place }) {
       <h1>Value and churn</h1>
       <Filters place={place} />
       <h2>Customer lifetime value</h2>
+      <p class="note">Lifetime value is what a customer has spent so far plus the predicted value: the tenant's fitted purchase model (MBG/NBD or BG/NBD) with Gamma-Gamma spend, discounted over the CLV horizon (12 months unless configured).</p>
       <Show value={clv} what="Loading lifetime values">
         {({ data }) => {
           const tiers = TIERS.map((t) => ({ tier: t, ...data.overview.distribution[t] }))
@@ -84,7 +85,7 @@ export function Value({ place }: { place: Place }) {
                   { label: 'Tier', cell: (c) => c.clv_tier },
                   { label: 'Orders', numeric: true, cell: (c) => num(c.total_orders) },
                   { label: 'Spent so far', numeric: true, cell: (c) => money(c.historical_value) },
-                  { label: 'Predicted (12 months)', numeric: true, cell: (c) => money(c.predicted_value) },
+                  { label: 'Predicted value', numeric: true, cell: (c) => money(c.predicted_value) },
                   { label: 'Total CLV', numeric: true, cell: (c) => money(c.total_clv) },
                 ]}
               />
