@@ -89,6 +89,10 @@ export const ConfigSchema = z
     analyticsWorkers: z.coerce.number().int().min(0).max(64).default(Math.min(4, os.availableParallelism())),
     /** How long a console sign-in lasts (services/api/session.ts), in hours. */
     consoleSessionHours: z.coerce.number().min(0.05).max(24 * 30).default(8),
+    /** The session cookie's Secure attribute: true or false; unset: as the request came (HTTPS, or a trusted proxy's X-Forwarded-Proto). */
+    consoleSecureCookie: bool.optional(),
+    /** Express's `trust proxy` (docs/auth.md): which proxy's X-Forwarded-For/-Proto to believe, for the client IP of the rate limits and HTTPS of the session cookie: `true`, a hop count, or addresses/subnets (`loopback`, `10.0.0.0/8`). Unset: none. */
+    trustProxy: z.string().trim().min(1).optional(),
     /** A directory of fuller demographic reference data (localities, first names, aliases, postal codes) loaded over the shipped tables (docs/demographics.md). */
     demographicsReferenceDir: z.string().min(1).optional(),
     /** The social-ads platform (audience sync): base URL (the version path is appended), version, application token of /debug_token. */
@@ -176,6 +180,8 @@ export const ENV_NAMES: Record<keyof z.input<typeof ConfigSchema>, string> = {
   analyticsColumns: 'CDP_ANALYTICS_COLUMNS',
   analyticsWorkers: 'CDP_ANALYTICS_WORKERS',
   consoleSessionHours: 'CDP_CONSOLE_SESSION_HOURS',
+  consoleSecureCookie: 'CDP_CONSOLE_SECURE_COOKIE',
+  trustProxy: 'CDP_TRUST_PROXY',
   analyticsCacheEntries: 'CDP_ANALYTICS_CACHE_ENTRIES',
   connectorsCommercePlatformUrl: 'CDP_CONNECTORS_COMMERCE_PLATFORM_URL',
   connectorsMarketplaceUrl: 'CDP_CONNECTORS_MARKETPLACE_URL',

@@ -6,6 +6,7 @@ import type { Runtime } from '../../common/runtime/context.ts'
 import type { RunningPipeline } from '../../common/runtime/pipeline.ts'
 import type { SecretBox } from '../../common/secrets.ts'
 import { ApiKeyStore } from '../../common/store/api-keys.ts'
+import { SessionRevocations } from '../../common/store/session-revocations.ts'
 import type { TenantSettings } from '../../common/store/tenant-settings.ts'
 import type { RunningFeatures } from '../../pipelines/features/run.ts'
 import { AudienceSyncStore } from '../../pipelines/audience-sync/store.ts'
@@ -57,6 +58,7 @@ export async function start(rt: Runtime, deps: ApiRoleDeps): Promise<RunningHttp
     integrations: integrationsRouter(deps.services.integrations),
     tenantSettings: tenantSettingsRouter({ store: rt.store, logger, onChange: referenceDateChanges(rt, deps, analytics) }),
     console: consoleRouter(),
+    trustProxy: config.trustProxy,
   })
   const http = await listen(rt, app, config.apiPort, 'API listening').catch(async (err: unknown) => {
     analytics.detach()
@@ -81,6 +83,8 @@ function authDeps(rt: Runtime, adminToken: string): AuthDeps {
     adminToken,
     keys: new ApiKeyStore(rt.store),
     sessionTtlMs: c.consoleSessionHours * 3_600_000,
+    sessionSecureCookie: c.consoleSecureCookie,
+    sessionRevocations: new SessionRevocations(rt.store),
     rateLimits: replicaShare(
       {
         analyticsPerMinute: c.rateLimitAnalyticsPerMinute,

@@ -245,6 +245,21 @@ export class SyncQueue {
     })
   }
 
+  /** A page of an integration's runs, newest first (by start, then attempt), and how many it has. */
+  async runsPage(integrationId: number, page: { limit: number; offset: number }): Promise<{ runs: SyncRun[]; total: number }> {
+    const [runs, count] = await Promise.all([
+      this.#runs.select({
+        key: 'integration_id = {i:UInt64}',
+        tail: 'ORDER BY started_at DESC, attempt DESC, sync_id DESC LIMIT {l:UInt32} OFFSET {o:UInt32}',
+        params: { i: integrationId, l: page.limit, o: page.offset },
+      }),
+      this.store
+        .query({ query: 'SELECT count() AS n FROM (SELECT 1 FROM integration_sync_runs FINAL WHERE integration_id = {i:UInt64})', query_params: { i: integrationId }, format: 'JSONEachRow' })
+        .then((r) => r.json<{ n: string | number }>()),
+    ])
+    return { runs, total: Number(count[0]?.n ?? 0) }
+  }
+
   /** Statistics per integration from its runs; `since` bounds the last-24-hours counts. */
   async stats(integrationIds: number[], since: number): Promise<Map<number, IntegrationStats>> {
     if (!integrationIds.length) return new Map()

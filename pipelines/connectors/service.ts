@@ -136,8 +136,7 @@ export class IntegrationService {
   /** The integration's sync runs, newest first (a retried sync: one run per attempt), a page of them and their number. */
   async history(scope: TenantScope, id: number, page: { limit: number; offset: number }): Promise<{ runs: SyncRun[]; total: number }> {
     const r = await this.get(scope, id)
-    const runs = (await this.queue.runs(r.id)).reverse()
-    return { runs: runs.slice(page.offset, page.offset + page.limit), total: runs.length }
+    return this.queue.runsPage(r.id, page)
   }
 
   async describe(scope: TenantScope, id: number): Promise<IntegrationDetails> {

@@ -52,12 +52,21 @@ export interface ApiDeps {
   webhooks?: Router
   /** The web console (services/console: /console), public like /docs; it reads the API with a session cookie (needs auth). */
   console?: Router
+  /** Express's `trust proxy` (CDP_TRUST_PROXY): `true`, a hop count, or addresses/subnets; default none. */
+  trustProxy?: string
+}
+
+/** CDP_TRUST_PROXY as Express takes it: true/false, a hop count, or the addresses as given. */
+export function trustProxySetting(v: string): boolean | number | string {
+  if (v === 'true' || v === 'false') return v === 'true'
+  return /^\d+$/.test(v) ? Number(v) : v
 }
 
 /** The Express query service. Routers per area; every error leaves as the common error body. */
 export function createApp(deps: ApiDeps): Express {
   const app = express()
   app.disable('x-powered-by')
+  if (deps.trustProxy !== undefined) app.set('trust proxy', trustProxySetting(deps.trustProxy))
   // qs, as Express's 'extended' parser, with room for the documented lists: by default qs turns
   // more than 20 repeated values (customer_ids=1&customer_ids=2&…) into an object and stops at 1,000
   // parameters, so a list the OpenAPI document allows (up to MAX_LIST_ITEMS) was refused.
@@ -77,7 +86,7 @@ export function createApp(deps: ApiDeps): Express {
   app.use(healthRouter(deps.readiness, deps.info))
   app.use(docsRouter(openApiDocument)) // GET /openapi.json, /docs and its assets, public like /health
   if (deps.console) app.use(deps.console)
-  if (auth) app.use(sessionRouter({ sessions: auth.sessions, resolve: auth.resolve, logger: deps.logger, now: deps.auth!.now }))
+  if (auth) app.use(sessionRouter({ sessions: auth.sessions, resolve: auth.resolve, resolveSession: auth.resolveSession, revokeSession: auth.revokeSession, logger: deps.logger, now: deps.auth!.now }))
   if (auth && limits) {
     app.use(auth.authorize)
     app.use(keyLimiter(limits))

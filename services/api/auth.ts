@@ -5,7 +5,7 @@ import { hashKey, type KeyVerifier } from '../../common/store/api-keys.ts'
 import type { RateLimitOptions } from './rate-limit.ts'
 import { lruCache } from '../../common/lru.ts'
 import { ALL_TENANTS, tenantOnly, type TenantScope } from '../../common/tenant-scope.ts'
-import { createSessionSeal, SAFE_METHODS, type SessionSeal } from './session.ts'
+import { createSessionSeal, SAFE_METHODS, type OpenedSession, type SessionSeal } from './session.ts'
 
 /**
  * Bearer authentication and tenant isolation (docs/auth.md).
@@ -29,6 +29,16 @@ export interface AuthDeps {
   rateLimits?: Partial<RateLimitOptions>
   /** How long a console session lasts (session.ts); default 8 hours. */
   sessionTtlMs?: number
+  /** The cookie's Secure attribute: always (true), never (false), or as the request came (default). */
+  sessionSecureCookie?: boolean
+  /** Where signed-out sessions are recorded, so every replica refuses them; without it, sign-out only clears the browser's cookie. */
+  sessionRevocations?: SessionRevocationStore
+}
+
+/** Signed-out sessions (common/store/session-revocations.ts). */
+export interface SessionRevocationStore {
+  revoke(sessionId: string, expiresAt: number, now?: number): Promise<void>
+  isRevoked(sessionId: string): Promise<boolean>
 }
 
 export interface Principal {
@@ -180,18 +190,37 @@ export interface AuthMiddleware {
   clearCache(): void
   /** Who a token is (the admin token, a tenant key), or null: what a bearer request would be. */
   resolve(token: string): Promise<Principal | null>
+  /** Who a session is, or null when its key is unknown or revoked, or it was signed out. */
+  resolveSession(session: OpenedSession): Promise<Principal | null>
   /** The console's session cookies, sealed under the admin token. */
   sessions: SessionSeal
+  /** Records a sign-out: this process refuses the session at once, the others within their cache's minute. */
+  revokeSession(session: OpenedSession): Promise<void>
 }
 
 export function createAuth(deps: AuthDeps): AuthMiddleware {
   if (!deps.adminToken) throw new Error('an admin token is required')
   const now = deps.now ?? Date.now
-  const sessions = createSessionSeal(deps.adminToken, { ttlMs: deps.sessionTtlMs, now })
+  const sessions = createSessionSeal(deps.adminToken, { ttlMs: deps.sessionTtlMs, now, secureCookie: deps.sessionSecureCookie })
   // Key lookups by the key's hash (the plain key is not kept), unknown keys too, so a flood of
   // bad keys does not reach the store; least recently used first out; a revoked key stops
   // working within the TTL.
   const cache = lruCache<string, { principal: Principal | null }>({ max: 10_000, ttlMs: deps.cacheTtlMs ?? 60_000, now })
+
+  // Signed-out session ids, looked up at most once a minute per session (like keys).
+  const revokedCache = lruCache<string, boolean>({ max: 10_000, ttlMs: deps.cacheTtlMs ?? 60_000, now })
+  const sessionRevoked = async (id: string): Promise<boolean> => {
+    if (!deps.sessionRevocations) return false
+    const hit = revokedCache.get(id)
+    if (hit !== undefined) return hit
+    const revoked = await deps.sessionRevocations.isRevoked(id)
+    revokedCache.set(id, revoked)
+    return revoked
+  }
+  const revokeSession = async (s: OpenedSession): Promise<void> => {
+    revokedCache.set(s.id, true)
+    await deps.sessionRevocations?.revoke(s.id, s.expiresAt, now())
+  }
 
   const resolve = async (token: string): Promise<Principal | null> => {
     if (secretEquals(token, deps.adminToken)) return { kind: 'admin' }
@@ -212,7 +241,7 @@ export function createAuth(deps: AuthDeps): AuthMiddleware {
         // The console's session cookie stands for the key it was opened with (session.ts).
         const session = sessions.read(req)
         if (session === null) return unauthorized(res, 'send Authorization: Bearer <api key>')
-        if (session === 'invalid') return unauthorized(res, 'the session has expired or is not valid: sign in again')
+        if (session === 'invalid' || (await sessionRevoked(session.id))) return unauthorized(res, 'the session has expired, was signed out or is not valid: sign in again')
         const principal = await resolve(session.token)
         if (!principal) return unauthorized(res, "the session's API key is unknown or revoked: sign in again")
         if (!SAFE_METHODS.has(req.method) && !sessions.csrfOk(req, session)) {
@@ -244,7 +273,9 @@ export function createAuth(deps: AuthDeps): AuthMiddleware {
     next()
   }
 
-  return { authenticate, authorize, clearCache: () => cache.clear(), resolve, sessions }
+  // The session routes answer a signed-out session as the other routes do.
+  const resolveSession = async (s: OpenedSession) => ((await sessionRevoked(s.id)) ? null : resolve(s.token))
+  return { authenticate, authorize, clearCache: () => cache.clear(), resolve, resolveSession, sessions, revokeSession }
 }
 
 declare module 'express-serve-static-core' {

@@ -57,7 +57,7 @@ const signOut: Operation = {
   path: SESSION_PATH,
   operationId: 'signOut',
   summary: 'Sign out: clear the session cookie',
-  description: 'Clears the cookie (200 also without a session). With a session it needs `X-CSRF-Token`, as every write does.',
+  description: 'Ends the session on every API replica (this one at once, the others within a minute: even a copy of the cookie is refused) and clears the cookie; 200 also without a session. With a session it needs `X-CSRF-Token`, as every write does.',
   public: true,
   responses: { 200: json('Signed out', z.strictObject({ success: z.literal(true), message: z.string() })), 403: failure('The session cookie came without its X-CSRF-Token') },
 }
@@ -70,6 +70,8 @@ export const SESSION_ROUTES: RouteGroup = {
 export interface SessionRoutesDeps {
   sessions: SessionSeal
   resolve(token: string): Promise<Principal | null>
+  resolveSession(session: OpenedSession): Promise<Principal | null>
+  revokeSession(session: OpenedSession): Promise<void>
   logger: Logger
   now?: () => number
   /** Sign-in attempts per IP and minute (default 20). */
@@ -109,21 +111,28 @@ export function sessionRouter(deps: SessionRoutesDeps): Router {
       const s = deps.sessions.read(req)
       if (s === null) return sendError(res, 401, 'Unauthorized', 'not signed in')
       if (s === 'invalid') return noSession(req, res, 'the session has expired or is not valid: sign in again')
-      const principal = await deps.resolve(s.token)
-      if (!principal) return noSession(req, res, "the session's API key is unknown or revoked: sign in again")
+      const principal = await deps.resolveSession(s)
+      if (!principal) return noSession(req, res, "the session was signed out, or its API key is unknown or revoked: sign in again")
       res.json({ success: true, data: sessionData(principal, s) })
     } catch (err) {
       next(err)
     }
   })
 
-  route(router, signOut, (req, res) => {
-    const s = deps.sessions.read(req)
-    if (s && s !== 'invalid' && !deps.sessions.csrfOk(req, s)) {
-      return sendError(res, 403, 'Forbidden', { code: 'CSRF_TOKEN_INVALID', message: 'a write made with the session cookie must carry its X-CSRF-Token header' })
+  route(router, signOut, async (req, res, next) => {
+    try {
+      const s = deps.sessions.read(req)
+      if (s && s !== 'invalid') {
+        if (!deps.sessions.csrfOk(req, s)) return sendError(res, 403, 'Forbidden', { code: 'CSRF_TOKEN_INVALID', message: 'a write made with the session cookie must carry its X-CSRF-Token header' })
+        // Every replica refuses this cookie from now on, even a copy of it.
+        await deps.revokeSession(s)
+        deps.logger.info({ session_expires_at: new Date(s.expiresAt).toISOString() }, 'console session signed out')
+      }
+      deps.sessions.clearCookie(req, res)
+      res.json({ success: true, message: 'signed out' })
+    } catch (err) {
+      next(err)
     }
-    deps.sessions.clearCookie(req, res)
-    res.json({ success: true, message: 'signed out' })
   })
 
   return router

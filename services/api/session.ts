@@ -21,6 +21,8 @@ export const CSRF_HEADER = 'x-csrf-token'
 export const DEFAULT_SESSION_TTL_MS = 8 * 3600_000
 
 export interface SessionContent {
+  /** A random id of this sign-in: what a sign-out revokes (SessionRevocations). */
+  id: string
   /** The API key or admin token the session stands for. */
   token: string
   /** Milliseconds since epoch after which the session is refused. */
@@ -46,7 +48,7 @@ export interface SessionSeal {
 
 const b64 = (b: Buffer) => b.toString('base64url')
 
-export function createSessionSeal(secret: string, opts: { ttlMs?: number; now?: () => number } = {}): SessionSeal {
+export function createSessionSeal(secret: string, opts: { ttlMs?: number; now?: () => number; secureCookie?: boolean } = {}): SessionSeal {
   const ttlMs = opts.ttlMs ?? DEFAULT_SESSION_TTL_MS
   const now = opts.now ?? Date.now
   const derive = (info: string) => Buffer.from(hkdfSync('sha256', secret, 'cdp console session', info, 32))
@@ -61,24 +63,27 @@ export function createSessionSeal(secret: string, opts: { ttlMs?: number; now?: 
       const d = createDecipheriv('aes-256-gcm', encKey, raw.subarray(0, 12))
       d.setAuthTag(raw.subarray(12, 28))
       const text = Buffer.concat([d.update(raw.subarray(28)), d.final()]).toString('utf8')
-      const c = JSON.parse(text) as { t?: unknown; e?: unknown }
-      return typeof c.t === 'string' && typeof c.e === 'number' ? { token: c.t, expiresAt: c.e } : null
+      const c = JSON.parse(text) as { s?: unknown; t?: unknown; e?: unknown }
+      return typeof c.s === 'string' && typeof c.t === 'string' && typeof c.e === 'number' ? { id: c.s, token: c.t, expiresAt: c.e } : null
     } catch {
       return null
     }
   }
 
-  const cookieOptions = (req: Request) => ({ httpOnly: true, sameSite: 'strict' as const, path: '/', secure: req.secure })
+  // Secure over HTTPS: as the request says (behind a TLS-terminating proxy, with `trust proxy`
+  // set: CDP_TRUST_PROXY), or always/never when configured (CDP_CONSOLE_SECURE_COOKIE).
+  const cookieOptions = (req: Request) => ({ httpOnly: true, sameSite: 'strict' as const, path: '/', secure: opts.secureCookie ?? req.secure })
 
   return {
     ttlMs,
     seal(token) {
       const expiresAt = now() + ttlMs
+      const id = b64(randomBytes(16))
       const iv = randomBytes(12)
       const c = createCipheriv('aes-256-gcm', encKey, iv)
-      const ct = Buffer.concat([c.update(JSON.stringify({ t: token, e: expiresAt }), 'utf8'), c.final()])
+      const ct = Buffer.concat([c.update(JSON.stringify({ s: id, t: token, e: expiresAt }), 'utf8'), c.final()])
       const value = b64(Buffer.concat([iv, c.getAuthTag(), ct]))
-      return { value, content: { token, expiresAt, csrf: csrfOf(value) } }
+      return { value, content: { id, token, expiresAt, csrf: csrfOf(value) } }
     },
     read(req) {
       const header = req.headers.cookie

@@ -12,6 +12,9 @@ import { createLogger } from '../../common/logger.ts'
 import { createApp } from '../../services/api/app.ts'
 import { ApiKeyStore, type CreatedKey } from '../../common/store/api-keys.ts'
 import { consoleRouter } from '../../services/console/server.ts'
+import { tenantSettingsRouter } from '../../services/api/tenant-settings-routes.ts'
+import { SessionRevocations } from '../../common/store/session-revocations.ts'
+import type { Express } from 'express'
 import { migratedStore, silentLogger, testConfig, tmpDir } from '../helpers.ts'
 import { expectDocumented } from './documented.ts'
 
@@ -29,7 +32,9 @@ let codec: EventCodec
 let keys: ApiKeyStore
 let keyA: CreatedKey
 let base = ''
-let t = Date.UTC(2025, 0, 1)
+/** A second API process on the same store, as another replica behind a load balancer. */
+let replica = ''
+let t = Date.now() // the real clock: a revocation past its TTL (expiry + 1 day) is dropped at insert
 const lines: string[] = []
 const servers: http.Server[] = []
 const dist = tmpDir()
@@ -43,19 +48,25 @@ beforeAll(async () => {
   fs.writeFileSync(path.join(dist, 'index.html'), '<!doctype html><title>console</title><div id="app"></div>')
   fs.writeFileSync(path.join(dist, 'assets', 'index-abc.js'), 'console.log(1)')
   const logger = createLogger({ level: 'info', destination: new Writable({ write: (c, _e, cb) => (lines.push(String(c)), cb()) }) as never })
-  const app = createApp({
-    logger,
-    log,
-    codec,
-    readiness: [],
-    analytics: { store, logger: silentLogger },
-    auth: { adminToken: ADMIN, keys, now: () => t, sessionTtlMs: 3_600_000, rateLimits: { operationsPerMinute: 10_000 } },
-    console: consoleRouter({ dist }),
-  })
-  const server = http.createServer(app)
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
-  servers.push(server)
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  const app = () =>
+    createApp({
+      logger,
+      log,
+      codec,
+      readiness: [],
+      analytics: { store, logger: silentLogger },
+      auth: { adminToken: ADMIN, keys, now: () => t, sessionTtlMs: 3_600_000, rateLimits: { operationsPerMinute: 10_000 }, sessionRevocations: new SessionRevocations(store) },
+      console: consoleRouter({ dist }),
+      tenantSettings: tenantSettingsRouter({ store, logger: silentLogger }),
+    })
+  const listen = async (a: Express) => {
+    const server = http.createServer(a)
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+    servers.push(server)
+    return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  }
+  base = await listen(app())
+  replica = await listen(app())
 })
 afterAll(async () => {
   for (const s of servers) await new Promise<void>((r) => s.close(() => r()))
@@ -92,6 +103,10 @@ describe('console sessions', () => {
 
   it('stands for the key: its tenant answers, another tenant is refused as for the key itself', async () => {
     const s = await session()
+    // The tenant listing answers the key's own tenant only (none here: tenant 1 has no data).
+    const listing = await fetch(`${base}/api/v2/cdp/tenants`, { headers: { cookie: s.cookie } })
+    expect(listing.status).toBe(200)
+    expect(await listing.json()).toEqual({ success: true, data: [], count: 0 })
     // Tenant 1 has no data here: its own request passes authentication and isolation and reaches the handler's 404.
     const own = await fetch(`${base}/api/cdp/v2/customers?tenant_id=1`, { headers: { cookie: s.cookie } })
     expect(own.status).toBe(404)
@@ -164,14 +179,20 @@ describe('console sessions', () => {
     expect((await fetch(`${base}/api/cdp/v2/customers?tenant_id=1`, { headers: { cookie: s.cookie } })).status).toBe(401)
   })
 
-  it('signs out: clears the cookie, with the CSRF token when a session is there', async () => {
+  it('signs out: clears the cookie, with the CSRF token when a session is there, and a copy of the cookie stops working', async () => {
     const s = await session()
+    const other = await session() // another sign-in with the same key lives on
     const refused = await fetch(base + SESSION, { method: 'DELETE', headers: { cookie: s.cookie } })
     expect(refused.status).toBe(403)
     const out = await fetch(base + SESSION, { method: 'DELETE', headers: { cookie: s.cookie, 'x-csrf-token': s.csrf } })
     expect(out.status).toBe(200)
     expect(await out.json()).toEqual({ success: true, message: 'signed out' })
     expect(out.headers.getSetCookie().join()).toMatch(/cdp_session=;.*Max-Age=0/i)
+    // A copy of the signed-out cookie is refused here, and by a replica that never saw the sign-out (it reads the store).
+    expect((await fetch(`${base}/api/v2/cdp/tenants`, { headers: { cookie: s.cookie } })).status).toBe(401)
+    expect((await fetch(base + SESSION, { headers: { cookie: s.cookie } })).status).toBe(401)
+    expect((await fetch(`${replica}/api/v2/cdp/tenants`, { headers: { cookie: s.cookie } })).status).toBe(401)
+    expect((await fetch(`${replica}/api/v2/cdp/tenants`, { headers: { cookie: other.cookie } })).status).toBe(200)
     expect((await fetch(base + SESSION, { method: 'DELETE' })).status).toBe(200) // nothing to sign out of
     expect((await fetch(base + SESSION)).status).toBe(401)
   })

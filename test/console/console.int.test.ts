@@ -129,8 +129,13 @@ describe('the console in a real browser', () => {
     const cookie = (await context.cookies()).find((c) => c.name === 'cdp_session')
     expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Strict', path: '/' })
     expect(cookie!.value).not.toContain(key)
-    expect(await page.evaluate(() => document.cookie)).toBe('')
     expect(await page.content()).not.toContain(key)
+    // Keyboard: the first Tab reaches the skip link, which moves the focus to the page's content.
+    await page.keyboard.press('Tab')
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Skip to content')
+    await page.keyboard.press('Enter')
+    await expect.poll(() => page.evaluate(() => document.activeElement?.id)).toBe('main')
+    expect(await page.title()).toBe('Overview · cdp console')
     await page.getByRole('button', { name: 'Sign out' }).click()
     await page.getByLabel('API key').waitFor()
     expect((await context.cookies()).map((c) => c.name)).not.toContain('cdp_session')
@@ -183,18 +188,38 @@ describe('the console in a real browser', () => {
     const { context, page } = await signedIn()
     await page.goto(`${url}/console/cohorts`)
     await settled(page)
-    const cohorts = await api<{ data: { cohorts: { cohort: string }[] } }>('/api/v2/cdp/analytics/cohorts?tenant_id=1&period=monthly')
-    const rows = await page.locator('[data-testid=cohort-heatmap] tbody tr th').allTextContents()
-    expect(rows).toEqual(cohorts.data.cohorts.map((c) => c.cohort))
-    expect(rows.length).toBeGreaterThan(0)
+    // The page against the API, read again if a summary refresh fell between them.
+    let rows: string[] = []
+    let last = ''
+    await waitFor(
+      async () => {
+        await page.goto(`${url}/console/cohorts`)
+        await settled(page)
+        rows = await page.locator('[data-testid=cohort-heatmap] tbody tr th').allTextContents()
+        const cohorts = await api<{ data: { cohorts: { cohort: string }[] } }>('/api/v2/cdp/analytics/cohorts?tenant_id=1&period=monthly')
+        last = `shown ${JSON.stringify(rows)}, API ${JSON.stringify(cohorts.data.cohorts.map((c) => c.cohort))}`
+        return rows.length > 0 && JSON.stringify(rows) === JSON.stringify(cohorts.data.cohorts.map((c) => c.cohort)) ? true : undefined
+      },
+      { what: 'one heatmap row per cohort of the API', timeoutMs: 60_000, intervalMs: 1000 },
+    ).catch((e: Error) => {
+      throw new Error(`${e.message}: ${last}`)
+    })
 
-    await page.goto(`${url}/console/value`)
-    await settled(page)
-    expect(await page.locator('[data-chart="Customers by CLV tier"] svg rect').count()).toBeGreaterThanOrEqual(3)
-    const churn = await api<{ data: { at_risk_customers: unknown[] } }>('/api/v2/cdp/analytics/churn?tenant_id=1&limit=50')
-    expect(churn.data.at_risk_customers.length).toBeGreaterThan(0)
-    const atRisk = page.locator('table', { has: page.locator('caption', { hasText: 'At-risk customers' }) }).locator('tbody tr')
-    expect(await atRisk.count()).toBe(churn.data.at_risk_customers.length)
+    await waitFor(
+      async () => {
+        await page.goto(`${url}/console/value`)
+        await settled(page)
+        const bars = await page.locator('[data-chart="Customers by CLV tier"] svg rect').count()
+        const churn = await api<{ data: { at_risk_customers: { customer_id: number }[] } }>('/api/v2/cdp/analytics/churn?tenant_id=1&limit=50')
+        const shown = await page.locator('table', { has: page.locator('caption', { hasText: 'At-risk customers' }) }).locator('tbody tr td:first-child a').evaluateAll((as) => as.map((a) => a.getAttribute('href')))
+        last = `${bars} bars; at-risk shown ${shown.length}, API ${churn.data.at_risk_customers.length}`
+        const expected = churn.data.at_risk_customers.map((c) => `/console/customers/${c.customer_id}`)
+        return bars >= 3 && expected.length > 0 && JSON.stringify(shown) === JSON.stringify(expected) ? true : undefined
+      },
+      { what: 'the CLV histogram and the at-risk list of the API', timeoutMs: 60_000, intervalMs: 1000 },
+    ).catch((e: Error) => {
+      throw new Error(`${e.message}: ${last}`)
+    })
     await context.close()
   }, 120_000)
 
@@ -227,13 +252,17 @@ describe('the console in a real browser', () => {
     const switcher = page.getByLabel('Tenant')
     await expect.poll(() => switcher.locator('option').allTextContents(), { timeout: 15_000 }).toEqual(expect.arrayContaining([expect.stringContaining('(#2)')]))
     await switcher.selectOption('2')
+    await page.getByRole('button', { name: 'Switch' }).click()
     await page.waitForURL(/tenant=2/)
     await page.getByRole('link', { name: 'Integrations' }).click()
     await settled(page)
     const integrations = await api<{ data: { id: number; integration_type: string }[] }>('/api/v2/tenant-integrations/2', admin)
     const target = integrations.data[0]!
-    await page.locator(`a[href*="integration=${target.id}"]`).click()
+    await page.getByRole('link', { name: new RegExp(`^${target.integration_type.replace(/_/g, ' ')} · `) }).click()
     await settled(page)
+    // Every link keeps the tenant the admin chose.
+    expect(new URL(page.url()).searchParams.get('tenant')).toBe('2')
+    expect(new URL(page.url()).searchParams.get('integration')).toBe(String(target.id))
     await page.getByRole('button', { name: 'Start a full sync' }).click()
     const message = await expect
       .poll(async () => (await page.getByRole('status').allTextContents()).find((t) => /^Sync \S+ queued/.test(t)), { timeout: 30_000 })

@@ -61,6 +61,10 @@ export async function api<T>(path: string, init: { method?: string; query?: Quer
     headers,
     body: init.body === undefined ? undefined : JSON.stringify(init.body),
     credentials: 'same-origin',
+    // The overviews are sent with `Cache-Control: private, max-age=300` for API clients; the
+    // console asks the server every time (its own answer cache keeps that cheap), so a page shows
+    // what the data is now, not what it was when the browser first asked.
+    cache: 'no-cache',
     signal: init.signal,
   })
   if (res.status === 204) return undefined as T
@@ -73,6 +77,8 @@ export async function api<T>(path: string, init: { method?: string; query?: Quer
   }
   if (!res.ok) {
     if (res.status === 401 && !path.endsWith('/session')) window.dispatchEvent(new CustomEvent('cdp:signed-out'))
+    // Another tab signed in since: this page's CSRF token is another session's. Read the session again.
+    if (res.status === 403 && (body as { details?: { code?: string } } | null)?.details?.code === 'CSRF_TOKEN_INVALID') window.dispatchEvent(new CustomEvent('cdp:session-stale'))
     throw new ApiError(res.status, body, describe(res.status, body))
   }
   return body as T

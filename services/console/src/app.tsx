@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'preact/hooks'
+import { useEffect, useRef, useState } from 'preact/hooks'
 import { ErrorBox, Loading } from './components/states.tsx'
 import { useApi } from './use-api.ts'
 import { href, navigate, onLinkClick, usePlace, type Place } from './router.ts'
@@ -31,9 +31,23 @@ export function App() {
   useEffect(() => {
     void readSession().then(setSession)
     const out = () => setSession(null)
+    // A sign-in in another tab replaced the cookie: follow it (or the sign-in page when it ended).
+    const stale = () => void readSession().then(setSession)
     window.addEventListener('cdp:signed-out', out)
-    return () => window.removeEventListener('cdp:signed-out', out)
+    window.addEventListener('cdp:session-stale', stale)
+    return () => {
+      window.removeEventListener('cdp:signed-out', out)
+      window.removeEventListener('cdp:session-stale', stale)
+    }
   }, [])
+  // Each page has its own title, and moving to another page moves the focus to it (announced by screen readers).
+  const here = section(place)
+  const initial = useRef(true)
+  useEffect(() => {
+    document.title = `${NAV.find(([p]) => p === here)?.[1] ?? 'cdp'} · cdp console`
+    if (initial.current) initial.current = false
+    else document.getElementById('main')?.focus()
+  }, [place.path, here])
   if (session === 'loading') return <Loading what="Opening the console" />
   if (session === null) return <SignIn onSignedIn={setSession} />
   const tenantId = session.role === 'tenant' ? session.tenant_id! : Number(place.query.get('tenant')) || Number(localStorage.getItem('cdp.tenant')) || 1
@@ -79,6 +93,15 @@ export function App() {
   )
 }
 
+/** A path segment as text; a malformed escape stays as it was typed. */
+function decoded(s: string): string {
+  try {
+    return decodeURIComponent(s)
+  } catch {
+    return s
+  }
+}
+
 const section = (place: Place) => (place.path === '/' ? '/' : NAV.find(([p]) => p !== '/' && place.path.startsWith(p))?.[0] ?? (place.path.startsWith('/customers') ? '/segments' : null))
 
 function Page({ place }: { place: Place }) {
@@ -87,8 +110,8 @@ function Page({ place }: { place: Place }) {
   const customer = /^\/customers\/([^/]+)$/.exec(p)
   if (p === '/') return <Overview place={place} />
   if (p === '/segments') return <Segments place={place} />
-  if (seg) return <SegmentCustomers place={place} segment={decodeURIComponent(seg[1]!)} />
-  if (customer) return <Customer id={decodeURIComponent(customer[1]!)} />
+  if (seg) return <SegmentCustomers place={place} segment={decoded(seg[1]!)} />
+  if (customer) return <Customer id={decoded(customer[1]!)} />
   if (p === '/value') return <Value place={place} />
   if (p === '/cohorts') return <CohortsPage place={place} />
   if (p === '/demographics') return <DemographicsPage place={place} />
@@ -107,26 +130,37 @@ function Page({ place }: { place: Place }) {
 /** The admin token reaches every tenant: which one the pages show (kept in the URL and remembered). */
 function TenantSwitcher({ place, tenantId }: { place: Place; tenantId: number }) {
   const tenants = useApi<{ data: { tenant_id: number; tenant_name: string | null; customers: number }[] }>('/api/v2/cdp/tenants')
-  const go = (t: number) => {
-    if (!Number.isSafeInteger(t) || t < 1) return
-    localStorage.setItem('cdp.tenant', String(t))
-    const q: Record<string, string[]> = {}
-    for (const k of new Set(place.query.keys())) if (k !== 'offset' && k !== 'integration') q[k] = place.query.getAll(k)
-    navigate(href(place.path.startsWith('/customers') ? '/' : place.path, { ...q, tenant: String(t) }))
-  }
+  const [chosen, setChosen] = useState(String(tenantId))
+  useEffect(() => setChosen(String(tenantId)), [tenantId])
   const list = tenants.data?.data ?? []
   const options = list.some((t) => t.tenant_id === tenantId) ? list : [{ tenant_id: tenantId, tenant_name: null, customers: -1 }, ...list]
   return (
-    <label class="switcher">
-      Tenant
-      <select value={String(tenantId)} onChange={(e) => go(Number((e.target as HTMLSelectElement).value))}>
-        {options.map((t) => (
-          <option value={String(t.tenant_id)}>
-            {t.tenant_name ?? `Tenant ${t.tenant_id}`} (#{t.tenant_id}){t.customers >= 0 ? ` · ${t.customers.toLocaleString()} customers` : ''}
-          </option>
-        ))}
-      </select>
-    </label>
+    <form
+      class="switcher"
+      onSubmit={(e) => {
+        e.preventDefault()
+        const t = Number(chosen)
+        if (!Number.isSafeInteger(t) || t < 1 || t === tenantId) return
+        localStorage.setItem('cdp.tenant', String(t))
+        const q: Record<string, string[]> = {}
+        for (const k of new Set(place.query.keys())) if (k !== 'offset' && k !== 'integration') q[k] = place.query.getAll(k)
+        navigate(href(place.path.startsWith('/customers') ? '/' : place.path, { ...q, tenant: String(t) }))
+      }}
+    >
+      <label>
+        Tenant
+        <select value={chosen} onChange={(e) => setChosen((e.target as HTMLSelectElement).value)}>
+          {options.map((t) => (
+            <option value={String(t.tenant_id)}>
+              {t.tenant_name ?? `Tenant ${t.tenant_id}`} (#{t.tenant_id}){t.customers >= 0 ? ` · ${t.customers.toLocaleString()} customers` : ''}
+            </option>
+          ))}
+        </select>
+      </label>
+      <button type="submit" class="secondary">
+        Switch
+      </button>
+    </form>
   )
 }
 

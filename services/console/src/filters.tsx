@@ -22,8 +22,16 @@ export function keep(place: Place, drop: string[] = []): Record<string, string |
   return out
 }
 
-/** The filter bar: segments, value range, dates; applying writes them into the URL. */
-export function Filters({ place }: { place: Place }) {
+/**
+ * The filter bar: segments, value range, dates (`dates: false` where the endpoint has its own
+ * period); applying writes them into the URL. It starts again from the URL whenever the URL's
+ * query changes (back, forward, a link).
+ */
+export function Filters({ place, dates = true }: { place: Place; dates?: boolean }) {
+  return <FilterForm key={place.query.toString()} place={place} dates={dates} />
+}
+
+function FilterForm({ place, dates }: { place: Place; dates: boolean }) {
   const [segments, setSegments] = useState<string[]>(place.query.getAll('segments'))
   const [min, setMin] = useState(place.query.get('min_value') ?? '')
   const [max, setMax] = useState(place.query.get('max_value') ?? '')
@@ -60,12 +68,16 @@ export function Filters({ place }: { place: Place }) {
           <label>
             Max. value <input type="number" min="0" step="any" value={max} onInput={(e) => setMax((e.target as HTMLInputElement).value)} />
           </label>
-          <label>
-            From <input type="date" value={from} onInput={(e) => setFrom((e.target as HTMLInputElement).value)} />
-          </label>
-          <label>
-            To <input type="date" value={to} onInput={(e) => setTo((e.target as HTMLInputElement).value)} />
-          </label>
+          {dates && (
+            <>
+              <label>
+                From <input type="date" value={from} onInput={(e) => setFrom((e.target as HTMLInputElement).value)} />
+              </label>
+              <label>
+                To <input type="date" value={to} onInput={(e) => setTo((e.target as HTMLInputElement).value)} />
+              </label>
+            </>
+          )}
           <button type="submit">Apply</button>
           <button type="button" class="secondary" onClick={clear}>
             Clear

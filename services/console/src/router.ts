@@ -38,9 +38,15 @@ export function usePlace(): Place {
   return place
 }
 
-/** `path` with the query replaced by `params` (empty values dropped; arrays repeat their key). */
+/**
+ * `path` with the query replaced by `params` (empty values dropped; arrays repeat their key). The
+ * admin's chosen tenant (`?tenant=`) goes along unless `params` names one: a link never leaves the
+ * tenant the page shows.
+ */
 export function href(path: string, params: Record<string, string | number | readonly string[] | null | undefined> = {}): string {
   const q = new URLSearchParams()
+  const tenant = new URLSearchParams(location.search).get('tenant')
+  if (tenant && !('tenant' in params)) q.set('tenant', tenant)
   for (const [k, v] of Object.entries(params)) {
     if (v === null || v === undefined || v === '') continue
     if (Array.isArray(v)) for (const x of v) q.append(k, x)
@@ -56,6 +62,8 @@ export function onLinkClick(e: MouseEvent): void {
   if (!a || e.defaultPrevented || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return
   const url = new URL(a.href, location.href)
   if (url.origin !== location.origin || !url.pathname.startsWith(BASE) || a.hasAttribute('download') || a.target) return
+  // An in-page anchor (the skip link): the browser's own jump, which also moves the focus.
+  if (url.hash && url.pathname === location.pathname && url.search === location.search) return
   e.preventDefault()
   navigate(url.pathname + url.search)
 }

@@ -23,6 +23,7 @@ export function useApi<T>(path: string | null, query: Query = {}): Loaded<T> & {
     else setState({ status: 'loading' })
     api<T>(path, { query, signal: ctl.signal }).then(
       (data) => {
+        if (ctl.signal.aborted) return
         setState({ status: 'ok', data })
         setRefreshing(false)
       },

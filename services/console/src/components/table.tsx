@@ -60,6 +60,34 @@ export function Exports({ path, query, what }: { path: string; query: Query; wha
   )
 }
 
+/** A chart's numbers, folded under it: what the chart shows, readable without seeing it. */
+export function Numbers({ caption, head, rows }: { caption: string; head: string[]; rows: (string | number)[][] }) {
+  return (
+    <details class="numbers">
+      <summary>The numbers</summary>
+      <table>
+        <caption class="sr-only">{caption}</caption>
+        <thead>
+          <tr>
+            {head.map((h, i) => (
+              <th scope="col" class={i ? 'num' : undefined}>
+                {h}
+              </th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map((r) => (
+            <tr>
+              {r.map((c, i) => (i === 0 ? <th scope="row">{c}</th> : <td class="num">{c}</td>))}
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </details>
+  )
+}
+
 /** Previous / next over an offset-paged list. */
 export function Pager({ total, limit, offset, go }: { total: number; limit: number; offset: number; go: (offset: number) => void }) {
   const last = Math.max(0, total - 1)

@@ -1,6 +1,6 @@
 import { Chart, Plot } from '../components/chart.tsx'
 import { Show } from '../components/states.tsx'
-import { Table } from '../components/table.tsx'
+import { Numbers, Table } from '../components/table.tsx'
 import { Filters, filtersOf } from '../filters.tsx'
 import { money, num, percent } from '../format.ts'
 import type { Place } from '../router.ts'
@@ -55,9 +55,10 @@ export function DemographicsPage({ place }: { place: Place }) {
                       x: { label: 'Age', domain: data.age_analysis.map((a) => a.age_segment) },
                       y: { grid: true, label: 'Customers' },
                       color: { legend: true, range: ['var(--accent)', 'var(--accent-2)'] },
-                      marks: [Plot.barY(byGender, { x: 'age', y: 'count', fill: 'gender', fx: undefined }), Plot.ruleY([0])],
+                      marks: [Plot.barY(byGender, { x: 'age', y: 'count', fill: 'gender' }), Plot.ruleY([0])],
                     })}
                   />
+                  <Numbers caption="Customers by age segment and gender" head={['Age', 'Female', 'Male', 'All']} rows={data.age_analysis.map((a) => [a.age_segment, num(a.female_count), num(a.male_count), num(a.customer_count)])} />
                 </section>
                 <section class="card">
                   <h2>Generations</h2>

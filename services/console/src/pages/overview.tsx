@@ -1,6 +1,6 @@
 import { Chart, Plot } from '../components/chart.tsx'
 import { Show } from '../components/states.tsx'
-import { Exports } from '../components/table.tsx'
+import { Exports, Numbers } from '../components/table.tsx'
 import { Filters, filtersOf, keep } from '../filters.tsx'
 import { money, num, fraction } from '../format.ts'
 import { href, type Place } from '../router.ts'
@@ -11,7 +11,7 @@ interface Dashboard {
   data: {
     period: string
     kpis: { total_customers: number; active_customers: number; total_revenue: number; avg_order_value: number; customer_lifetime_value: number; churn_rate: number; nps_score: number | null }
-    trends: { revenue: { current: number; previous: number; change: string; chart: number[] }; customers: { new: number; returning: number; churned: number } }
+    trends: { revenue: { current: number; previous: number; change: string | null; chart: number[] }; customers: { new: number; returning: number; churned: number } }
     segments: { distribution: { segment: string; count: number; percentage: number }[]; movements: { upgrades: number; downgrades: number } }
     alerts: { type: string; message: string; action: string }[]
   }
@@ -36,7 +36,7 @@ export function Overview({ place }: { place: Place }) {
           </a>
         ))}
       </nav>
-      <Filters place={place} />
+      <Filters place={place} dates={false} />
       <Show value={d} what="Loading the dashboard">
         {({ data, metadata }) => {
           const k = data.kpis
@@ -47,7 +47,7 @@ export function Overview({ place }: { place: Place }) {
               <section class="kpis" aria-label="Key figures">
                 <Kpi label="Customers" value={num(k.total_customers)} />
                 <Kpi label="Active customers" value={num(k.active_customers)} />
-                <Kpi label="Revenue" value={money(k.total_revenue)} note={`${data.trends.revenue.change} vs previous ${period}`} />
+                <Kpi label="Revenue" value={money(k.total_revenue)} note={data.trends.revenue.change === null ? `no revenue the previous ${period}` : `${data.trends.revenue.change} vs previous ${period}`} />
                 <Kpi label="Average order" value={money(k.avg_order_value)} />
                 <Kpi label="Customer lifetime value" value={money(k.customer_lifetime_value)} />
                 <Kpi label="Churn rate" value={fraction(k.churn_rate)} />
@@ -64,6 +64,7 @@ export function Overview({ place }: { place: Place }) {
                       marks: [Plot.areaY(days, { x: 'day', y: 'revenue', fill: 'var(--accent-soft)' }), Plot.lineY(days, { x: 'day', y: 'revenue', stroke: 'var(--accent)' }), Plot.ruleY([0]), Plot.tip(days, Plot.pointerX({ x: 'day', y: 'revenue' }))],
                     })}
                   />
+                  <Numbers caption={`Daily revenue over the ${period}`} rows={days.map((d) => [ref ? d.day.toISOString().slice(0, 10) : String(d.day.getTime() / 86_400_000 + 1), money(d.revenue)])} head={['Day', 'Revenue']} />
                   <p class="note">
                     New {num(data.trends.customers.new)} · returning {num(data.trends.customers.returning)} · churned {num(data.trends.customers.churned)}
                   </p>

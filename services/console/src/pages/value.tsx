@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks'
 import { Chart, Plot } from '../components/chart.tsx'
 import { ErrorBox, Loading, Show } from '../components/states.tsx'
-import { Table } from '../components/table.tsx'
+import { Numbers, Table } from '../components/table.tsx'
 import { Filters, filtersOf } from '../filters.tsx'
 import { date, fraction, money, num, percent } from '../format.ts'
 import { href, type Place } from '../router.ts'
@@ -19,7 +19,7 @@ interface Clv {
 interface Churn {
   data: {
     overview: { total_customers: number; churn_rate: number; monthly_churn_rate: number; at_risk_count: number; distribution: Record<string, { count: number; percentage: number; definition: string }> }
-    at_risk_customers: { customer_id: number; email: string | null; last_order_date: string; expected_order_date: string | null; days_overdue: number; churn_probability: number; churn_risk: string; recommended_action: string; potential_loss: number }[]
+    at_risk_customers: { customer_id: number; email: string | null; last_order_date: string; expected_order_date: string | null; days_overdue: number; churn_probability: number; churn_risk: string; recommended_action: string | null; potential_loss: number }[]
     predictions?: { next_month_churn: number; preventable_churn: number; potential_save_value: number }
   }
 }
@@ -65,6 +65,7 @@ export function Value({ place }: { place: Place }) {
                       marks: [Plot.barY(tiers, { x: (t: (typeof tiers)[number]) => `${t.tier} (${t.threshold})`, y: 'count', fill: 'var(--accent)' }), Plot.ruleY([0])],
                     })}
                   />
+                  <Numbers caption="Customers by CLV tier" head={['Tier', 'Customers', 'Share', 'Average CLV']} rows={tiers.map((t) => [`${t.tier} (${t.threshold})`, num(t.count), percent(t.percentage), money(t.avg_value)])} />
                 </section>
                 <section class="card">
                   <h3>Insights</h3>
@@ -138,7 +139,7 @@ export function Value({ place }: { place: Place }) {
                   { label: 'Days overdue', numeric: true, cell: (c) => num(c.days_overdue) },
                   { label: 'Churn probability', numeric: true, cell: (c) => fraction(c.churn_probability) },
                   { label: 'Potential loss', numeric: true, cell: (c) => money(c.potential_loss) },
-                  { label: 'Action', cell: (c) => c.recommended_action.replace(/_/g, ' ') },
+                  { label: 'Action', cell: (c) => (c.recommended_action ?? '—').replace(/_/g, ' ') },
                 ]}
               />
             </>
