@@ -66,6 +66,26 @@ async function settled(page: Page): Promise<void> {
   await expect.poll(() => page.locator('.state.loading').count(), { timeout: 30_000 }).toBe(0)
 }
 
+/**
+ * Loads `path` and checks it against the API's own answer until the two agree (at most a minute):
+ * the demo's feature ticks and summary refreshes may fall between the two reads.
+ */
+async function untilAgreed(page: Page, path: string, what: string, check: () => Promise<{ agreed: boolean; detail: string }>): Promise<void> {
+  let last = ''
+  await waitFor(
+    async () => {
+      await page.goto(url + path)
+      await settled(page)
+      const r = await check()
+      last = r.detail
+      return r.agreed ? true : undefined
+    },
+    { what, timeoutMs: 60_000, intervalMs: 1000 },
+  ).catch((e: Error) => {
+    throw new Error(`${e.message}: ${last}`)
+  })
+}
+
 async function shoot(page: Page, name: string): Promise<void> {
   fs.mkdirSync(SHOTS, { recursive: true })
   await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true })
@@ -165,60 +185,29 @@ describe('the console in a real browser', () => {
     }
     expect(problems).toEqual({})
 
-    // The counts: the table on /segments against GET /rfm, read again if a refresh fell between them.
-    let last = ''
-    await waitFor(
-      async () => {
-        await page.goto(`${url}/console/segments`)
-        await settled(page)
-        const shown = await page.locator('table', { has: page.locator('caption', { hasText: /^Segments$/ }) }).locator('tbody tr').evaluateAll((rows) => rows.map((r) => [r.children[0]!.textContent!.trim(), Number(r.children[1]!.textContent!.replace(/[^\d]/g, ''))]))
-        const rfm = await api<{ data: { distribution: { segment: string; customer_count: number }[] } }>('/api/v2/cdp/analytics/rfm?tenant_id=1')
-        const expected = rfm.data.distribution.map((d) => [d.segment, d.customer_count])
-        last = `shown ${JSON.stringify(shown)}, API ${JSON.stringify(expected)}`
-        return shown.length === 11 && JSON.stringify(shown) === JSON.stringify(expected) ? true : undefined
-      },
-      { what: 'the segment counts shown equal to the API', timeoutMs: 60_000, intervalMs: 1000 },
-    ).catch((e: Error) => {
-      throw new Error(`${e.message}: ${last}`)
+    // The counts: the table on /segments against GET /rfm.
+    await untilAgreed(page, '/console/segments', 'the segment counts shown equal to the API', async () => {
+      const shown = await page.locator('table', { has: page.locator('caption', { hasText: /^Segments$/ }) }).locator('tbody tr').evaluateAll((rows) => rows.map((r) => [r.children[0]!.textContent!.trim(), Number(r.children[1]!.textContent!.replace(/[^\d]/g, ''))]))
+      const rfm = await api<{ data: { distribution: { segment: string; customer_count: number }[] } }>('/api/v2/cdp/analytics/rfm?tenant_id=1')
+      const expected = rfm.data.distribution.map((d) => [d.segment, d.customer_count])
+      return { agreed: shown.length === 11 && JSON.stringify(shown) === JSON.stringify(expected), detail: `shown ${JSON.stringify(shown)}, API ${JSON.stringify(expected)}` }
     })
     await context.close()
   }, 240_000)
 
   it('draws one heatmap row per cohort, the CLV histogram and the at-risk list', async () => {
     const { context, page } = await signedIn()
-    await page.goto(`${url}/console/cohorts`)
-    await settled(page)
-    // The page against the API, read again if a summary refresh fell between them.
-    let rows: string[] = []
-    let last = ''
-    await waitFor(
-      async () => {
-        await page.goto(`${url}/console/cohorts`)
-        await settled(page)
-        rows = await page.locator('[data-testid=cohort-heatmap] tbody tr th').allTextContents()
-        const cohorts = await api<{ data: { cohorts: { cohort: string }[] } }>('/api/v2/cdp/analytics/cohorts?tenant_id=1&period=monthly')
-        last = `shown ${JSON.stringify(rows)}, API ${JSON.stringify(cohorts.data.cohorts.map((c) => c.cohort))}`
-        return rows.length > 0 && JSON.stringify(rows) === JSON.stringify(cohorts.data.cohorts.map((c) => c.cohort)) ? true : undefined
-      },
-      { what: 'one heatmap row per cohort of the API', timeoutMs: 60_000, intervalMs: 1000 },
-    ).catch((e: Error) => {
-      throw new Error(`${e.message}: ${last}`)
+    await untilAgreed(page, '/console/cohorts', 'one heatmap row per cohort of the API', async () => {
+      const rows = await page.locator('[data-testid=cohort-heatmap] tbody tr th').allTextContents()
+      const cohorts = (await api<{ data: { cohorts: { cohort: string }[] } }>('/api/v2/cdp/analytics/cohorts?tenant_id=1&period=monthly')).data.cohorts.map((c) => c.cohort)
+      return { agreed: rows.length > 0 && JSON.stringify(rows) === JSON.stringify(cohorts), detail: `shown ${JSON.stringify(rows)}, API ${JSON.stringify(cohorts)}` }
     })
-
-    await waitFor(
-      async () => {
-        await page.goto(`${url}/console/value`)
-        await settled(page)
-        const bars = await page.locator('[data-chart="Customers by CLV tier"] svg rect').count()
-        const churn = await api<{ data: { at_risk_customers: { customer_id: number }[] } }>('/api/v2/cdp/analytics/churn?tenant_id=1&limit=50')
-        const shown = await page.locator('table', { has: page.locator('caption', { hasText: 'At-risk customers' }) }).locator('tbody tr td:first-child a').evaluateAll((as) => as.map((a) => a.getAttribute('href')))
-        last = `${bars} bars; at-risk shown ${shown.length}, API ${churn.data.at_risk_customers.length}`
-        const expected = churn.data.at_risk_customers.map((c) => `/console/customers/${c.customer_id}`)
-        return bars >= 3 && expected.length > 0 && JSON.stringify(shown) === JSON.stringify(expected) ? true : undefined
-      },
-      { what: 'the CLV histogram and the at-risk list of the API', timeoutMs: 60_000, intervalMs: 1000 },
-    ).catch((e: Error) => {
-      throw new Error(`${e.message}: ${last}`)
+    await untilAgreed(page, '/console/value', 'the CLV histogram and the at-risk list of the API', async () => {
+      const bars = await page.locator('[data-chart="Customers by CLV tier"] svg rect').count()
+      const churn = await api<{ data: { at_risk_customers: { customer_id: number }[] } }>('/api/v2/cdp/analytics/churn?tenant_id=1&limit=50')
+      const shown = await page.locator('table', { has: page.locator('caption', { hasText: 'At-risk customers' }) }).locator('tbody tr td:first-child a').evaluateAll((as) => as.map((a) => a.getAttribute('href')))
+      const expected = churn.data.at_risk_customers.map((c) => `/console/customers/${c.customer_id}`)
+      return { agreed: bars >= 3 && expected.length > 0 && JSON.stringify(shown) === JSON.stringify(expected), detail: `${bars} bars; at-risk shown ${shown.length}, API ${expected.length}` }
     })
     await context.close()
   }, 120_000)
