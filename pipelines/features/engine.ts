@@ -12,7 +12,8 @@ import type { TransactionModelName } from './clv/index.ts'
 import { aggregate, EMPTY_AGGREGATES, factOf, orderHistory, utcDay, type CountedFact, type CustomerAggregates, type OrderFact } from './order-facts.ts'
 import { bookAppend, bookFacts, bookMerge, emptyBook, orderKey, sameBook, trimmed, type OrderBook } from './order-book.ts'
 import { ClvMemo, clvFeatures, computeFeatures, DEFAULT_FEATURE_OPTIONS, featuresDigest, type ClvPart, type FeatureOptions, type FeatureValues } from './features.ts'
-import { buildTenantModel, type TenantModel } from './model.ts'
+import type { TenantModel } from './model.ts'
+import { buildTenantModelParallel } from './parallel-fit.ts'
 import { deletedFeatureRow, factRow, featureRow, featuresEvent, segmentChangedEvent, segmentChangeRow, type CustomerIdentity } from './rows.ts'
 import { claimModelRefresh, eachPartitionFact, loadCustomerFacts, loadModels, loadPartitionCustomers, loadPartitionProfiles, profileRow, saveModel, tenantAggregates, writeSegmentSnapshot } from './feature-store.ts'
 import { ProfileMemberships, type ProfileRecord } from './profiles.ts'
@@ -441,7 +442,7 @@ export class FeatureEngine {
     }
     const aggs: CustomerAggregates[] = []
     for (const c of this.customers.values()) if (c.id.tenantId === tenantId && this.isProfile(c)) aggs.push(this.aggregates(c, ref))
-    const m = buildTenantModel(aggs, now, { clvModel: this.clvModel, refitClv: true, referenceMs: ref.ms })
+    const m = await buildTenantModelParallel(aggs, now, { clvModel: this.clvModel, refitClv: true, referenceMs: ref.ms }, this.deps.logger)
     await saveModel(this.deps.store, tenantId, m)
     this.models.set(tenantId, m)
     return m
@@ -629,7 +630,7 @@ export class FeatureEngine {
         const aggs = moved && prev ? [...this.customers.values()].filter((c) => c.id.tenantId === t && this.isProfile(c)).map((c) => this.aggregates(c, ref)) : await tenantAggregates(this.deps.store, t)
         const clv = current?.clv
         const refit = !clv || moved || now - clv.fittedAt >= this.refitMs || aggs.length >= 2 * clv.customers
-        const m = buildTenantModel(aggs, now, { clvModel: this.clvModel, refitClv: refit, previous: current, referenceMs: ref.ms })
+        const m = await buildTenantModelParallel(aggs, now, { clvModel: this.clvModel, refitClv: refit, previous: current, referenceMs: ref.ms }, this.deps.logger)
         await saveModel(this.deps.store, t, m)
         this.models.set(t, m)
       }

@@ -2,7 +2,7 @@ import type { CustomerAggregates } from './order-facts.ts'
 import { utcDay } from './order-facts.ts'
 import { tenantBoundaries, type TenantBoundaries } from './rfm.ts'
 import { medianIntervalDays } from './churn.ts'
-import { fitGammaGamma, REFERENCE_FITS, REFERENCE_PRIOR_PRECISION, TRANSACTION_MODELS, type GammaGammaParams, type TransactionModelName, type TransactionParams } from './clv/index.ts'
+import { fitGammaGamma, REFERENCE_FITS, REFERENCE_PRIOR_PRECISION, TRANSACTION_MODELS, type GammaGammaFit, type GammaGammaParams, type TransactionFit, type TransactionFitOptions, type TransactionModelName, type TransactionParams } from './clv/index.ts'
 
 /**
  * A tenant's model: the RFM quintile thresholds and the fitted CLV parameters. Pure: built from
@@ -74,6 +74,27 @@ export function medianInterval(aggs: readonly CustomerAggregates[]): number | nu
  * (common/reference-date.ts), against which T is measured. They differ for imported history.
  */
 export function fitClv(aggs: readonly CustomerAggregates[], nowMs: number, modelName: TransactionModelName, referenceMs: number = nowMs): ClvFit | null {
+  const inputs = clvInputs(aggs, modelName, referenceMs)
+  if (!inputs) return null
+  const fit = TRANSACTION_MODELS[modelName].fit(inputs.data, inputs.options)
+  return clvFitOf(inputs, fit, inputs.fitsSpend ? fitGammaGamma(inputs.spend) : null, nowMs)
+}
+
+/** What a CLV fit is fitted on: the purchase patterns, the spend of the repeat buyers, and how. */
+export interface ClvInputs {
+  model: TransactionModelName
+  method: ClvMethod
+  today: number
+  data: { x: number; tx: number; T: number }[]
+  spend: { x: number; zbar: number }[]
+  /** The transaction fit's options (the prior, below PRIOR_BELOW buyers). */
+  options: TransactionFitOptions | undefined
+  /** Whether Gamma-Gamma is fitted (else each customer's own mean spend: features.ts). */
+  fitsSpend: boolean
+}
+
+/** The inputs of a CLV fit from the customers' aggregates; null without a buyer. */
+export function clvInputs(aggs: readonly CustomerAggregates[], modelName: TransactionModelName, referenceMs: number): ClvInputs | null {
   const today = utcDay(referenceMs)
   const data: { x: number; tx: number; T: number }[] = []
   const spend: { x: number; zbar: number }[] = []
@@ -86,12 +107,29 @@ export function fitClv(aggs: readonly CustomerAggregates[], nowMs: number, model
   // Below PRIOR_BELOW buyers the prior steadies the fit (its weight fades as customers accumulate:
   // no cliff where it stops); from there on the tenant's own maximum likelihood.
   const method: ClvMethod = data.length < PRIOR_BELOW ? 'reference_prior' : 'maximum_likelihood'
-  const fit = TRANSACTION_MODELS[modelName].fit(data, method === 'reference_prior' ? { prior: { params: REFERENCE_FITS[modelName], precision: REFERENCE_PRIOR_PRECISION } } : undefined)
+  const options = method === 'reference_prior' ? { prior: { params: REFERENCE_FITS[modelName], precision: REFERENCE_PRIOR_PRECISION } } : undefined
   // Without usable repeat buyers, or with a handful of customers, the spend model is not
   // identifiable: CLV falls back to each customer's own mean spend per purchase day (features.ts).
-  const ggFit = spend.length >= 2 && data.length >= MIN_CUSTOMERS_FOR_SPEND_MODEL ? fitGammaGamma(spend) : null
+  const fitsSpend = spend.length >= 2 && data.length >= MIN_CUSTOMERS_FOR_SPEND_MODEL
+  return { model: modelName, method, today, data, spend, options, fitsSpend }
+}
+
+/** The tenant's CLV fit from its inputs and the two models' fits. */
+export function clvFitOf(inputs: ClvInputs, fit: TransactionFit, ggFit: GammaGammaFit | null, nowMs: number): ClvFit {
   const gg = ggFit && ggFit.customers > 0 ? ggFit.params : null
-  return { model: modelName, method, params: fit.params, ll: fit.ll, gg, fittedAt: nowMs, referenceDay: today, customers: data.length, repeaters: spend.length }
+  return { model: inputs.model, method: inputs.method, params: fit.params, ll: fit.ll, gg, fittedAt: nowMs, referenceDay: inputs.today, customers: inputs.data.length, repeaters: inputs.spend.length }
+}
+
+/**
+ * Whether buildTenantModel fits the CLV again: asked to, no fit yet, another model, or a fit for
+ * another reference day. A caller that fits elsewhere (on several threads: parallel-fit.ts) passes
+ * its fit as `fitted` when this says so.
+ */
+export function clvRefitNeeded(opts: { clvModel: TransactionModelName; refitClv: boolean; previous?: TenantModel | null; referenceMs?: number }, nowMs = Date.now()): boolean {
+  const prevClv = opts.previous?.clv ?? null
+  const referenceMs = opts.referenceMs ?? nowMs
+  const stale = !prevClv || prevClv.model !== opts.clvModel || (prevClv.referenceDay ?? utcDay(prevClv.fittedAt)) !== utcDay(referenceMs)
+  return opts.refitClv || stale
 }
 
 /**
@@ -101,13 +139,12 @@ export function fitClv(aggs: readonly CustomerAggregates[], nowMs: number, model
 export function buildTenantModel(
   aggs: readonly CustomerAggregates[],
   nowMs: number,
-  opts: { clvModel: TransactionModelName; refitClv: boolean; previous?: TenantModel | null; referenceMs?: number },
+  opts: { clvModel: TransactionModelName; refitClv: boolean; previous?: TenantModel | null; referenceMs?: number; fitted?: ClvFit | null },
 ): TenantModel {
   const inputs = rfmInputs(aggs)
   const prevClv = opts.previous?.clv ?? null
   const referenceMs = opts.referenceMs ?? nowMs
-  const stale = !prevClv || prevClv.model !== opts.clvModel || (prevClv.referenceDay ?? utcDay(prevClv.fittedAt)) !== utcDay(referenceMs)
-  const clv = opts.refitClv || stale ? fitClv(aggs, nowMs, opts.clvModel, referenceMs) : prevClv
+  const clv = clvRefitNeeded(opts, nowMs) ? (opts.fitted !== undefined ? opts.fitted : fitClv(aggs, nowMs, opts.clvModel, referenceMs)) : prevClv
   return {
     version: Math.max(nowMs, (opts.previous?.version ?? 0) + 1),
     customers: inputs.length,

@@ -9,7 +9,7 @@ import { EMPTY_AGGREGATES, EMPTY_HISTORY, utcDay, withCredits, type CustomerAggr
 import { TenantSettingsStore } from '../../common/store/tenant-settings.ts'
 import { referenceDate, referenceMetadata, resolveReference, type Reference } from '../../common/reference-date.ts'
 import { ClvMemo, clvFeatures, computeFeatures, DEFAULT_FEATURE_OPTIONS, type FeatureOptions, type FeatureValues } from './features.ts'
-import { buildTenantModel } from './model.ts'
+import { buildTenantModelParallel } from './parallel-fit.ts'
 import { deletedFeatureRow, FEATURE_ROW_COLUMNS, featureRowValues } from './rows.ts'
 import { loadModels, saveModel, writeSegmentSnapshot } from './feature-store.ts'
 import { SEGMENTS } from './segments.ts'
@@ -264,7 +264,9 @@ export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine {
       const aggs = customers.map((c) => c.agg)
       const rfmLoad = performance.now() - t0
       t0 = performance.now()
-      const model = buildTenantModel(aggs, at, { clvModel, refitClv: refit, previous: own ? previous : null, referenceMs: ref.ms })
+      // The fit's independent parts run on worker threads beside this one (parallel-fit.ts); the
+      // model is the one the one-thread fit gives.
+      const model = await buildTenantModelParallel(aggs, at, { clvModel, refitClv: refit, previous: own ? previous : null, referenceMs: ref.ms }, deps.logger)
       const fitMs = performance.now() - t0
       if (own) await saveModel(deps.store, tenantId, model)
 

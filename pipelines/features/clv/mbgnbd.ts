@@ -36,12 +36,32 @@ export const SEED_SAMPLE = 20_000
  * customers without dropout takes 26 s, where MBG/NBD takes 5.
  */
 export function fitMbgNbd(data: readonly RfmObservation[], options: TransactionFitOptions = {}): TransactionFit {
-  const first = family.fit(data, options)
+  const first = fitMbgNbdFromDefault(data, options)
+  return mbgNbdNeedsSeed(first, options) ? bestMbgNbd(first, fitMbgNbdSeeded(data, options)) : first
+}
+
+/** The first run of fitMbgNbd: from the given start, or the default point. */
+export const fitMbgNbdFromDefault = (data: readonly RfmObservation[], options: TransactionFitOptions = {}): TransactionFit => family.fit(data, options)
+
+/** Whether fitMbgNbd runs again from the BG/NBD optimum after `first`: no given start, and a run that did not converge or ended on the rare-dropout ridge. */
+export function mbgNbdNeedsSeed(first: TransactionFit, options: TransactionFitOptions = {}): boolean {
   const { a, b } = first.params
-  if (options.initial !== undefined || (first.converged && a / b >= 1e-4)) return first
+  return options.initial === undefined && !(first.converged && a / b >= 1e-4)
+}
+
+/**
+ * The second run of fitMbgNbd, from the BG/NBD optimum of (a sample of) the data. It does not
+ * depend on the first run, so a caller with cores to spare may start it beside the first
+ * (pipelines/features/parallel-fit.ts) and keep it only when mbgNbdNeedsSeed says so.
+ */
+export function fitMbgNbdSeeded(data: readonly RfmObservation[], options: TransactionFitOptions = {}): TransactionFit {
   const step = Math.max(1, Math.ceil(data.length / SEED_SAMPLE))
   const sample = step === 1 ? data : data.filter((_, i) => i % step === 0)
-  const seeded = family.fit(data, { ...options, initial: fitBgNbd(sample, options).params })
+  return family.fit(data, { ...options, initial: fitBgNbd(sample, options).params })
+}
+
+/** The better likelihood of the two runs, with the work of both. */
+export function bestMbgNbd(first: TransactionFit, seeded: TransactionFit): TransactionFit {
   const work = { iterations: first.iterations + seeded.iterations, evaluations: first.evaluations + seeded.evaluations }
   return seeded.ll >= first.ll ? { ...seeded, ...work } : { ...first, ...work }
 }

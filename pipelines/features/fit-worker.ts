@@ -1,0 +1,25 @@
+import { parentPort } from 'node:worker_threads'
+import { fitGammaGamma, fitMbgNbdSeeded, type TransactionFitOptions } from './clv/index.ts'
+
+/**
+ * The worker side of parallel-fit.ts: one fit of pure code (clv/) on the columns it is sent, its
+ * result sent back. The same functions on the same numbers as the main thread would run them, so
+ * the answer is the same to the last bit.
+ */
+export type FitJob =
+  | { kind: 'gamma-gamma'; x: Float64Array; zbar: Float64Array }
+  | { kind: 'mbgnbd-seeded'; x: Float64Array; tx: Float64Array; T: Float64Array; options: TransactionFitOptions | undefined }
+
+parentPort!.once('message', (job: FitJob) => {
+  try {
+    if (job.kind === 'gamma-gamma') {
+      const spend = Array.from(job.x, (x, i) => ({ x, zbar: job.zbar[i]! }))
+      parentPort!.postMessage({ ok: true, fit: fitGammaGamma(spend) })
+    } else {
+      const data = Array.from(job.x, (x, i) => ({ x, tx: job.tx[i]!, T: job.T[i]! }))
+      parentPort!.postMessage({ ok: true, fit: fitMbgNbdSeeded(data, job.options) })
+    }
+  } catch (err) {
+    parentPort!.postMessage({ ok: false, error: (err as Error).message })
+  }
+})

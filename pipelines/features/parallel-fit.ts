@@ -1,0 +1,106 @@
+import { Worker } from 'node:worker_threads'
+import type { Logger } from '../../common/logger.ts'
+import { bestMbgNbd, fitGammaGamma, fitMbgNbdFromDefault, fitMbgNbdSeeded, mbgNbdNeedsSeed, TRANSACTION_MODELS, type GammaGammaFit, type TransactionFit, type TransactionModelName } from './clv/index.ts'
+import { buildTenantModel, clvFitOf, clvInputs, clvRefitNeeded, type ClvFit, type TenantModel } from './model.ts'
+import type { CustomerAggregates } from './order-facts.ts'
+import type { FitJob } from './fit-worker.ts'
+
+/**
+ * A tenant's CLV fit on more than one core (docs/features.md, "Full recompute"): the same fits as
+ * `fitClv` (model.ts), with their independent parts on worker threads beside the main one.
+ *
+ * - Gamma-Gamma (the spend model) does not depend on the purchase model: a worker fits it.
+ * - MBG/NBD runs a second time from the BG/NBD optimum when its first run ends on the rare-dropout
+ *   ridge (clv/mbgnbd.ts). That second run does not depend on the first, so a worker starts it at
+ *   once; it is kept only when the first run asks for it, and stopped otherwise.
+ *
+ * Each worker runs the same pure functions on the same numbers, so the fit is identical to the one
+ * thread's, bit for bit (tested). Below `minCustomers` buyers, or when a worker cannot start or
+ * fails, everything is fitted here, in order.
+ */
+export const PARALLEL_FIT_FROM = 100_000
+
+interface Pending<T> {
+  result: Promise<T>
+  stop(): void
+}
+
+function inWorker<T>(job: FitJob, transfer: ArrayBuffer[]): Pending<T> {
+  const worker = new Worker(new URL('./fit-worker.mjs', import.meta.url))
+  const result = new Promise<T>((resolve, reject) => {
+    worker.once('message', (m: { ok: boolean; fit?: T; error?: string }) => (m.ok ? resolve(m.fit!) : reject(new Error(m.error))))
+    worker.once('error', reject)
+    worker.once('exit', (code) => reject(new Error(`fit worker exited with code ${code}`)))
+  })
+  worker.postMessage(job, transfer)
+  // The worker ends itself after answering; stop() ends one whose answer is no longer wanted.
+  result.then(() => void worker.terminate(), () => void worker.terminate())
+  return { result, stop: () => void worker.terminate() }
+}
+
+export async function fitClvParallel(
+  aggs: readonly CustomerAggregates[],
+  nowMs: number,
+  modelName: TransactionModelName,
+  referenceMs: number,
+  opts: { minCustomers?: number; logger?: Logger } = {},
+): Promise<ClvFit | null> {
+  const inputs = clvInputs(aggs, modelName, referenceMs)
+  if (!inputs) return null
+  const { data, spend, options } = inputs
+  const serial = (): ClvFit => clvFitOf(inputs, TRANSACTION_MODELS[modelName].fit(data, options), inputs.fitsSpend ? fitGammaGamma(spend) : null, nowMs)
+  if (data.length < (opts.minCustomers ?? PARALLEL_FIT_FROM)) return serial()
+
+  const fallback = <T>(what: string, compute: () => T) => (err: unknown): T => {
+    opts.logger?.warn({ err: (err as Error).message, fit: what }, 'a CLV fit worker failed; fitting on the main thread')
+    return compute()
+  }
+  let gg: Pending<GammaGammaFit> | null = null
+  let seeded: Pending<TransactionFit> | null = null
+  try {
+    if (inputs.fitsSpend) {
+      const x = Float64Array.from(spend, (s) => s.x)
+      const zbar = Float64Array.from(spend, (s) => s.zbar)
+      gg = inWorker<GammaGammaFit>({ kind: 'gamma-gamma', x, zbar }, [x.buffer as ArrayBuffer, zbar.buffer as ArrayBuffer])
+    }
+    if (modelName === 'mbgnbd' && options?.initial === undefined) {
+      const x = Float64Array.from(data, (d) => d.x)
+      const tx = Float64Array.from(data, (d) => d.tx)
+      const T = Float64Array.from(data, (d) => d.T)
+      seeded = inWorker<TransactionFit>({ kind: 'mbgnbd-seeded', x, tx, T, options }, [x.buffer as ArrayBuffer, tx.buffer as ArrayBuffer, T.buffer as ArrayBuffer])
+    }
+  } catch (err) {
+    gg?.stop()
+    seeded?.stop()
+    opts.logger?.warn({ err: (err as Error).message }, 'CLV fit workers could not start; fitting on the main thread')
+    return serial()
+  }
+
+  let fit: TransactionFit
+  if (modelName === 'mbgnbd') {
+    const first = fitMbgNbdFromDefault(data, options)
+    if (mbgNbdNeedsSeed(first, options)) {
+      const second = seeded ? await seeded.result.catch(fallback('mbgnbd-seeded', () => fitMbgNbdSeeded(data, options))) : fitMbgNbdSeeded(data, options)
+      fit = bestMbgNbd(first, second)
+    } else {
+      seeded?.stop()
+      fit = first
+    }
+  } else fit = TRANSACTION_MODELS[modelName].fit(data, options)
+  const spendFit = gg ? await gg.result.catch(fallback('gamma-gamma', () => fitGammaGamma(spend))) : null
+  return clvFitOf(inputs, fit, spendFit, nowMs)
+}
+
+/**
+ * buildTenantModel (model.ts) with the CLV, when it is due, fitted by fitClvParallel: the same
+ * model, sooner on a large tenant. What the recompute and the feature consumer's model refresh use.
+ */
+export async function buildTenantModelParallel(
+  aggs: readonly CustomerAggregates[],
+  nowMs: number,
+  opts: Parameters<typeof buildTenantModel>[2],
+  logger?: Logger,
+): Promise<TenantModel> {
+  const fitted = clvRefitNeeded(opts, nowMs) ? await fitClvParallel(aggs, nowMs, opts.clvModel, opts.referenceMs ?? nowMs, { logger }) : undefined
+  return buildTenantModel(aggs, nowMs, { ...opts, fitted })
+}

@@ -1,0 +1,75 @@
+import { describe, expect, it } from 'vitest'
+import { fitClv } from '../../pipelines/features/model.ts'
+import { fitClvParallel } from '../../pipelines/features/parallel-fit.ts'
+import { mbgNbdNeedsSeed, fitMbgNbdFromDefault } from '../../pipelines/features/clv/index.ts'
+import type { CustomerAggregates } from '../../pipelines/features/order-facts.ts'
+import type { Logger } from '../../common/logger.ts'
+import { simulateBgNbd } from '../../pipelines/ingest/synthetic/bgnbd.ts'
+
+/**
+ * The CLV fit on several threads (parallel-fit.ts) is the one-thread fit (model.ts fitClv), to the
+ * last bit: on data with dropout (MBG/NBD's first run suffices) and without (its second run, from
+ * the BG/NBD optimum, is the one kept), for both models.
+ */
+const DAY = 86_400_000
+const TODAY = Date.UTC(2026, 5, 30)
+const today = Math.floor(TODAY / DAY)
+
+/** Aggregates of customers drawn as (x, t_x, T) in days, each repeat purchase worth 20–80 (varying, so Gamma-Gamma has something to fit). */
+function shop(rows: { x: number; tx: number; T: number }[]): CustomerAggregates[] {
+  return rows.map((r, i) => {
+    const first = today - Math.round(r.T)
+    const x = r.x
+    const tx = Math.round(r.tx)
+    const avg = 2000 + ((i * 7919) % 6000)
+    return {
+      orderCount: x + 1,
+      monetaryCents: 3000 + x * avg,
+      firstOrderAt: first * DAY,
+      lastOrderAt: (first + tx) * DAY,
+      purchaseDays: x + 1,
+      firstDay: first,
+      lastDay: first + tx,
+      repeatPurchases: x,
+      repeatSpanDays: tx,
+      repeatAvgCents: x > 0 ? avg : 0,
+    }
+  })
+}
+
+describe('CLV fit on worker threads', () => {
+  const withDropout = shop(simulateBgNbd(4000, { r: 0.8, alpha: 40, a: 0.6, b: 2.5 }, 700, 11))
+  // Every customer buys at a steady rate and none drops out: MBG/NBD's first run ends on the ridge.
+  const noDropout = shop(Array.from({ length: 4000 }, (_, i) => {
+    const T = 100 + (i % 600)
+    const x = Math.max(0, Math.floor(T / (20 + (i % 40))))
+    return { x, tx: x > 0 ? T - (i % 15) : 0, T }
+  }))
+
+  it.each([
+    ['mbgnbd', 'with dropout', withDropout],
+    ['mbgnbd', 'without dropout', noDropout],
+    ['bgnbd', 'with dropout', withDropout],
+  ] as const)('%s, %s: the same fit as one thread', async (model, _what, aggs) => {
+    const one = fitClv(aggs, TODAY, model)!
+    // The workers answer (a failed worker is refitted here, which would hide it): no warning.
+    const warnings: unknown[] = []
+    const logger = { warn: (...args: unknown[]) => void warnings.push(args) } as unknown as Logger
+    const many = (await fitClvParallel(aggs, TODAY, model, TODAY, { minCustomers: 0, logger }))!
+    expect(warnings).toEqual([])
+    expect(many).toEqual(one)
+    expect(one.gg).not.toBeNull()
+  }, 120_000)
+
+  it('covers both MBG/NBD paths: the first run alone, and the second run kept', () => {
+    const data = (aggs: CustomerAggregates[]) => aggs.map((a) => ({ x: a.repeatPurchases, tx: a.repeatSpanDays, T: today - a.firstDay! }))
+    expect(mbgNbdNeedsSeed(fitMbgNbdFromDefault(data(withDropout)))).toBe(false)
+    expect(mbgNbdNeedsSeed(fitMbgNbdFromDefault(data(noDropout)))).toBe(true)
+  })
+
+  it('fits below the threshold on this thread, and answers null without a buyer', async () => {
+    expect(await fitClvParallel([], TODAY, 'mbgnbd', TODAY)).toBeNull()
+    const small = withDropout.slice(0, 500)
+    expect(await fitClvParallel(small, TODAY, 'mbgnbd', TODAY)).toEqual(fitClv(small, TODAY, 'mbgnbd'))
+  })
+})
