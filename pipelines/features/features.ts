@@ -72,32 +72,50 @@ export class ClvMemo {
 
   /** A pattern's sums under a fit, for an n-month horizon. */
   get(clv: ClvFit, x: number, tx: number, T: number, months: number): PatternSums {
-    // One exact number a key while x < 2^21 and t_x, T < 2^16 whole days; other patterns are not kept.
-    const keyed = x < 2_097_152 && tx < 65_536 && T < 65_536 && Number.isInteger(x) && Number.isInteger(tx) && Number.isInteger(T)
-    const key = (x * 65_536 + tx) * 65_536 + T
-    let fit = this.fits.get(clv)
-    const hit = keyed && fit?.months === months ? fit.patterns.get(key) : undefined
+    const key = memoKey(x, tx, T)
+    const fit = this.fits.get(clv)
+    const hit = key !== null && fit?.months === months ? fit.patterns.get(key) : undefined
     if (hit) return hit
-    const tm = TRANSACTION_MODELS[clv.model]
-    const cumulative: number[] = []
-    for (let k = 1; k <= months; k++) cumulative.push(tm.expectedPurchasesIfAlive(clv.params, k * DAYS_PER_MONTH, x, tx, T))
-    const sums = { pAlive: tm.probabilityAlive(clv.params, x, tx, T), cumulative }
-    if (keyed) {
-      if (this.entries >= MEMO_LIMIT) {
-        this.fits = new WeakMap()
-        this.entries = 0
-        fit = undefined
-      }
-      if (!fit || fit.months !== months) this.fits.set(clv, (fit = { months, patterns: new Map() }))
-      fit.patterns.set(key, sums)
-      this.entries++
-    }
+    const sums = patternSums(clv, x, tx, T, months)
+    if (key !== null) this.put(clv, months, key, sums)
     return sums
+  }
+
+  /** Whether the memo can hold `n` more patterns of this fit without starting again. */
+  room(n: number): boolean {
+    return this.entries + n <= MEMO_LIMIT
+  }
+
+  /** Keeps sums computed elsewhere (another thread: parallel-fit.ts) for the patterns that have a key. */
+  put(clv: ClvFit, months: number, key: number, sums: PatternSums): void {
+    let fit = this.fits.get(clv)
+    if (this.entries >= MEMO_LIMIT) {
+      this.fits = new WeakMap()
+      this.entries = 0
+      fit = undefined
+    }
+    if (!fit || fit.months !== months) this.fits.set(clv, (fit = { months, patterns: new Map() }))
+    if (!fit.patterns.has(key)) this.entries++
+    fit.patterns.set(key, sums)
   }
 }
 
+/** A pattern's key in a ClvMemo: one exact number while x < 2^21 and t_x, T < 2^16 whole days; null for the others (not kept). */
+export function memoKey(x: number, tx: number, T: number): number | null {
+  const keyed = x < 2_097_152 && tx < 65_536 && T < 65_536 && Number.isInteger(x) && Number.isInteger(tx) && Number.isInteger(T)
+  return keyed ? (x * 65_536 + tx) * 65_536 + T : null
+}
+
+/** P(alive) of a pattern and its cumulative expected purchases if alive at each month's end, under a fit. */
+export function patternSums(clv: Pick<ClvFit, 'model' | 'params'>, x: number, tx: number, T: number, months: number): PatternSums {
+  const tm = TRANSACTION_MODELS[clv.model]
+  const cumulative: number[] = []
+  for (let k = 1; k <= months; k++) cumulative.push(tm.expectedPurchasesIfAlive(clv.params, k * DAYS_PER_MONTH, x, tx, T))
+  return { pAlive: tm.probabilityAlive(clv.params, x, tx, T), cumulative }
+}
+
 /** P(alive) of a pattern and its cumulative expected purchases if alive at each month's end (`cumulative[k − 1]`: k months). */
-interface PatternSums {
+export interface PatternSums {
   pAlive: number
   cumulative: number[]
 }

@@ -1,5 +1,6 @@
 import { parentPort } from 'node:worker_threads'
 import { fitGammaGamma, fitMbgNbdSeeded, type TransactionFitOptions } from './clv/index.ts'
+import { clvSumsOf, type ClvSumsJob } from './clv-sums.ts'
 
 /**
  * The worker side of parallel-fit.ts: one fit of pure code (clv/) on the columns it is sent, its
@@ -9,12 +10,16 @@ import { fitGammaGamma, fitMbgNbdSeeded, type TransactionFitOptions } from './cl
 export type FitJob =
   | { kind: 'gamma-gamma'; x: Float64Array; zbar: Float64Array }
   | { kind: 'mbgnbd-seeded'; x: Float64Array; tx: Float64Array; T: Float64Array; options: TransactionFitOptions | undefined }
+  | ClvSumsJob
 
-parentPort!.once('message', (job: FitJob) => {
+parentPort?.once('message', (job: FitJob) => {
   try {
     if (job.kind === 'gamma-gamma') {
       const spend = Array.from(job.x, (x, i) => ({ x, zbar: job.zbar[i]! }))
       parentPort!.postMessage({ ok: true, fit: fitGammaGamma(spend) })
+    } else if (job.kind === 'clv-sums') {
+      const sums = clvSumsOf(job)
+      parentPort!.postMessage({ ok: true, fit: sums }, [sums.pAlive.buffer as ArrayBuffer, sums.cumulative.buffer as ArrayBuffer])
     } else {
       const data = Array.from(job.x, (x, i) => ({ x, tx: job.tx[i]!, T: job.T[i]! }))
       parentPort!.postMessage({ ok: true, fit: fitMbgNbdSeeded(data, job.options) })

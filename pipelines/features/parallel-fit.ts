@@ -4,6 +4,8 @@ import { bestMbgNbd, fitGammaGamma, fitMbgNbdFromDefault, fitMbgNbdSeeded, mbgNb
 import { buildTenantModel, clvFitOf, clvInputs, clvRefitNeeded, type ClvFit, type TenantModel } from './model.ts'
 import type { CustomerAggregates } from './order-facts.ts'
 import type { FitJob } from './fit-worker.ts'
+import { clvSumsOf, type ClvSums, type ClvSumsJob } from './clv-sums.ts'
+import { memoKey, type ClvMemo } from './features.ts'
 
 /**
  * A tenant's CLV fit on more than one core (docs/features.md, "Full recompute"): the same fits as
@@ -103,4 +105,60 @@ export async function buildTenantModelParallel(
 ): Promise<TenantModel> {
   const fitted = clvRefitNeeded(opts, nowMs) ? await fitClvParallel(aggs, nowMs, opts.clvModel, opts.referenceMs ?? nowMs, { logger }) : undefined
   return buildTenantModel(aggs, nowMs, { ...opts, fitted })
+}
+
+/** Distinct purchase patterns from which the CLV sums are split with a worker. */
+export const PARALLEL_SUMS_FROM = 50_000
+
+/**
+ * Fills `memo` with the CLV sums of every distinct purchase pattern of `aggs` (P(alive) and the
+ * cumulative expected purchases at each month's end: 13 hypergeometric series a pattern), half of
+ * them computed on a worker thread while this thread computes the other half. The scoring that
+ * follows then finds every pattern in the memo. Same function, same numbers: the sums are the ones
+ * the memo would have computed itself. Below PARALLEL_SUMS_FROM patterns, or with more than the memo
+ * holds, it leaves the memo to compute as it goes; a failed worker's half is computed here.
+ */
+export async function prefillClvMemo(memo: ClvMemo, clv: ClvFit, aggs: readonly CustomerAggregates[], today: number, months: number, opts: { minPatterns?: number; logger?: Logger } = {}): Promise<number> {
+  const keys = new Set<number>()
+  const xs: number[] = []
+  const txs: number[] = []
+  const Ts: number[] = []
+  for (const a of aggs) {
+    if (a.orderCount === 0) continue
+    const x = a.repeatPurchases
+    const tx = a.repeatSpanDays
+    const T = Math.max(today - a.firstDay!, tx)
+    const key = memoKey(x, tx, T)
+    if (key === null || keys.has(key)) continue
+    keys.add(key)
+    xs.push(x)
+    txs.push(tx)
+    Ts.push(T)
+  }
+  const n = xs.length
+  if (n < (opts.minPatterns ?? PARALLEL_SUMS_FROM) || !memo.room(n)) return 0
+  const job: ClvSumsJob = { kind: 'clv-sums', model: clv.model, params: clv.params, months, x: Float64Array.from(xs), tx: Float64Array.from(txs), T: Float64Array.from(Ts) }
+  const half = Math.floor(n / 2)
+  const theirs: ClvSumsJob = { ...job, x: job.x.slice(half), tx: job.tx.slice(half), T: job.T.slice(half) }
+  let worker: Pending<ClvSums> | null = null
+  try {
+    worker = inWorker<ClvSums>(theirs, [theirs.x.buffer as ArrayBuffer, theirs.tx.buffer as ArrayBuffer, theirs.T.buffer as ArrayBuffer])
+  } catch (err) {
+    opts.logger?.warn({ err: (err as Error).message }, 'a CLV worker could not start; computing every pattern here')
+  }
+  const put = (sums: ClvSums, from: number) => {
+    for (let i = 0; i < sums.pAlive.length; i++) {
+      const j = from + i
+      memo.put(clv, months, memoKey(job.x[j]!, job.tx[j]!, job.T[j]!)!, { pAlive: sums.pAlive[i]!, cumulative: Array.from(sums.cumulative.subarray(i * months, (i + 1) * months)) })
+    }
+  }
+  put(clvSumsOf(job, 0, worker ? half : n), 0)
+  if (worker) {
+    const rest = await worker.result.catch((err: unknown) => {
+      opts.logger?.warn({ err: (err as Error).message }, 'a CLV worker failed; computing its patterns here')
+      return clvSumsOf(job, half, n)
+    })
+    put(rest, half)
+  }
+  return n
 }

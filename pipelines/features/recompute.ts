@@ -9,7 +9,7 @@ import { EMPTY_AGGREGATES, EMPTY_HISTORY, utcDay, withCredits, type CustomerAggr
 import { TenantSettingsStore } from '../../common/store/tenant-settings.ts'
 import { referenceDate, referenceMetadata, resolveReference, type Reference } from '../../common/reference-date.ts'
 import { ClvMemo, clvFeatures, computeFeatures, DEFAULT_FEATURE_OPTIONS, type FeatureOptions, type FeatureValues } from './features.ts'
-import { buildTenantModelParallel } from './parallel-fit.ts'
+import { buildTenantModelParallel, prefillClvMemo } from './parallel-fit.ts'
 import { deletedFeatureRow, FEATURE_ROW_COLUMNS, featureRowValues } from './rows.ts'
 import { loadModels, saveModel, writeSegmentSnapshot } from './feature-store.ts'
 import { SEGMENTS } from './segments.ts'
@@ -276,8 +276,14 @@ export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine {
       // Each customer is scored as its batch of rows is built: the run keeps the counts the results
       // report, not a million scores (less for the collector to walk).
       const tally = new ScoreTally()
-      // Customers who share a purchase pattern share its CLV sums.
+      // Customers who share a purchase pattern share its CLV sums; a large tenant's patterns are
+      // summed up front, half of them on a worker thread (parallel-fit.ts).
       const memo = new ClvMemo()
+      if (model.clv) {
+        const s = performance.now()
+        await prefillClvMemo(memo, model.clv, aggs, today, opts.horizonMonths, { logger: deps.logger })
+        clvMs += performance.now() - s
+      }
       const score = (c: BatchCustomer): FeatureValues | null => {
         try {
           let s = performance.now()

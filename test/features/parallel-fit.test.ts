@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { fitClv } from '../../pipelines/features/model.ts'
-import { fitClvParallel } from '../../pipelines/features/parallel-fit.ts'
+import { fitClvParallel, prefillClvMemo } from '../../pipelines/features/parallel-fit.ts'
+import { ClvMemo, clvFeatures } from '../../pipelines/features/features.ts'
 import { mbgNbdNeedsSeed, fitMbgNbdFromDefault } from '../../pipelines/features/clv/index.ts'
 import type { CustomerAggregates } from '../../pipelines/features/order-facts.ts'
 import type { Logger } from '../../common/logger.ts'
@@ -65,6 +66,19 @@ describe('CLV fit on worker threads', () => {
     const data = (aggs: CustomerAggregates[]) => aggs.map((a) => ({ x: a.repeatPurchases, tx: a.repeatSpanDays, T: today - a.firstDay! }))
     expect(mbgNbdNeedsSeed(fitMbgNbdFromDefault(data(withDropout)))).toBe(false)
     expect(mbgNbdNeedsSeed(fitMbgNbdFromDefault(data(noDropout)))).toBe(true)
+  })
+
+  it('CLV sums summed up front, half on a worker, are the ones the memo computes as it goes', async () => {
+    const fit = fitClv(withDropout, TODAY, 'mbgnbd')!
+    const warnings: unknown[] = []
+    const logger = { warn: (...args: unknown[]) => void warnings.push(args) } as unknown as Logger
+    const filled = new ClvMemo()
+    const patterns = await prefillClvMemo(filled, fit, withDropout, today, 12, { minPatterns: 0, logger })
+    expect(warnings).toEqual([])
+    expect(patterns).toBeGreaterThan(1000)
+    for (const c of withDropout) expect(clvFeatures(c, fit, today, undefined, filled)).toEqual(clvFeatures(c, fit, today, undefined, new ClvMemo()))
+    // Below the threshold it leaves the memo alone.
+    expect(await prefillClvMemo(new ClvMemo(), fit, withDropout, today, 12)).toBe(0)
   })
 
   it('fits below the threshold on this thread, and answers null without a buyer', async () => {
