@@ -156,15 +156,22 @@ export async function stageHistories(store: Store, tenantId: number, cutoffMs = 
  * profile's own customer's. `history: false` leaves the order histories out (the recompute has
  * ClickHouse join them to the rows it writes); `histories` reads already staged ones.
  */
-export async function loadTenantCustomers(store: Store, tenantId: number, cutoffMs = Infinity, opts: { history?: boolean; histories?: StagedHistories } = {}): Promise<BatchCustomer[]> {
+export async function loadTenantCustomers(store: Store, tenantId: number, cutoffMs = Infinity, opts: { history?: boolean; histories?: StagedHistories | Promise<StagedHistories> } = {}): Promise<BatchCustomer[]> {
   const cutoff = cutoffParam(cutoffMs)
   const withHistory = opts.history ?? true
-  const staged = opts.histories ?? (await stageHistories(store, tenantId, cutoffMs))
+  // The emails and the credit notes do not need the staged histories: asked for while they are
+  // staged (or while a caller stages them).
+  const profilesP = store.query({ query: PROFILES_SQL, query_params: { t: tenantId }, format: 'JSONCompactEachRow' }).then((r) => r.json<[number, string, number]>())
+  const creditsP = store.query({ query: CREDITS_SQL, query_params: { t: tenantId, cutoff }, format: 'JSONCompactEachRow' }).then((r) => r.json<[number, number]>())
+  // Settled either way, so a failure elsewhere leaves no unhandled rejection behind.
+  profilesP.catch(() => undefined)
+  creditsP.catch(() => undefined)
+  const staged = await (opts.histories ?? stageHistories(store, tenantId, cutoffMs))
   try {
     const [aggRows, profileRows, creditRows] = await Promise.all([
       store.query({ query: AGGREGATES_SQL(staged.table, withHistory), format: 'JSONCompactEachRow' }).then((r) => r.json<[number, number, number, number, number, number, number, number, number, number[]?, number[]?]>()),
-      store.query({ query: PROFILES_SQL, query_params: { t: tenantId }, format: 'JSONCompactEachRow' }).then((r) => r.json<[number, string, number]>()),
-      store.query({ query: CREDITS_SQL, query_params: { t: tenantId, cutoff }, format: 'JSONCompactEachRow' }).then((r) => r.json<[number, number]>()),
+      profilesP,
+      creditsP,
     ])
     const credits = new Map(creditRows.map(([c, cents]) => [Number(c), Number(cents)]))
     const out = new Map<number, BatchCustomer>()
@@ -249,15 +256,19 @@ export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine {
     const at = now()
     const own = target.table === 'customer_features'
     let t0 = performance.now()
-    const histories = await stageHistories(deps.store, tenantId, ref.cutoffMs)
+    const staging = stageHistories(deps.store, tenantId, ref.cutoffMs)
+    // Loading starts the emails' and credit notes' queries while the histories are staged.
+    const loaded = loadTenantCustomers(deps.store, tenantId, ref.cutoffMs, { history: false, histories: staging })
+    let histories: StagedHistories | null = null
     try {
-      return await computeFrom(histories)
+      histories = await staging
+      return await computeFrom(histories, await loaded)
     } finally {
-      await histories.drop()
+      await loaded.catch(() => undefined)
+      await histories?.drop()
     }
 
-    async function computeFrom(histories: StagedHistories): Promise<ProcessingResults> {
-      const customers = await loadTenantCustomers(deps.store, tenantId, ref.cutoffMs, { history: false, histories })
+    async function computeFrom(histories: StagedHistories, customers: BatchCustomer[]): Promise<ProcessingResults> {
       check()
       const previous = (await loadModels(deps.store, [tenantId])).get(tenantId) ?? null
       const refit = !own || run.analyses.includes('clv') || run.analyses.includes('churn') || !previous?.clv
