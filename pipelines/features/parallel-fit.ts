@@ -1,3 +1,4 @@
+import os from 'node:os'
 import { Worker } from 'node:worker_threads'
 import type { Logger } from '../../common/logger.ts'
 import { bestMbgNbd, fitGammaGamma, fitMbgNbdFromDefault, fitMbgNbdSeeded, mbgNbdNeedsSeed, TRANSACTION_MODELS, type GammaGammaFit, type TransactionFit, type TransactionModelName } from './clv/index.ts'
@@ -27,17 +28,40 @@ interface Pending<T> {
   stop(): void
 }
 
-function inWorker<T>(job: FitJob, transfer: ArrayBuffer[]): Pending<T> {
+/**
+ * Fit workers running in this process, at most one per core the process may use (at least two):
+ * concurrent recomputes of large tenants (the scheduler runs schedules side by side) then fit on
+ * their own thread rather than pile threads and copies of a million customers onto the cores.
+ */
+const MAX_WORKERS = Math.max(2, os.availableParallelism())
+let running = 0
+
+/** The job on a new worker thread; null when MAX_WORKERS already run (the caller computes it itself). */
+function inWorker<T>(job: FitJob, transfer: ArrayBuffer[]): Pending<T> | null {
+  if (running >= MAX_WORKERS) return null
   const worker = new Worker(new URL('./fit-worker.mjs', import.meta.url))
+  running++
+  let ended = false
+  const end = () => {
+    if (ended) return
+    ended = true
+    running--
+    void worker.terminate()
+  }
   const result = new Promise<T>((resolve, reject) => {
     worker.once('message', (m: { ok: boolean; fit?: T; error?: string }) => (m.ok ? resolve(m.fit!) : reject(new Error(m.error))))
     worker.once('error', reject)
     worker.once('exit', (code) => reject(new Error(`fit worker exited with code ${code}`)))
   })
-  worker.postMessage(job, transfer)
-  // The worker ends itself after answering; stop() ends one whose answer is no longer wanted.
-  result.then(() => void worker.terminate(), () => void worker.terminate())
-  return { result, stop: () => void worker.terminate() }
+  // The worker ends after answering; stop() ends one whose answer is no longer wanted.
+  result.then(end, end)
+  try {
+    worker.postMessage(job, transfer)
+  } catch (err) {
+    end()
+    throw err
+  }
+  return { result, stop: end }
 }
 
 export async function fitClvParallel(
@@ -47,10 +71,24 @@ export async function fitClvParallel(
   referenceMs: number,
   opts: { minCustomers?: number; logger?: Logger } = {},
 ): Promise<ClvFit | null> {
+  return (await fitClvParallelWithWork(aggs, nowMs, modelName, referenceMs, opts))?.clv ?? null
+}
+
+/** fitClvParallel with the purchase model's own fit (its iterations and evaluations, which ClvFit leaves out). */
+export async function fitClvParallelWithWork(
+  aggs: readonly CustomerAggregates[],
+  nowMs: number,
+  modelName: TransactionModelName,
+  referenceMs: number,
+  opts: { minCustomers?: number; logger?: Logger } = {},
+): Promise<{ clv: ClvFit; transaction: TransactionFit } | null> {
   const inputs = clvInputs(aggs, modelName, referenceMs)
   if (!inputs) return null
   const { data, spend, options } = inputs
-  const serial = (): ClvFit => clvFitOf(inputs, TRANSACTION_MODELS[modelName].fit(data, options), inputs.fitsSpend ? fitGammaGamma(spend) : null, nowMs)
+  const serial = () => {
+    const transaction = TRANSACTION_MODELS[modelName].fit(data, options)
+    return { clv: clvFitOf(inputs, transaction, inputs.fitsSpend ? fitGammaGamma(spend) : null, nowMs), transaction }
+  }
   if (data.length < (opts.minCustomers ?? PARALLEL_FIT_FROM)) return serial()
 
   const fallback = <T>(what: string, compute: () => T) => (err: unknown): T => {
@@ -78,20 +116,24 @@ export async function fitClvParallel(
     return serial()
   }
 
-  let fit: TransactionFit
-  if (modelName === 'mbgnbd') {
-    const first = fitMbgNbdFromDefault(data, options)
-    if (mbgNbdNeedsSeed(first, options)) {
-      const second = seeded ? await seeded.result.catch(fallback('mbgnbd-seeded', () => fitMbgNbdSeeded(data, options))) : fitMbgNbdSeeded(data, options)
-      fit = bestMbgNbd(first, second)
-    } else {
-      seeded?.stop()
-      fit = first
-    }
-  } else fit = TRANSACTION_MODELS[modelName].fit(data, options)
-  const spendFit = gg ? await gg.result.catch(fallback('gamma-gamma', () => fitGammaGamma(spend))) : null
-  return clvFitOf(inputs, fit, spendFit, nowMs)
+  try {
+    let fit: TransactionFit
+    if (modelName === 'mbgnbd') {
+      const first = fitMbgNbdFromDefault(data, options)
+      if (mbgNbdNeedsSeed(first, options)) {
+        const second = seeded ? await seeded.result.catch(fallback('mbgnbd-seeded', () => fitMbgNbdSeeded(data, options))) : fitMbgNbdSeeded(data, options)
+        fit = bestMbgNbd(first, second)
+      } else fit = first
+    } else fit = TRANSACTION_MODELS[modelName].fit(data, options)
+    const spendFit = inputs.fitsSpend ? (gg ? await gg.result.catch(fallback('gamma-gamma', () => fitGammaGamma(spend))) : fitGammaGamma(spend)) : null
+    return { clv: clvFitOf(inputs, fit, spendFit, nowMs), transaction: fit }
+  } finally {
+    // A worker whose answer was not needed (or a run that failed here) stops now.
+    gg?.stop()
+    seeded?.stop()
+  }
 }
+
 
 /**
  * buildTenantModel (model.ts) with the CLV, when it is due, fitted by fitClvParallel: the same
@@ -152,13 +194,19 @@ export async function prefillClvMemo(memo: ClvMemo, clv: ClvFit, aggs: readonly 
       memo.put(clv, months, memoKey(job.x[j]!, job.tx[j]!, job.T[j]!)!, { pAlive: sums.pAlive[i]!, cumulative: Array.from(sums.cumulative.subarray(i * months, (i + 1) * months)) })
     }
   }
-  put(clvSumsOf(job, 0, worker ? half : n), 0)
-  if (worker) {
+  if (!worker) {
+    put(clvSumsOf(job, 0, n), 0)
+    return n
+  }
+  try {
+    put(clvSumsOf(job, 0, half), 0)
     const rest = await worker.result.catch((err: unknown) => {
       opts.logger?.warn({ err: (err as Error).message }, 'a CLV worker failed; computing its patterns here')
       return clvSumsOf(job, half, n)
     })
     put(rest, half)
+    return n
+  } finally {
+    worker.stop()
   }
-  return n
 }

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest'
-import { fitClv } from '../../pipelines/features/model.ts'
-import { fitClvParallel, prefillClvMemo } from '../../pipelines/features/parallel-fit.ts'
-import { ClvMemo, clvFeatures } from '../../pipelines/features/features.ts'
-import { mbgNbdNeedsSeed, fitMbgNbdFromDefault } from '../../pipelines/features/clv/index.ts'
+import { buildTenantModel, clvInputs, fitClv } from '../../pipelines/features/model.ts'
+import { buildTenantModelParallel, fitClvParallel, fitClvParallelWithWork, prefillClvMemo } from '../../pipelines/features/parallel-fit.ts'
+import { ClvMemo, clvFeatures, patternSums } from '../../pipelines/features/features.ts'
+import { mbgNbdNeedsSeed, fitMbgNbdFromDefault, TRANSACTION_MODELS } from '../../pipelines/features/clv/index.ts'
 import type { CustomerAggregates } from '../../pipelines/features/order-facts.ts'
 import type { Logger } from '../../common/logger.ts'
 import { simulateBgNbd } from '../../pipelines/ingest/synthetic/bgnbd.ts'
@@ -56,10 +56,14 @@ describe('CLV fit on worker threads', () => {
     // The workers answer (a failed worker is refitted here, which would hide it): no warning.
     const warnings: unknown[] = []
     const logger = { warn: (...args: unknown[]) => void warnings.push(args) } as unknown as Logger
-    const many = (await fitClvParallel(aggs, TODAY, model, TODAY, { minCustomers: 0, logger }))!
+    const many = (await fitClvParallelWithWork(aggs, TODAY, model, TODAY, { minCustomers: 0, logger }))!
     expect(warnings).toEqual([])
-    expect(many).toEqual(one)
+    expect(many.clv).toEqual(one)
     expect(one.gg).not.toBeNull()
+    // The purchase model's fit with its work: MBG/NBD without dropout counts both runs' evaluations,
+    // so a parallel path that skipped the second run (or ran it when not due) would differ here.
+    const inputs = clvInputs(aggs, model, TODAY)!
+    expect(many.transaction).toEqual(TRANSACTION_MODELS[model].fit(inputs.data, inputs.options))
   }, 120_000)
 
   it('covers both MBG/NBD paths: the first run alone, and the second run kept', () => {
@@ -77,13 +81,34 @@ describe('CLV fit on worker threads', () => {
     expect(warnings).toEqual([])
     expect(patterns).toBeGreaterThan(1000)
     for (const c of withDropout) expect(clvFeatures(c, fit, today, undefined, filled)).toEqual(clvFeatures(c, fit, today, undefined, new ClvMemo()))
+    // The sums themselves, unrounded: the worker's half equals the memo's own function to the last bit.
+    for (const c of withDropout.filter((a) => a.orderCount > 0)) {
+      const T = Math.max(today - c.firstDay!, c.repeatSpanDays)
+      expect(filled.get(fit, c.repeatPurchases, c.repeatSpanDays, T, 12)).toEqual(patternSums(fit, c.repeatPurchases, c.repeatSpanDays, T, 12))
+    }
     // Below the threshold it leaves the memo alone.
     expect(await prefillClvMemo(new ClvMemo(), fit, withDropout, today, 12)).toBe(0)
   })
 
-  it('fits below the threshold on this thread, and answers null without a buyer', async () => {
+  it('answers null without a buyer', async () => {
     expect(await fitClvParallel([], TODAY, 'mbgnbd', TODAY)).toBeNull()
-    const small = withDropout.slice(0, 500)
-    expect(await fitClvParallel(small, TODAY, 'mbgnbd', TODAY)).toEqual(fitClv(small, TODAY, 'mbgnbd'))
+    expect(await fitClvParallel([], TODAY, 'mbgnbd', TODAY, { minCustomers: 0 })).toBeNull()
+  })
+
+  it('buildTenantModelParallel builds buildTenantModel\'s model: a reference day other than the clock, a current fit kept, a stale one refitted', async () => {
+    const now = TODAY + 3 * DAY // the wall clock; the reference is TODAY (imported history)
+    const opts = { clvModel: 'mbgnbd' as const, refitClv: true, referenceMs: TODAY }
+    const fresh = buildTenantModel(withDropout, now, opts)
+    expect(await buildTenantModelParallel(withDropout, now, opts)).toEqual(fresh)
+    // Not asked to refit and the fit is current: kept as it is (no fit at all).
+    const kept = { clvModel: 'mbgnbd' as const, refitClv: false, previous: fresh, referenceMs: TODAY }
+    expect((await buildTenantModelParallel(withDropout.slice(0, 100), now, kept)).clv).toBe(fresh.clv)
+    expect(await buildTenantModelParallel(withDropout.slice(0, 100), now, kept)).toEqual(buildTenantModel(withDropout.slice(0, 100), now, kept))
+    // Another model, or another reference day: refitted, as buildTenantModel does.
+    for (const stale of [{ ...kept, clvModel: 'bgnbd' as const }, { ...kept, referenceMs: TODAY - DAY }]) {
+      const m = await buildTenantModelParallel(withDropout, now, stale)
+      expect(m).toEqual(buildTenantModel(withDropout, now, stale))
+      expect(m.clv).not.toBe(fresh.clv)
+    }
   })
 })
