@@ -2,7 +2,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { randomUUID } from 'node:crypto'
-import { expect, inject } from 'vitest'
+import { afterAll, expect, inject } from 'vitest'
 import { createLogger } from '../common/logger.ts'
 import { KafkaEventLog } from '../common/eventlog/kafka.ts'
 import { EmbeddedEventLog } from '../common/eventlog/embedded.ts'
@@ -16,8 +16,35 @@ import { KAFKA_TEST_PARTITIONS } from './infra/global-setup.ts'
 
 export const silentLogger = createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' })
 
+/** Folders tmpDir made in this test process: removed when it exits (CDP_KEEP_TEST_DIRS=1 keeps them to look at). */
+const madeDirs: string[] = []
+function removeMadeDirs(): void {
+  if (process.env.CDP_KEEP_TEST_DIRS === '1') return
+  for (const d of madeDirs.splice(0)) {
+    try {
+      fs.rmSync(d, { recursive: true, force: true })
+    } catch {
+      // still in use by a process of the test's; the OS's own /tmp cleanup takes it
+    }
+  }
+}
+// After the test file's own hooks (vitest runs after-hooks last registered first), and at exit.
+try {
+  afterAll(removeMadeDirs)
+} catch {
+  // imported outside a test file
+}
+process.once('exit', removeMadeDirs)
+
+/**
+ * A new empty folder under the OS's temporary directory, removed when the test process exits: a
+ * chdb store or an event log of a test is tens to hundreds of MB, and a developer's machine that
+ * kept every run's filled its disk.
+ */
 export function tmpDir(prefix = 'cdp-test-'): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), prefix))
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), prefix))
+  madeDirs.push(d)
+  return d
 }
 
 /** A fresh embedded ClickHouse (chdb) in a temporary folder, with every migration applied. */
