@@ -75,9 +75,13 @@ export function medianInterval(aggs: readonly CustomerAggregates[]): number | nu
  */
 export function fitClv(aggs: readonly CustomerAggregates[], nowMs: number, modelName: TransactionModelName, referenceMs: number = nowMs): ClvFit | null {
   const inputs = clvInputs(aggs, modelName, referenceMs)
-  if (!inputs) return null
-  const fit = TRANSACTION_MODELS[modelName].fit(inputs.data, inputs.options)
-  return clvFitOf(inputs, fit, inputs.fitsSpend ? fitGammaGamma(inputs.spend) : null, nowMs)
+  return inputs ? fitClvOn(inputs, nowMs).clv : null
+}
+
+/** The CLV fit of its inputs on this thread, with the purchase model's own fit (iterations, evaluations). */
+export function fitClvOn(inputs: ClvInputs, nowMs: number): { clv: ClvFit; transaction: TransactionFit } {
+  const transaction = TRANSACTION_MODELS[inputs.model].fit(inputs.data, inputs.options)
+  return { clv: clvFitOf(inputs, transaction, inputs.fitsSpend ? fitGammaGamma(inputs.spend) : null, nowMs), transaction }
 }
 
 /** What a CLV fit is fitted on: the purchase patterns, the spend of the repeat buyers, and how. */

@@ -2,7 +2,7 @@ import os from 'node:os'
 import { Worker } from 'node:worker_threads'
 import type { Logger } from '../../common/logger.ts'
 import { bestMbgNbd, fitGammaGamma, fitMbgNbdFromDefault, fitMbgNbdSeeded, mbgNbdNeedsSeed, TRANSACTION_MODELS, type GammaGammaFit, type TransactionFit, type TransactionModelName } from './clv/index.ts'
-import { buildTenantModel, clvFitOf, clvInputs, clvRefitNeeded, type ClvFit, type TenantModel } from './model.ts'
+import { buildTenantModel, clvFitOf, clvInputs, clvRefitNeeded, fitClvOn, type ClvFit, type TenantModel } from './model.ts'
 import type { CustomerAggregates } from './order-facts.ts'
 import type { FitJob } from './fit-worker.ts'
 import { clvSumsOf, type ClvSums, type ClvSumsJob } from './clv-sums.ts'
@@ -85,10 +85,7 @@ export async function fitClvParallelWithWork(
   const inputs = clvInputs(aggs, modelName, referenceMs)
   if (!inputs) return null
   const { data, spend, options } = inputs
-  const serial = () => {
-    const transaction = TRANSACTION_MODELS[modelName].fit(data, options)
-    return { clv: clvFitOf(inputs, transaction, inputs.fitsSpend ? fitGammaGamma(spend) : null, nowMs), transaction }
-  }
+  const serial = () => fitClvOn(inputs, nowMs)
   if (data.length < (opts.minCustomers ?? PARALLEL_FIT_FROM)) return serial()
 
   const fallback = <T>(what: string, compute: () => T) => (err: unknown): T => {
@@ -133,7 +130,6 @@ export async function fitClvParallelWithWork(
     seeded?.stop()
   }
 }
-
 
 /**
  * buildTenantModel (model.ts) with the CLV, when it is due, fitted by fitClvParallel: the same

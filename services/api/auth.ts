@@ -5,7 +5,7 @@ import { hashKey, type KeyVerifier } from '../../common/store/api-keys.ts'
 import type { RateLimitOptions } from './rate-limit.ts'
 import { lruCache } from '../../common/lru.ts'
 import { ALL_TENANTS, tenantOnly, type TenantScope } from '../../common/tenant-scope.ts'
-import { createSessionSeal, SAFE_METHODS, type OpenedSession, type SessionSeal } from './session.ts'
+import { createSessionSeal, refuseCsrf, SAFE_METHODS, SESSION_ENDED, SESSION_INVALID, type OpenedSession, type SessionSeal } from './session.ts'
 
 /**
  * Bearer authentication and tenant isolation (docs/auth.md).
@@ -232,6 +232,8 @@ export function createAuth(deps: AuthDeps): AuthMiddleware {
     cache.set(h, { principal })
     return principal
   }
+  // A session is its key, unless it was signed out: the same answer for the API and the session routes.
+  const resolveSession = async (s: OpenedSession) => ((await sessionRevoked(s.id)) ? null : resolve(s.token))
 
   const authenticate: RequestHandler = async (req, res, next) => {
     if (isPublicPath(req.path)) return next()
@@ -241,12 +243,10 @@ export function createAuth(deps: AuthDeps): AuthMiddleware {
         // The console's session cookie stands for the key it was opened with (session.ts).
         const session = sessions.read(req)
         if (session === null) return unauthorized(res, 'send Authorization: Bearer <api key>')
-        if (session === 'invalid' || (await sessionRevoked(session.id))) return unauthorized(res, 'the session has expired, was signed out or is not valid: sign in again')
-        const principal = await resolve(session.token)
-        if (!principal) return unauthorized(res, "the session's API key is unknown or revoked: sign in again")
-        if (!SAFE_METHODS.has(req.method) && !sessions.csrfOk(req, session)) {
-          return sendError(res, 403, 'Forbidden', { code: 'CSRF_TOKEN_INVALID', message: 'a write made with the session cookie must carry its X-CSRF-Token header' })
-        }
+        if (session === 'invalid') return unauthorized(res, SESSION_INVALID)
+        const principal = await resolveSession(session)
+        if (!principal) return unauthorized(res, SESSION_ENDED)
+        if (!SAFE_METHODS.has(req.method) && !sessions.csrfOk(req, session)) return refuseCsrf(res)
         req.auth = principal
         return next()
       }
@@ -273,8 +273,6 @@ export function createAuth(deps: AuthDeps): AuthMiddleware {
     next()
   }
 
-  // The session routes answer a signed-out session as the other routes do.
-  const resolveSession = async (s: OpenedSession) => ((await sessionRevoked(s.id)) ? null : resolve(s.token))
   return { authenticate, authorize, clearCache: () => cache.clear(), resolve, resolveSession, sessions, revokeSession }
 }
 

@@ -7,7 +7,7 @@ import { json, route, type Operation, type RouteGroup } from './routes.ts'
 import { Timestamp } from './response-schemas.ts'
 import { SESSION_PATH, type Principal } from './auth.ts'
 import { rateLimit } from './rate-limit.ts'
-import type { OpenedSession, SessionSeal } from './session.ts'
+import { refuseCsrf, SESSION_ENDED, SESSION_INVALID, type OpenedSession, type SessionSeal } from './session.ts'
 
 /**
  * Browser sessions (ours; docs/auth.md, "Browser sessions"): the console exchanges a tenant key
@@ -110,9 +110,9 @@ export function sessionRouter(deps: SessionRoutesDeps): Router {
     try {
       const s = deps.sessions.read(req)
       if (s === null) return sendError(res, 401, 'Unauthorized', 'not signed in')
-      if (s === 'invalid') return noSession(req, res, 'the session has expired or is not valid: sign in again')
+      if (s === 'invalid') return noSession(req, res, SESSION_INVALID)
       const principal = await deps.resolveSession(s)
-      if (!principal) return noSession(req, res, "the session was signed out, or its API key is unknown or revoked: sign in again")
+      if (!principal) return noSession(req, res, SESSION_ENDED)
       res.json({ success: true, data: sessionData(principal, s) })
     } catch (err) {
       next(err)
@@ -123,7 +123,7 @@ export function sessionRouter(deps: SessionRoutesDeps): Router {
     try {
       const s = deps.sessions.read(req)
       if (s && s !== 'invalid') {
-        if (!deps.sessions.csrfOk(req, s)) return sendError(res, 403, 'Forbidden', { code: 'CSRF_TOKEN_INVALID', message: 'a write made with the session cookie must carry its X-CSRF-Token header' })
+        if (!deps.sessions.csrfOk(req, s)) return refuseCsrf(res)
         // Every replica refuses this cookie from now on, even a copy of it.
         await deps.revokeSession(s)
         deps.logger.info({ session_expires_at: new Date(s.expiresAt).toISOString() }, 'console session signed out')

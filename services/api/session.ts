@@ -1,6 +1,7 @@
 import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto'
 import { parse as parseCookies, serialize as serializeCookie } from 'cookie'
 import type { Request, Response } from 'express'
+import { sendError } from './errors.ts'
 
 /**
  * Browser sessions for the console (docs/auth.md, "Browser sessions"): a tenant key or the admin
@@ -110,3 +111,12 @@ export function createSessionSeal(secret: string, opts: { ttlMs?: number; now?: 
 
 /** Methods that change nothing, and so need no CSRF token. */
 export const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS'])
+
+/** Why a cookie is refused (401), wherever it is read: it does not open or has expired, or it no longer stands for a key. */
+export const SESSION_INVALID = 'the session has expired or is not valid: sign in again'
+export const SESSION_ENDED = 'the session was signed out, or its API key is unknown or revoked: sign in again'
+
+/** The 403 of a write made with the cookie but without its X-CSRF-Token. */
+export function refuseCsrf(res: Response): void {
+  sendError(res, 403, 'Forbidden', { code: 'CSRF_TOKEN_INVALID', message: 'a write made with the session cookie must carry its X-CSRF-Token header' })
+}

@@ -1,6 +1,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks'
 import { ErrorBox, Loading } from './components/states.tsx'
 import { useApi } from './use-api.ts'
+import { keep } from './filters.tsx'
 import { href, navigate, onLinkClick, usePlace, type Place } from './router.ts'
 import { readSession, SessionContext, signIn, signOut, type Session } from './session.ts'
 import { Audiences } from './pages/audiences.tsx'
@@ -142,9 +143,7 @@ function TenantSwitcher({ place, tenantId }: { place: Place; tenantId: number })
         const t = Number(chosen)
         if (!Number.isSafeInteger(t) || t < 1 || t === tenantId) return
         localStorage.setItem('cdp.tenant', String(t))
-        const q: Record<string, string[]> = {}
-        for (const k of new Set(place.query.keys())) if (k !== 'offset' && k !== 'integration') q[k] = place.query.getAll(k)
-        navigate(href(place.path.startsWith('/customers') ? '/' : place.path, { ...q, tenant: String(t) }))
+        navigate(href(place.path.startsWith('/customers') ? '/' : place.path, { ...keep(place, ['offset', 'integration']), tenant: String(t) }))
       }}
     >
       <label>
