@@ -1,9 +1,11 @@
 import fs from 'node:fs'
+import os from 'node:os'
 import path from 'node:path'
 import { createHash } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
 import { createClient, type ClickHouseClient } from '@clickhouse/client'
 import type { Logger } from '../logger.ts'
+import { encodeRows, encoderFor, RowBinaryUnsupported, type Encoder } from './row-binary.ts'
 
 export type Store = ClickHouseClient
 
@@ -53,89 +55,177 @@ export async function openStore(opts: StoreOptions): Promise<Store> {
   } as never) as ClickHouseClient
   await client.command({ query: `CREATE DATABASE IF NOT EXISTS ${quoteIdent(opts.database)}` })
   await client.command({ query: `USE ${quoteIdent(opts.database)}` })
-  rawInserts.set(client, { database: opts.database, rawInsert: (p) => (connection as unknown as { chdb: RawInserter }).chdb.rawInsert(p) })
+  // Rows are handed to chdb as files (fileInsert): a folder of this store's, removed when it closes.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cdp-chdb-insert-'))
+  const chdb = (connection as unknown as { chdb: { queryAsync(sql: string): Promise<{ text(): string }> } }).chdb
+  fileInserts.set(client, { database: opts.database, dir, run: (sql) => chdb.queryAsync(sql), types: new Map() })
+  const close = client.close.bind(client)
+  client.close = async () => {
+    try {
+      await close()
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true })
+    }
+  }
   return client
 }
 
-interface RawInserter {
-  rawInsert(p: { table: string; columns?: string[]; values: string; format: 'JSONEachRow' | 'JSONCompactEachRow'; settings?: Record<string, string> }): Promise<unknown>
+/** Where a chdb store's inserts put their rows, by client. */
+const fileInserts = new WeakMap<Store, ChdbFiles>()
+interface ChdbFiles {
+  database: string
+  dir: string
+  /** A statement on chdb's session, started at once (the client's command starts it a turn of the event loop later). */
+  run(sql: string): Promise<{ text(): string }>
+  /** Each table's column types, read once (system.columns): what RowBinary needs to encode a value. */
+  types: Map<string, Promise<Map<string, string>>>
 }
-/** The chdb stores' zero-copy insert (chdb's own parser over one buffer), by client. */
-const rawInserts = new WeakMap<Store, RawInserter & { database: string }>()
+let fileSeq = 0
 
 /**
- * Inserts rows as JSON. On chdb the rows are serialised here into one buffer that chdb's
- * multithreaded parser reads in place (its `rawInsert`), instead of the client's per-row stream
- * concatenated into the SQL text: about a third less time for the projection's batches
- * (docs/analytics-performance.md, "Ingest"). Rows that share one set of keys in one order (rows
- * built by one function) go as JSONCompactEachRow, their values only: about half the bytes and
- * half chdb's parsing time of JSONEachRow. On a server, the client's ordinary insert.
+ * Inserts rows given as objects (JSONEachRow on a server). On chdb, rows that share one set of
+ * keys in one order (rows built by one function) go as their values, as insertValueRows sends
+ * them; rows of mixed shapes go as JSONEachRow, each leaving out what it does not set.
  */
 export async function insertJsonRows(store: Store, table: string, rows: readonly object[]): Promise<void> {
   if (!rows.length) return
-  const raw = rawInsertFor(store, table)
-  if (!raw) {
+  const chdb = fileInsertFor(store, table)
+  if (!chdb) {
     await store.insert({ table, values: rows as object[], format: 'JSONEachRow' })
     return
   }
-  const compact = compactJsonLines(rows)
-  if (compact) {
-    await raw.rawInsert({ table: raw.table, columns: compact.columns, values: compact.body, format: 'JSONCompactEachRow', settings: RAW_SETTINGS })
-    return
-  }
+  const compact = compactValues(rows)
+  if (compact) return chdbInsertValues(chdb, compact.columns, compact.values)
   let body = ''
   for (const r of rows) body += JSON.stringify(r) + '\n'
-  await raw.rawInsert({ table: raw.table, values: body, format: 'JSONEachRow', settings: RAW_SETTINGS })
-}
-
-const RAW_SETTINGS = { date_time_input_format: 'best_effort' }
-
-/** chdb's raw insert into `table` (qualified), or null on a server or for a name it does not take (plain identifiers only). */
-function rawInsertFor(store: Store, table: string): (RawInserter & { table: string }) | null {
-  const raw = rawInserts.get(store)
-  if (!raw || !/^\w+$/.test(raw.database) || !/^\w+$/.test(table)) return null
-  return { rawInsert: raw.rawInsert, table: `${raw.database}.${table}` }
+  await fileInsert(chdb, null, body, 'JSONEachRow')
 }
 
 /**
- * Inserts rows given as arrays of values in `columns`' order (JSONCompactEachRow): for writers of
- * many rows of one shape, which then need no object per row. chdb's raw insert as above; on a
- * server, the client's insert with the same format.
+ * Inserts rows given as arrays of values in `columns`' order: for writers of many rows of one
+ * shape, which then need no object per row. On a server, the client's insert as
+ * JSONCompactEachRow; on chdb, RowBinary (below).
  */
 export async function insertValueRows(store: Store, table: string, columns: readonly string[], rows: readonly unknown[][]): Promise<void> {
   if (!rows.length) return
-  const raw = rawInsertFor(store, table)
-  if (!raw) {
+  const chdb = fileInsertFor(store, table)
+  if (!chdb) {
     await store.insert({ table, values: rows as unknown[][], columns: columns as [string, ...string[]], format: 'JSONCompactEachRow' })
     return
   }
-  let body = ''
-  for (const r of rows) body += JSON.stringify(r) + '\n'
-  await raw.rawInsert({ table: raw.table, columns: [...columns], values: body, format: 'JSONCompactEachRow', settings: RAW_SETTINGS })
+  await chdbInsertValues(chdb, columns, rows)
+}
+
+/** chdb's file insert into `table` (qualified), or null on a server or for a name it does not take (plain identifiers only). */
+function fileInsertFor(store: Store, table: string): (ChdbFiles & { table: string; name: string }) | null {
+  const chdb = fileInserts.get(store)
+  if (!chdb || !/^\w+$/.test(chdb.database) || !/^\w+$/.test(table)) return null
+  return { ...chdb, table: `${chdb.database}.${table}`, name: table }
 }
 
 /**
- * The rows as JSONCompactEachRow lines under the first row's keys, or null when a row has other
- * keys, another key order, or an undefined value (JSONEachRow leaves that column to its default;
- * an array would send null).
+ * Rows of one shape on chdb: encoded as RowBinary by the table's column types (row-binary.ts), so
+ * no number is printed here or parsed by chdb; about a fifth of JSON's time on each side
+ * (docs/analytics-performance.md, "Ingest"). A column type or a value RowBinary does not take
+ * exactly sends the insert as JSONCompactEachRow instead.
  */
-export function compactJsonLines(rows: readonly object[]): { columns: string[]; body: string } | null {
+async function chdbInsertValues(chdb: ChdbFiles & { table: string; name: string }, columns: readonly string[], rows: readonly unknown[][]): Promise<void> {
+  const encoders = await encodersOf(chdb, columns)
+  if (encoders) {
+    try {
+      return await fileInsert(chdb, columns, encodeRows(encoders, rows), 'RowBinary')
+    } catch (err) {
+      if (!(err instanceof RowBinaryUnsupported)) throw err
+    }
+  }
+  let body = ''
+  for (const r of rows) body += JSON.stringify(r) + '\n'
+  await fileInsert(chdb, columns, body, 'JSONCompactEachRow')
+}
+
+/** The RowBinary encoders of these columns of the table, or null when one's type has none (or is not a column: JSON then says why). */
+async function encodersOf(chdb: ChdbFiles & { name: string }, columns: readonly string[]): Promise<Encoder[] | null> {
+  let types = chdb.types.get(chdb.name)
+  if (!types) {
+    types = readColumnTypes(chdb, chdb.name)
+    chdb.types.set(chdb.name, types)
+    types.catch(() => chdb.types.delete(chdb.name))
+  }
+  const byName = await types
+  try {
+    return columns.map((c) => {
+      const type = byName.get(c)
+      if (type === undefined) throw new RowBinaryUnsupported(`no column ${c}`)
+      return encoderFor(type)
+    })
+  } catch (err) {
+    if (err instanceof RowBinaryUnsupported) return null
+    throw err
+  }
+}
+
+async function readColumnTypes(chdb: ChdbFiles, table: string): Promise<Map<string, string>> {
+  const out = await chdb.run(`SELECT name, type FROM system.columns WHERE database = ${sqlString(chdb.database)} AND table = ${sqlString(table)} FORMAT JSONCompact`)
+  const data = (JSON.parse(out.text()) as { data: [string, string][] }).data
+  return new Map(data)
+}
+
+/**
+ * The column types RowBinary inserts encode with are read once per table; a migration that
+ * changes a table's columns forgets them.
+ */
+export function forgetColumnTypes(store: Store): void {
+  fileInserts.get(store)?.types.clear()
+}
+
+/**
+ * One insert on chdb: the body is written to a file of the store's folder and read back by
+ * `INSERT INTO t (columns) SELECT * FROM file(…)`, with the table's own column types (and its
+ * defaults for the columns a JSONEachRow row leaves out). chdb reads a file on all its threads,
+ * about twice as fast as the same bytes given inline (`INSERT … FORMAT`, or chdb's rawInsert):
+ * docs/analytics-performance.md, "Ingest". The file is removed once the insert is done.
+ */
+async function fileInsert(chdb: ChdbFiles & { table: string }, columns: readonly string[] | null, body: string | Buffer, format: 'JSONEachRow' | 'JSONCompactEachRow' | 'RowBinary'): Promise<void> {
+  if (columns && !columns.every((c) => /^\w+$/.test(c))) throw new Error(`invalid column name in ${columns.join(', ')}`)
+  const file = path.join(chdb.dir, `${process.pid}-${++fileSeq}`)
+  // Written at once (a few milliseconds): fs.promises would write it in chunks, one turn of the
+  // event loop each, while the caller builds its next batch.
+  fs.writeFileSync(file, body)
+  try {
+    await chdb.run(`INSERT INTO ${chdb.table}${columns ? ` (${columns.join(', ')})` : ''} SELECT * FROM file(${sqlString(file)}, ${format}) SETTINGS date_time_input_format = 'best_effort'`)
+  } finally {
+    fs.rmSync(file, { force: true })
+  }
+}
+
+/** A ClickHouse string literal. */
+function sqlString(s: string): string {
+  return `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`
+}
+
+/**
+ * The rows' values under the first row's keys, or null when a row has other keys, another key
+ * order, or an undefined value (JSONEachRow leaves that column to its default; a value row
+ * cannot).
+ */
+export function compactValues(rows: readonly object[]): { columns: string[]; values: unknown[][] } | null {
   const columns = Object.keys(rows[0]!)
   if (!columns.every((c) => /^\w+$/.test(c))) return null
   const n = columns.length
-  const values: unknown[] = new Array(n)
-  let body = ''
-  for (const row of rows) {
+  const values: unknown[][] = new Array(rows.length)
+  for (let r = 0; r < rows.length; r++) {
+    const row = rows[r]!
+    const out: unknown[] = new Array(n)
     let k = 0
     for (const key in row) {
       const v = (row as Record<string, unknown>)[key]
       if (k >= n || key !== columns[k] || v === undefined) return null
-      values[k++] = v
+      out[k++] = v
     }
     if (k !== n) return null
-    body += JSON.stringify(values) + '\n'
+    values[r] = out
   }
-  return { columns, body }
+  return { columns, values }
 }
 
 export function quoteIdent(name: string): string {
@@ -203,6 +293,7 @@ export async function migrate(store: Store, logger?: Logger, dir = MIGRATIONS_DI
     logger?.info({ migration: m.name }, 'migration applied')
     done.push(m.version)
   }
+  if (done.length) forgetColumnTypes(store)
   return done
 }
 

@@ -2,19 +2,19 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { compactJsonLines, insertJsonRows, openStore, type Store } from '../../common/store/clickhouse.ts'
+import { compactValues, insertJsonRows, openStore, type Store } from '../../common/store/clickhouse.ts'
 
-describe('compactJsonLines', () => {
-  it('writes the values under the first row\'s keys', () => {
-    expect(compactJsonLines([{ a: 1, b: 'x\n"y', c: null, d: [1, 2] }, { a: 2, b: '', c: 3.5, d: [] }])).toEqual({ columns: ['a', 'b', 'c', 'd'], body: '[1,"x\\n\\"y",null,[1,2]]\n[2,"",3.5,[]]\n' })
+describe('compactValues', () => {
+  it('gives the values under the first row\'s keys', () => {
+    expect(compactValues([{ a: 1, b: 'x\n"y', c: null, d: [1, 2] }, { a: 2, b: '', c: 3.5, d: [] }])).toEqual({ columns: ['a', 'b', 'c', 'd'], values: [[1, 'x\n"y', null, [1, 2]], [2, '', 3.5, []]] })
   })
 
   it('declines rows with other keys, another key order or an undefined value', () => {
-    expect(compactJsonLines([{ a: 1, b: 2 }, { a: 1 }])).toBeNull()
-    expect(compactJsonLines([{ a: 1, b: 2 }, { a: 1, b: 2, c: 3 }])).toBeNull()
-    expect(compactJsonLines([{ a: 1, b: 2 }, { b: 2, a: 1 }])).toBeNull()
-    expect(compactJsonLines([{ a: 1, b: 2 }, { a: 1, b: undefined }])).toBeNull()
-    expect(compactJsonLines([{ 'a-b': 1 }])).toBeNull()
+    expect(compactValues([{ a: 1, b: 2 }, { a: 1 }])).toBeNull()
+    expect(compactValues([{ a: 1, b: 2 }, { a: 1, b: 2, c: 3 }])).toBeNull()
+    expect(compactValues([{ a: 1, b: 2 }, { b: 2, a: 1 }])).toBeNull()
+    expect(compactValues([{ a: 1, b: 2 }, { a: 1, b: undefined }])).toBeNull()
+    expect(compactValues([{ 'a-b': 1 }])).toBeNull()
   })
 })
 
