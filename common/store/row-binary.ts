@@ -268,9 +268,7 @@ function decimalEncoder(bytes: 4 | 8, scale: number): Encoder {
   }
 }
 
-const DECIMAL_TEXT = /^(-?)(\d{1,18})(?:\.(\d+))?$/
-
-/** A decimal string's (or an integer's) value × 10^scale as an exact safe integer, or null. */
+/** A decimal string's (or an integer's) value × 10^scale as an exact safe integer, or null. Read by character codes. */
 export function scaledUnits(v: unknown, scale: number): number | null {
   if (typeof v === 'number') {
     if (!Number.isInteger(v)) return null // a fraction's binary value may not be what its text says
@@ -278,14 +276,30 @@ export function scaledUnits(v: unknown, scale: number): number | null {
     return Number.isSafeInteger(u) ? u : null
   }
   if (typeof v !== 'string') return null
-  const m = DECIMAL_TEXT.exec(v)
-  if (!m) return null
-  const frac = m[3] ?? ''
-  if (frac.length > scale) return null
-  const digits = m[2]! + frac.padEnd(scale, '0')
-  const u = Number(digits)
+  const n = v.length
+  const negative = v.charCodeAt(0) === 45
+  let i = negative ? 1 : 0
+  let u = 0
+  let intDigits = 0
+  let fracDigits = -1 // -1: no point yet
+  for (; i < n; i++) {
+    const c = v.charCodeAt(i)
+    if (c === 46 && fracDigits < 0) {
+      fracDigits = 0
+      continue
+    }
+    const d = c - 48
+    if (d < 0 || d > 9) return null
+    if (fracDigits >= 0) {
+      if (++fracDigits > scale) return null
+    } else intDigits++
+    u = u * 10 + d
+  }
+  // "1." or "." or "" or "-" are not decimals; more than 18 integer digits never fit.
+  if (intDigits === 0 || intDigits > 18 || fracDigits === 0) return null
+  u *= 10 ** (scale - Math.max(fracDigits, 0))
   if (!Number.isSafeInteger(u)) return null
-  return m[1] ? -u : u
+  return negative ? -u : u
 }
 
 /**

@@ -8,8 +8,10 @@ import { iso } from '../../common/time.ts'
 export const ORDER_EVENT_COLUMNS = ['tenant_id', 'customer_id', 'order_id', 'event_id', 'event_type', 'status', 'total', 'refunded_amount', 'currency', 'items', 'placed_at', 'occurred_at', 'source'] as const
 
 /**
- * An `order_events` row as its values in ORDER_EVENT_COLUMNS' order: what the projection sends
- * (JSONCompactEachRow), with no object per row. Items are named tuples, written as objects.
+ * An `order_events` row as its values in ORDER_EVENT_COLUMNS' order: what the projection sends,
+ * with no object per row. Items are named tuples, written as objects. The times are epoch
+ * milliseconds: a DateTime64(3) column reads a number as its milliseconds, in JSON as in
+ * RowBinary, with no text to print or parse.
  */
 export function orderEventValues(e: OrderEvent): unknown[] {
   const items = new Array(e.items.length)
@@ -17,7 +19,7 @@ export function orderEventValues(e: OrderEvent): unknown[] {
     const i = e.items[k]!
     items[k] = { sku: i.sku, name: i.name, quantity: i.quantity, unit_price: i.unit_price }
   }
-  return [e.tenant_id, e.customer_id, e.order_id, e.event_id, e.event_type, e.status, e.total, e.refunded_amount, e.currency, items, iso(e.placed_at), iso(e.occurred_at), e.source]
+  return [e.tenant_id, e.customer_id, e.order_id, e.event_id, e.event_type, e.status, e.total, e.refunded_amount, e.currency, items, e.placed_at, e.occurred_at, e.source]
 }
 
 /** The same row as an object (JSONEachRow): tests and the ingest bench's file write it. */

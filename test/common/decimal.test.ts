@@ -75,6 +75,17 @@ describe('cents', () => {
     expect(toCents('-0.05')).toBe(-5n)
     expect(toCents('0')).toBe(0n)
     expect(toCents('99999999999999999.99')).toBe(9999999999999999999n) // beyond float precision
+    // The canonical text's fast path agrees with the general parser on its edges.
+    expect(toCents('9999999999999.99')).toBe(999999999999999n)
+    expect(toCents('-9999999999999.99')).toBe(-999999999999999n)
+    expect(toCents('99999999999999.99')).toBe(9999999999999999n)
+    expect(toCents('007.50')).toBe(750n)
+    expect(toCents(' 7.50')).toBe(750n)
+    expect(toCents('+7.50')).toBe(750n)
+    expect(toCents('.50')).toBe(50n)
+    expect(toCents('-0.00')).toBe(0n)
+    expect(codeOf(() => toCents('7.5x'))).toBe('invalid_decimal')
+    expect(codeOf(() => toCents('1-2.50'))).toBe('invalid_decimal')
     expect(fromCents(1250n)).toBe('12.50')
     expect(fromCents(5n)).toBe('0.05')
     expect(fromCents(-5n)).toBe('-0.05')

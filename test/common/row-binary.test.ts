@@ -91,6 +91,10 @@ describe('RowBinary encoders', () => {
     expect(scaledUnits('123', 2)).toBe(12300)
     expect(scaledUnits(7, 2)).toBe(700)
     expect(scaledUnits('1e3', 2)).toBeNull()
+    for (const bad of ['', '-', '.5', '1.', '1.2.3', '+1', ' 1', '1.234', '0x10']) expect(scaledUnits(bad, 2), bad).toBeNull()
+    expect(scaledUnits('-0', 2)).toBe(-0)
+    expect(scaledUnits('900719925474099.1', 1)).toBe(9007199254740991)
+    expect(scaledUnits('900719925474099.2', 1)).toBeNull()
     expect(scaledUnits('99999999999999999.99', 2)).toBeNull() // past 2^53
     expect(splitArgs("a String, b Tuple(x UInt8, y Decimal(15, 2)), c DateTime64(3, 'UTC')")).toEqual(['a String', 'b Tuple(x UInt8, y Decimal(15, 2))', "c DateTime64(3, 'UTC')"])
   })
