@@ -40,7 +40,7 @@ import { CONSUMER_SETTINGS } from '../common/eventlog/kafka.ts'
 import type { Store } from '../common/store/clickhouse.ts'
 import type { OrderEvent } from '../common/events.ts'
 import { TOPICS } from '../common/topics.ts'
-import { projectionPipeline } from '../pipelines/projection/pipeline.ts'
+import { NO_MERGE_ON_INSERT, projectionPipeline } from '../pipelines/projection/pipeline.ts'
 import { orderEventRow, orderStateRow } from '../pipelines/projection/rows.ts'
 import { publishEvents } from '../pipelines/ingest/publisher.ts'
 import { generateOrderEvents } from '../pipelines/ingest/synthetic/generate.ts'
@@ -361,7 +361,16 @@ function instrument<T>(def: PipelineDefinition<T>, probe: PipelineProbe): Pipeli
     ...def,
     process(record, codec) {
       probe.process.enter()
-      return def.process(record, codec).finally(() => probe.process.leave())
+      let result: ReturnType<typeof def.process>
+      try {
+        result = def.process(record, codec)
+      } catch (err) {
+        probe.process.leave()
+        throw err
+      }
+      if (result instanceof Promise) return result.finally(() => probe.process.leave())
+      probe.process.leave()
+      return result
     },
     async sink(items) {
       probe.sink.enter()
@@ -470,8 +479,9 @@ async function storeLimit(rt: Runtime, tenant: number, opts: Options, dataDir: s
     const copy = `bench_limit_${table}_${tenant}`
     await rt.store.command({ query: `CREATE TABLE ${copy} AS ${table}` })
     try {
-      if (server) await rt.store.insert({ table: copy, values: fs.createReadStream(files[table]), format: 'JSONEachRow' })
-      else await rt.store.command({ query: `INSERT INTO ${copy} SELECT * FROM file({f:String}, JSONEachRow)`, query_params: { f: files[table] } })
+      // With the settings the projection's inserts have, so the limit is of the same work.
+      if (server) await rt.store.insert({ table: copy, values: fs.createReadStream(files[table]), format: 'JSONEachRow', clickhouse_settings: NO_MERGE_ON_INSERT.settings })
+      else await rt.store.command({ query: `INSERT INTO ${copy} SELECT * FROM file({f:String}, JSONEachRow)`, query_params: { f: files[table] }, clickhouse_settings: NO_MERGE_ON_INSERT.settings })
     } finally {
       if (table === 'orders') await rt.store.command({ query: `DROP TABLE IF EXISTS bench_limit_order_events_${tenant}` })
       await rt.store.command({ query: `DROP TABLE IF EXISTS ${copy}` }).catch(() => undefined)

@@ -55,7 +55,17 @@ export class EventCodec {
   /** Decodes a value of `topic`; throws UndecodableRecordError or SchemaMismatchError for poison records. */
   async decode<T>(topic: string, value: Buffer | null): Promise<T> {
     if (value === null) throw new UndecodableRecordError('record has no value (tombstone)')
-    const { schemaId, value: decoded } = await this.registry.decode(value)
+    return this.checked<T>(topic, await this.registry.decode(value))
+  }
+
+  /** `decode`, or a promise of it only when the value's schema must be fetched first (decodeKnown). */
+  decodeSoon<T>(topic: string, value: Buffer | null): T | Promise<T> {
+    if (value === null) throw new UndecodableRecordError('record has no value (tombstone)')
+    const known = this.registry.decodeKnown(value)
+    return known ? this.checked<T>(topic, known) : this.decode<T>(topic, value)
+  }
+
+  private checked<T>(topic: string, { schemaId, value: decoded }: { schemaId: number; value: unknown }): T {
     const expected = this.expected.get(topic)
     const got = decoded === null ? null : typeNameOf(decoded)
     if (expected && got && got !== expected) {

@@ -14,6 +14,12 @@ export interface SchemaRegistryPort {
   register(subject: string, schema: string): Promise<number>
   encode(id: number, value: unknown): Promise<Buffer>
   decode(buf: Buffer): Promise<{ schemaId: number; value: unknown }>
+  /**
+   * `decode` without a promise when the value's schema is already known here (undefined when it
+   * must be fetched first): the consumers decode every record, and a promise each was a tenth of
+   * their time. Throws UndecodableRecordError as decode rejects with it.
+   */
+  decodeKnown(buf: Buffer): { schemaId: number; value: unknown } | undefined
 }
 
 export class IncompatibleSchemaError extends Error {
@@ -48,6 +54,14 @@ export function unframe(buf: Buffer): { schemaId: number; payload: Buffer } {
   return { schemaId: buf.readUInt32BE(1), payload: buf.subarray(5) }
 }
 
+function readPayload(t: avsc.Type, schemaId: number, payload: Buffer): unknown {
+  try {
+    return t.fromBuffer(payload)
+  } catch (e) {
+    throw new UndecodableRecordError(`Avro payload does not match schema ${schemaId}: ${(e as Error).message}`)
+  }
+}
+
 /** Shared encode/decode over avsc types cached by id. */
 abstract class AvroCodecBase implements SchemaRegistryPort {
   protected readonly types = new Map<number, avsc.Type>()
@@ -69,18 +83,22 @@ abstract class AvroCodecBase implements SchemaRegistryPort {
   }
 
   async decode(buf: Buffer): Promise<{ schemaId: number; value: unknown }> {
+    const known = this.decodeKnown(buf)
+    if (known) return known
     const { schemaId, payload } = unframe(buf)
     let t: avsc.Type
     try {
-      t = this.types.get(schemaId) ?? (await this.typeFor(schemaId))
+      t = await this.typeFor(schemaId)
     } catch (e) {
       throw new UndecodableRecordError(`unknown schema id ${schemaId}: ${(e as Error).message}`)
     }
-    try {
-      return { schemaId, value: t.fromBuffer(payload) }
-    } catch (e) {
-      throw new UndecodableRecordError(`Avro payload does not match schema ${schemaId}: ${(e as Error).message}`)
-    }
+    return { schemaId, value: readPayload(t, schemaId, payload) }
+  }
+
+  decodeKnown(buf: Buffer): { schemaId: number; value: unknown } | undefined {
+    const { schemaId, payload } = unframe(buf)
+    const t = this.types.get(schemaId)
+    return t && { schemaId, value: readPayload(t, schemaId, payload) }
   }
 }
 

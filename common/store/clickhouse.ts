@@ -87,11 +87,11 @@ let fileSeq = 0
  * keys in one order (rows built by one function) go as their values, as insertValueRows sends
  * them; rows of mixed shapes go as JSONEachRow, each leaving out what it does not set.
  */
-export async function insertJsonRows(store: Store, table: string, rows: readonly object[]): Promise<void> {
+export async function insertJsonRows(store: Store, table: string, rows: readonly object[], opts: InsertOptions = {}): Promise<void> {
   if (!rows.length) return
-  const chdb = fileInsertFor(store, table)
+  const chdb = fileInsertFor(store, table, opts)
   if (!chdb) {
-    await store.insert({ table, values: rows as object[], format: 'JSONEachRow' })
+    await store.insert({ table, values: rows as object[], format: 'JSONEachRow', clickhouse_settings: opts.settings })
     return
   }
   const compact = compactValues(rows)
@@ -101,26 +101,38 @@ export async function insertJsonRows(store: Store, table: string, rows: readonly
   await fileInsert(chdb, null, body, 'JSONEachRow')
 }
 
+/** An insert's own ClickHouse settings (numbers and flags), on a server and on chdb alike. */
+export interface InsertOptions {
+  settings?: Record<string, number | boolean>
+}
+
 /**
  * Inserts rows given as arrays of values in `columns`' order: for writers of many rows of one
  * shape, which then need no object per row. On a server, the client's insert as
  * JSONCompactEachRow; on chdb, RowBinary (below).
  */
-export async function insertValueRows(store: Store, table: string, columns: readonly string[], rows: readonly unknown[][]): Promise<void> {
+export async function insertValueRows(store: Store, table: string, columns: readonly string[], rows: readonly unknown[][], opts: InsertOptions = {}): Promise<void> {
   if (!rows.length) return
-  const chdb = fileInsertFor(store, table)
+  const chdb = fileInsertFor(store, table, opts)
   if (!chdb) {
-    await store.insert({ table, values: rows as unknown[][], columns: columns as [string, ...string[]], format: 'JSONCompactEachRow' })
+    await store.insert({ table, values: rows as unknown[][], columns: columns as [string, ...string[]], format: 'JSONCompactEachRow', clickhouse_settings: opts.settings })
     return
   }
   await chdbInsertValues(chdb, columns, rows)
 }
 
+type ChdbInsert = ChdbFiles & { table: string; name: string; settings: string }
+
 /** chdb's file insert into `table` (qualified), or null on a server or for a name it does not take (plain identifiers only). */
-function fileInsertFor(store: Store, table: string): (ChdbFiles & { table: string; name: string }) | null {
+function fileInsertFor(store: Store, table: string, opts: InsertOptions): ChdbInsert | null {
   const chdb = fileInserts.get(store)
   if (!chdb || !/^\w+$/.test(chdb.database) || !/^\w+$/.test(table)) return null
-  return { ...chdb, table: `${chdb.database}.${table}`, name: table }
+  let settings = "date_time_input_format = 'best_effort'"
+  for (const [k, v] of Object.entries(opts.settings ?? {})) {
+    if (!/^\w+$/.test(k) || (typeof v === 'number' && !Number.isFinite(v))) throw new Error(`invalid insert setting ${k}`)
+    settings += `, ${k} = ${Number(v)}`
+  }
+  return { ...chdb, table: `${chdb.database}.${table}`, name: table, settings }
 }
 
 /**
@@ -129,7 +141,7 @@ function fileInsertFor(store: Store, table: string): (ChdbFiles & { table: strin
  * (docs/analytics-performance.md, "Ingest"). A column type or a value RowBinary does not take
  * exactly sends the insert as JSONCompactEachRow instead.
  */
-async function chdbInsertValues(chdb: ChdbFiles & { table: string; name: string }, columns: readonly string[], rows: readonly unknown[][]): Promise<void> {
+async function chdbInsertValues(chdb: ChdbInsert, columns: readonly string[], rows: readonly unknown[][]): Promise<void> {
   const encoders = await encodersOf(chdb, columns)
   if (encoders) {
     try {
@@ -185,14 +197,14 @@ export function forgetColumnTypes(store: Store): void {
  * about twice as fast as the same bytes given inline (`INSERT … FORMAT`, or chdb's rawInsert):
  * docs/analytics-performance.md, "Ingest". The file is removed once the insert is done.
  */
-async function fileInsert(chdb: ChdbFiles & { table: string }, columns: readonly string[] | null, body: string | Buffer, format: 'JSONEachRow' | 'JSONCompactEachRow' | 'RowBinary'): Promise<void> {
+async function fileInsert(chdb: ChdbInsert, columns: readonly string[] | null, body: string | Buffer, format: 'JSONEachRow' | 'JSONCompactEachRow' | 'RowBinary'): Promise<void> {
   if (columns && !columns.every((c) => /^\w+$/.test(c))) throw new Error(`invalid column name in ${columns.join(', ')}`)
   const file = path.join(chdb.dir, `${process.pid}-${++fileSeq}`)
   // Written at once (a few milliseconds): fs.promises would write it in chunks, one turn of the
   // event loop each, while the caller builds its next batch.
   fs.writeFileSync(file, body)
   try {
-    await chdb.run(`INSERT INTO ${chdb.table}${columns ? ` (${columns.join(', ')})` : ''} SELECT * FROM file(${sqlString(file)}, ${format}) SETTINGS date_time_input_format = 'best_effort'`)
+    await chdb.run(`INSERT INTO ${chdb.table}${columns ? ` (${columns.join(', ')})` : ''} SELECT * FROM file(${sqlString(file)}, ${format}) SETTINGS ${chdb.settings}`)
   } finally {
     fs.rmSync(file, { force: true })
   }

@@ -137,13 +137,13 @@ export class TenantCurrencies {
     private readonly ttlMs = 60_000,
     maxTenants = 10_000,
   ) {
-    this.known = lruCache<number, Promise<string>>({ max: maxTenants, ttlMs, now })
+    this.known = lruCache<number, { currency: Promise<string>; settled?: string }>({ max: maxTenants, ttlMs, now })
   }
 
   /** The tenant's set currency, from the cache or the settings; null while it has none. */
   async current(tenantId: number): Promise<string | null> {
     const hit = this.known.get(tenantId)
-    if (hit) return hit
+    if (hit) return hit.currency
     const s = await this.settings.get(tenantId)
     if (s.currency) this.remember(tenantId, Promise.resolve(s.currency))
     return s.currency
@@ -152,7 +152,7 @@ export class TenantCurrencies {
   /** The tenant's currency, adopting `candidate` when it has none. */
   of(tenantId: number, candidate: string): Promise<string> {
     const hit = this.known.get(tenantId)
-    if (hit) return hit
+    if (hit) return hit.currency
     const p = this.adopting.then(() => this.settings.currencyOrAdopt(tenantId, candidate))
     this.adopting = p.catch(() => undefined)
     this.remember(tenantId, p)
@@ -160,11 +160,19 @@ export class TenantCurrencies {
     return p
   }
 
+  /** The tenant's currency when this cache holds it already (no promise to wait for), else undefined: then `of`. */
+  settled(tenantId: number): string | undefined {
+    return this.known.get(tenantId)?.settled
+  }
+
   forget(tenantId: number): void {
     this.known.delete(tenantId)
   }
 
   private remember(tenantId: number, currency: Promise<string>): void {
-    if (this.ttlMs > 0) this.known.set(tenantId, currency)
+    if (this.ttlMs <= 0) return
+    const entry: { currency: Promise<string>; settled?: string } = { currency }
+    currency.then((c) => (entry.settled = c), () => undefined)
+    this.known.set(tenantId, entry)
   }
 }
