@@ -18,6 +18,21 @@ export function iso(ms: number | null | undefined): string | null {
   return `${isoDay(day)}T${TWO[h]}:${TWO[m]}:${TWO[s]}.${milli < 10 ? '00' : milli < 100 ? '0' : ''}${milli}Z`
 }
 
+/**
+ * A time as a DateTime64(3) column's value in the rows we insert: the epoch milliseconds
+ * themselves, which ClickHouse reads as the column's ticks (in JSON as in RowBinary), when they
+ * are whole and inside the column's range (1970 to 2299); else the ISO text, as `iso` gives it.
+ * No text is printed here and parsed there for the millions of times a recompute writes.
+ */
+export function storedTime(ms: number): number | string
+export function storedTime(ms: number | null | undefined): number | string | null
+export function storedTime(ms: number | null | undefined): number | string | null {
+  if (ms === null || ms === undefined) return null
+  return Number.isSafeInteger(ms) && ms >= 0 && ms <= MAX_DATETIME64_MS ? ms : iso(ms)
+}
+
+const MAX_DATETIME64_MS = 10_413_791_999_999 // 2299-12-31T23:59:59.999Z, DateTime64's last
+
 /** The UTC day (days since 1970-01-01) as YYYY-MM-DD, cached: rows of one tenant share few days. */
 export function isoDay(day: number): string {
   let text = dayTexts.get(day)

@@ -3,7 +3,7 @@ import type { CustomerFeatures, SegmentChanged } from '../../common/events.ts'
 import { centsText } from '../../common/decimal.ts'
 import { EMPTY_AGGREGATES, EMPTY_HISTORY, type CustomerAggregates, type OrderFact, type OrderHistory } from './order-facts.ts'
 import type { FeatureValues } from './features.ts'
-import { iso } from '../../common/time.ts'
+import { storedTime } from '../../common/time.ts'
 
 /** Pure mapping from feature state to ClickHouse rows (schemas/clickhouse/002_features.sql) and events. */
 
@@ -25,7 +25,7 @@ export function factRow(c: CustomerIdentity, orderId: string, f: OrderFact) {
     order_id: orderId,
     version: f.version,
     event_id: f.eventId,
-    placed_at: iso(f.placedAt),
+    placed_at: storedTime(f.placedAt),
     total_cents: f.cents,
     cancelled: f.cancelled ? 1 : 0,
   }
@@ -61,11 +61,11 @@ export function featureRowValues(c: CustomerIdentity, agg: CustomerAggregates, h
     v.m_score, // m_score
     v.rfm_score, // rfm_score
     v.segment, // segment
-    iso(processedAt), // processed_at
+    storedTime(processedAt), // processed_at
     c.partition, // partition
     c.emailVersion, // email_version
-    agg.firstOrderAt === null ? null : iso(agg.firstOrderAt), // first_order_at
-    agg.lastOrderAt === null ? null : iso(agg.lastOrderAt), // last_order_at
+    storedTime(agg.firstOrderAt), // first_order_at
+    storedTime(agg.lastOrderAt), // last_order_at
     agg.purchaseDays, // purchase_days
     agg.repeatPurchases, // repeat_purchases
     agg.repeatSpanDays, // repeat_span_days
@@ -149,7 +149,7 @@ export function segmentChangeRow(e: SegmentChanged) {
     tenant_id: e.tenant_id,
     customer_id: e.customer_id,
     event_id: e.event_id,
-    occurred_at: iso(e.occurred_at),
+    occurred_at: storedTime(e.occurred_at),
     previous_segment: e.previous_segment,
     segment: e.segment,
     previous_rfm_score: e.previous_rfm_score,

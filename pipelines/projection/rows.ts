@@ -1,5 +1,5 @@
 import { orderVersion, type CustomerUpserted, type OrderEvent } from '../../common/events.ts'
-import { iso } from '../../common/time.ts'
+import { storedTime } from '../../common/time.ts'
 
 /** Pure mapping from events to the rows of the raw projections (schemas/clickhouse/001_*.sql). */
 
@@ -10,8 +10,7 @@ export const ORDER_EVENT_COLUMNS = ['tenant_id', 'customer_id', 'order_id', 'eve
 /**
  * An `order_events` row as its values in ORDER_EVENT_COLUMNS' order: what the projection sends,
  * with no object per row. Items are named tuples, written as objects. The times are epoch
- * milliseconds: a DateTime64(3) column reads a number as its milliseconds, in JSON as in
- * RowBinary, with no text to print or parse.
+ * milliseconds (storedTime): a DateTime64(3) column reads a number as its milliseconds.
  */
 export function orderEventValues(e: OrderEvent): unknown[] {
   const items = new Array(e.items.length)
@@ -19,7 +18,7 @@ export function orderEventValues(e: OrderEvent): unknown[] {
     const i = e.items[k]!
     items[k] = { sku: i.sku, name: i.name, quantity: i.quantity, unit_price: i.unit_price }
   }
-  return [e.tenant_id, e.customer_id, e.order_id, e.event_id, e.event_type, e.status, e.total, e.refunded_amount, e.currency, items, e.placed_at, e.occurred_at, e.source]
+  return [e.tenant_id, e.customer_id, e.order_id, e.event_id, e.event_type, e.status, e.total, e.refunded_amount, e.currency, items, storedTime(e.placed_at), storedTime(e.occurred_at), e.source]
 }
 
 /** The same row as an object (JSONEachRow): tests and the ingest bench's file write it. */
@@ -39,8 +38,8 @@ export function orderStateRow(e: OrderEvent) {
     refunded_amount: e.refunded_amount,
     currency: e.currency,
     items_count: e.items.length,
-    placed_at: iso(e.placed_at),
-    updated_at: iso(e.occurred_at),
+    placed_at: storedTime(e.placed_at),
+    updated_at: storedTime(e.occurred_at),
     is_cancelled: e.event_type === 'cancelled' ? 1 : 0,
     source: e.source,
     version: orderVersion(e),
@@ -63,10 +62,10 @@ export function customerRow(e: CustomerUpserted) {
     postal_code: e.postal_code,
     country: e.country,
     registration_source: e.registration_source,
-    created_at: e.created_at === null ? null : iso(e.created_at),
+    created_at: storedTime(e.created_at),
     source_ids: e.source_ids.map((s) => ({ source: s.source, id: s.id })),
     source: e.source,
-    updated_at: iso(e.occurred_at),
+    updated_at: storedTime(e.occurred_at),
     version: e.occurred_at,
   }
 }
