@@ -5,7 +5,7 @@ import { insertJsonRows, type Store } from '../../common/store/clickhouse.ts'
 import type { EventLog, LogRecord, OutRecord } from '../../common/eventlog/port.ts'
 import type { EventCodec } from '../../common/eventlog/codec.ts'
 import type { Logger } from '../../common/logger.ts'
-import type { PipelineDefinition } from '../../common/runtime/pipeline.ts'
+import type { PipelineDefinition, StepResult } from '../../common/runtime/pipeline.ts'
 import { decodeInputEvent, decodeRecord, type InputEvent } from '../ingest/index.ts'
 import { ok } from '../../common/runtime/pipeline.ts'
 import type { TransactionModelName } from './clv/index.ts'
@@ -132,6 +132,8 @@ export class FeatureEngine {
   /** This consumer among the group's, in model refresh claims. */
   private readonly owner = claimantId(randomUUID())
   private chain: Promise<unknown> = Promise.resolve()
+  /** Rebalances queued on `chain` that have not dropped their state yet: records then wait their turn (observeNow). */
+  private assignsPending = 0
 
   constructor(private readonly deps: FeatureEngineOptions) {
     this.name = deps.name ?? FEATURES_GROUP
@@ -157,11 +159,11 @@ export class FeatureEngine {
     return {
       name: this.name,
       topics: [TOPICS.orders.name, TOPICS.customers.name, TOPICS.profileChanges.name],
-      process: async (record, codec) => {
-        await this.exclusive(() => this.observe(record))
-        if (record.topic !== TOPICS.profileChanges.name) return decodeInputEvent(record, codec, this.now(), this.currencies)
-        const r = await decodeRecord<ProfileChanged>(record, codec)
-        return r.kind === 'ok' ? ok({ kind: 'profile' as const, event: r.value }) : r
+      process: (record, codec) => {
+        // Most records need no state loaded: seen at once, decoded while another partition's batch
+        // is being written. The others wait their turn with batches and ticks.
+        if (this.observeNow(record)) return this.decode(record, codec)
+        return this.exclusive(() => this.observe(record)).then(() => this.decode(record, codec))
       },
       sink: (items) => this.exclusive(() => this.apply(items)),
       onAssign: (assignment) => {
@@ -169,7 +171,11 @@ export class FeatureEngine {
         // dropped in turn with batches and ticks.
         this.owned = new Set(assignment.map((a) => a.partition))
         this.ownershipEpoch++
-        void this.exclusive(async () => this.assign(assignment.map((a) => a.partition)))
+        this.assignsPending++
+        void this.exclusive(async () => {
+          this.assignsPending--
+          this.assign(assignment.map((a) => a.partition))
+        })
       },
       onRebalancing: () => {
         this.owned = new Set()
@@ -258,6 +264,29 @@ export class FeatureEngine {
       }
     }
     return new Set(profiles.filter((c) => this.memberships.membersOf(c.id.tenantId, c.id.customerId).some((m) => changed.has(customerKey(c.id.tenantId, m)))))
+  }
+
+  private decode(record: LogRecord, codec: EventCodec): StepResult<EngineInput> | Promise<StepResult<EngineInput>> {
+    if (record.topic !== TOPICS.profileChanges.name) return decodeInputEvent(record, codec, this.now(), this.currencies)
+    const r = decodeRecord<ProfileChanged>(record, codec)
+    const profile = (d: StepResult<ProfileChanged>): StepResult<EngineInput> => (d.kind === 'ok' ? ok({ kind: 'profile' as const, event: d.value }) : d)
+    return r instanceof Promise ? r.then(profile) : profile(r)
+  }
+
+  /**
+   * `observe` without waiting for the batches and ticks before it, when it has nothing to restore:
+   * the partition's state is loaded, the record follows the offsets seen (or repeats one), and no
+   * rebalance is waiting its turn to drop state. False when the record must wait its turn.
+   * Records of one partition come one after another, so the next offset is never raced.
+   */
+  private observeNow(record: LogRecord): boolean {
+    if (this.assignsPending > 0 || !this.loaded.has(record.partition)) return false
+    const key = `${record.topic}:${record.partition}`
+    const offset = BigInt(record.offset)
+    const expected = this.nextOffset.get(key)
+    if (expected !== undefined && offset > expected) return false
+    this.nextOffset.set(key, offset + 1n)
+    return true
   }
 
   /**
