@@ -5,6 +5,8 @@ import { createHash } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
 import { createClient, type ClickHouseClient } from '@clickhouse/client'
 import type { Logger } from '../logger.ts'
+import type { LRUCache } from 'lru-cache'
+import { lruCache } from '../lru.ts'
 import { encodeRows, encoderFor, RowBinaryUnsupported, type Encoder } from './row-binary.ts'
 
 export type Store = ClickHouseClient
@@ -58,7 +60,7 @@ export async function openStore(opts: StoreOptions): Promise<Store> {
   // Rows are handed to chdb as files (fileInsert): a folder of this store's, removed when it closes.
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cdp-chdb-insert-'))
   const chdb = (connection as unknown as { chdb: { queryAsync(sql: string): Promise<{ text(): string }> } }).chdb
-  fileInserts.set(client, { database: opts.database, dir, run: (sql) => chdb.queryAsync(sql), types: new Map() })
+  fileInserts.set(client, { database: opts.database, dir, run: (sql) => chdb.queryAsync(sql), types: lruCache({ max: 256 }) })
   const close = client.close.bind(client)
   client.close = async () => {
     try {
@@ -77,8 +79,11 @@ interface ChdbFiles {
   dir: string
   /** A statement on chdb's session, started at once (the client's command starts it a turn of the event loop later). */
   run(sql: string): Promise<{ text(): string }>
-  /** Each table's column types, read once (system.columns): what RowBinary needs to encode a value. */
-  types: Map<string, Promise<Map<string, string>>>
+  /**
+   * Each table's column types, read once (system.columns): what RowBinary needs to encode a value.
+   * Bounded: every recompute inserts into a staging table of its own name.
+   */
+  types: LRUCache<string, Promise<Map<string, string>>>
 }
 let fileSeq = 0
 

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { insertValueRows, openStore, type Store } from '../../common/store/clickhouse.ts'
+import { insertValueRows, migrate, openStore, type Store } from '../../common/store/clickhouse.ts'
 import { ByteWriter, encodeRows, encoderFor, isoMs, RowBinaryUnsupported, scaledUnits, splitArgs } from '../../common/store/row-binary.ts'
 
 const bytes = (type: string, v: unknown): number[] => [...encodeRows([encoderFor(type)], [[v]])]
@@ -167,5 +167,29 @@ describe('insertValueRows on chdb: RowBinary stores what JSON stores', () => {
     await differ([row(105, { s: 42 }), row(106)])
     const got = await store.query({ query: `SELECT toString(m), toString(at), s FROM via_values WHERE k IN (101, 103, 105) ORDER BY k`, format: 'JSONCompactEachRow' }).then((r) => r.json<string[]>())
     expect(got).toEqual([['3.14', '2025-07-01 10:11:12.345', expect.any(String)], ['-12.05', '2025-07-01 07:11:12.000', expect.any(String)], ['-12.05', '2025-07-01 10:11:12.345', '42']])
+  })
+})
+
+describe('insertValueRows after a migration', () => {
+  it('encodes with the columns the migration left, not the ones read before it', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'row-binary-migrate-'))
+    const migrations = path.join(dir, 'migrations')
+    fs.mkdirSync(migrations)
+    const store = await openStore({ database: 'cdp', chdbPath: path.join(dir, 'store') })
+    try {
+      fs.writeFileSync(path.join(migrations, '001_t.sql'), 'CREATE TABLE t (k UInt32, v UInt32) ENGINE = MergeTree ORDER BY k;')
+      await migrate(store, undefined, migrations)
+      await insertValueRows(store, 't', ['k', 'v'], [[1, 7]]) // reads and keeps t's column types
+      // Four bytes a value before, eight after: an encoder kept from before would misplace every byte.
+      fs.writeFileSync(path.join(migrations, '002_wider.sql'), 'ALTER TABLE t MODIFY COLUMN v UInt64;')
+      await migrate(store, undefined, migrations)
+      await insertValueRows(store, 't', ['k', 'v'], [[2, 5], [3, 6]])
+      await insertValueRows(store, 't', ['k', 'v'], [[4, 2 ** 40]])
+      const rows = await store.query({ query: 'SELECT k, toString(v) FROM t ORDER BY k', format: 'JSONCompactEachRow' }).then((r) => r.json<[number, string]>())
+      expect(rows).toEqual([[1, '7'], [2, '5'], [3, '6'], [4, String(2 ** 40)]])
+    } finally {
+      await store.close()
+      fs.rmSync(dir, { recursive: true, force: true })
+    }
   })
 })
