@@ -47,19 +47,27 @@ export function frame(id: number, payload: Buffer): Buffer {
   return out
 }
 
-export function unframe(buf: Buffer): { schemaId: number; payload: Buffer } {
+/** The schema id of a value in the Confluent wire format; its Avro payload starts at byte 5. */
+function schemaIdOf(buf: Buffer): number {
   if (!Buffer.isBuffer(buf) || buf.length < 5 || buf[0] !== 0) {
     throw new UndecodableRecordError('value is not in the Confluent wire format (magic byte 0 + schema id)')
   }
-  return { schemaId: buf.readUInt32BE(1), payload: buf.subarray(5) }
+  return buf.readUInt32BE(1)
 }
 
-function readPayload(t: avsc.Type, schemaId: number, payload: Buffer): unknown {
+/**
+ * The Avro value after a framed value's header, read in place (no view of the payload per record),
+ * and exactly to its end, as `fromBuffer` would: a truncated or overlong payload is undecodable.
+ */
+function readPayload(t: avsc.Type, schemaId: number, framed: Buffer): unknown {
+  let read: { value: unknown; offset: number }
   try {
-    return t.fromBuffer(payload)
+    read = t.decode(framed, 5)
   } catch (e) {
     throw new UndecodableRecordError(`Avro payload does not match schema ${schemaId}: ${(e as Error).message}`)
   }
+  if (read.offset !== framed.length) throw new UndecodableRecordError(`Avro payload does not match schema ${schemaId}: ${read.offset < 0 ? 'truncated buffer' : 'trailing data'}`)
+  return read.value
 }
 
 /** Shared encode/decode over avsc types cached by id. */
@@ -85,20 +93,20 @@ abstract class AvroCodecBase implements SchemaRegistryPort {
   async decode(buf: Buffer): Promise<{ schemaId: number; value: unknown }> {
     const known = this.decodeKnown(buf)
     if (known) return known
-    const { schemaId, payload } = unframe(buf)
+    const schemaId = schemaIdOf(buf)
     let t: avsc.Type
     try {
       t = await this.typeFor(schemaId)
     } catch (e) {
       throw new UndecodableRecordError(`unknown schema id ${schemaId}: ${(e as Error).message}`)
     }
-    return { schemaId, value: readPayload(t, schemaId, payload) }
+    return { schemaId, value: readPayload(t, schemaId, buf) }
   }
 
   decodeKnown(buf: Buffer): { schemaId: number; value: unknown } | undefined {
-    const { schemaId, payload } = unframe(buf)
+    const schemaId = schemaIdOf(buf)
     const t = this.types.get(schemaId)
-    return t && { schemaId, value: readPayload(t, schemaId, payload) }
+    return t && { schemaId, value: readPayload(t, schemaId, buf) }
   }
 }
 

@@ -5,6 +5,7 @@ import {
   ConfluentSchemaRegistry,
   EmbeddedSchemaRegistry,
   IncompatibleSchemaError,
+  UndecodableRecordError,
   type SchemaRegistryPort,
 } from '../../common/eventlog/schema-registry.ts'
 import { ALL_TOPICS, TOPICS, subjectFor } from '../../common/topics.ts'
@@ -142,6 +143,21 @@ describe('wire format', () => {
     expect([...buf.subarray(1, 5)]).toEqual([(id >>> 24) & 0xff, (id >>> 16) & 0xff, (id >>> 8) & 0xff, id & 0xff])
     // The rest is plain Avro binary: the first field is the event_id string (zig-zag length 36 → 72).
     expect(buf[5]).toBe(72)
+  })
+
+  it('refuses a payload cut short or followed by other bytes, and a value without the frame, synchronously too', async () => {
+    const codec = await EventCodec.create(new EmbeddedSchemaRegistry(tmpDir()))
+    const buf = await codec.encode(TOPICS.orders.name, order('1234.50'))
+    expect((codec.decodeSoon<OrderEvent>(TOPICS.orders.name, buf) as OrderEvent).total).toBe('1234.50')
+    for (const [what, bad] of [
+      ['truncated', buf.subarray(0, buf.length - 1)],
+      ['trailing', Buffer.concat([buf, Buffer.from([0])])],
+      ['unframed', buf.subarray(5)],
+      ['empty', Buffer.alloc(0)],
+    ] as const) {
+      expect(() => codec.decodeSoon(TOPICS.orders.name, bad), what).toThrow(UndecodableRecordError)
+      await expect(codec.decode(TOPICS.orders.name, bad), what).rejects.toBeInstanceOf(UndecodableRecordError)
+    }
   })
 
   it('frames with the id the real registry assigned', async () => {
