@@ -191,7 +191,7 @@ async function readColumnTypes(chdb: ChdbFiles, table: string): Promise<Map<stri
  * The column types RowBinary inserts encode with are read once per table; a migration that
  * changes a table's columns forgets them.
  */
-export function forgetColumnTypes(store: Store): void {
+function forgetColumnTypes(store: Store): void {
   fileInserts.get(store)?.types.clear()
 }
 

@@ -1,3 +1,5 @@
+import { scaledUnits } from '../decimal.ts'
+
 /**
  * ClickHouse's RowBinary format, written from JS values: each row's values one after another in
  * the columns' order, numbers as little-endian bytes, strings and arrays behind their length as a
@@ -6,7 +8,7 @@
  * insert's time on both sides (docs/analytics-performance.md, "Ingest").
  *
  * Pure: a column's ClickHouse type gives its encoder. Values are what the JSON writers send: numbers,
- * strings, decimals as strings, times as ISO strings or epoch milliseconds, arrays, tuples as
+ * strings, decimals as strings, times as ISO strings or as numbers (the column's ticks, as JSON reads them), arrays, tuples as
  * objects or arrays. A type this file does not know, or a value it cannot encode exactly as
  * ClickHouse would parse its JSON, throws RowBinaryUnsupported: the caller sends that insert as
  * JSON instead, so the stored rows are the same either way.
@@ -266,40 +268,6 @@ function decimalEncoder(bytes: 4 | 8, scale: number): Encoder {
     if (bytes === 4) w.int(units, 4)
     else w.int64(units)
   }
-}
-
-/** A decimal string's (or an integer's) value × 10^scale as an exact safe integer, or null. Read by character codes. */
-export function scaledUnits(v: unknown, scale: number): number | null {
-  if (typeof v === 'number') {
-    if (!Number.isInteger(v)) return null // a fraction's binary value may not be what its text says
-    const u = v * 10 ** scale
-    return Number.isSafeInteger(u) ? u : null
-  }
-  if (typeof v !== 'string') return null
-  const n = v.length
-  const negative = v.charCodeAt(0) === 45
-  let i = negative ? 1 : 0
-  let u = 0
-  let intDigits = 0
-  let fracDigits = -1 // -1: no point yet
-  for (; i < n; i++) {
-    const c = v.charCodeAt(i)
-    if (c === 46 && fracDigits < 0) {
-      fracDigits = 0
-      continue
-    }
-    const d = c - 48
-    if (d < 0 || d > 9) return null
-    if (fracDigits >= 0) {
-      if (++fracDigits > scale) return null
-    } else intDigits++
-    u = u * 10 + d
-  }
-  // "1." or "." or "" or "-" are not decimals; more than 18 integer digits never fit.
-  if (intDigits === 0 || intDigits > 18 || fracDigits === 0) return null
-  u *= 10 ** (scale - Math.max(fracDigits, 0))
-  if (!Number.isSafeInteger(u)) return null
-  return negative ? -u : u
 }
 
 /**

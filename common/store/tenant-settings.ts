@@ -125,6 +125,12 @@ export class TenantSettingsStore {
  * for `ttlMs`, in an LRUCache of at most `maxTenants` (the least recently used tenant is dropped
  * first when it is full).
  */
+/** A tenant's currency as the cache holds it: the lookup, and its answer once it has one. */
+interface HeldCurrency {
+  currency: Promise<string>
+  settled?: string
+}
+
 export class TenantCurrencies {
   private readonly known
   /** Adoptions of this process, one at a time: the second of two racing first orders sees the first's. */
@@ -137,7 +143,7 @@ export class TenantCurrencies {
     private readonly ttlMs = 60_000,
     maxTenants = 10_000,
   ) {
-    this.known = lruCache<number, { currency: Promise<string>; settled?: string }>({ max: maxTenants, ttlMs, now })
+    this.known = lruCache<number, HeldCurrency>({ max: maxTenants, ttlMs, now })
   }
 
   /** The tenant's set currency, from the cache or the settings; null while it has none. */
@@ -171,7 +177,7 @@ export class TenantCurrencies {
 
   private remember(tenantId: number, currency: Promise<string>): void {
     if (this.ttlMs <= 0) return
-    const entry: { currency: Promise<string>; settled?: string } = { currency }
+    const entry: HeldCurrency = { currency }
     currency.then((c) => (entry.settled = c), () => undefined)
     this.known.set(tenantId, entry)
   }

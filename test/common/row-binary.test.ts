@@ -3,7 +3,8 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { insertValueRows, migrate, openStore, type Store } from '../../common/store/clickhouse.ts'
-import { ByteWriter, encodeRows, encoderFor, isoMs, RowBinaryUnsupported, scaledUnits, splitArgs } from '../../common/store/row-binary.ts'
+import { ByteWriter, encodeRows, encoderFor, isoMs, RowBinaryUnsupported, splitArgs } from '../../common/store/row-binary.ts'
+import { scaledUnits } from '../../common/decimal.ts'
 
 const bytes = (type: string, v: unknown): number[] => [...encodeRows([encoderFor(type)], [[v]])]
 const le64 = (n: bigint): number[] => {
