@@ -136,24 +136,33 @@ export function clvRefitNeeded(opts: { clvModel: TransactionModelName; refitClv:
   return opts.refitClv || stale
 }
 
+/** What a tenant's model holds besides the CLV fit: the RFM quintile thresholds and the median interval. */
+export type RfmModelPart = Pick<TenantModel, 'customers' | 'boundaries' | 'medianIntervalDays'>
+
+export function rfmModelPart(aggs: readonly CustomerAggregates[], nowMs: number): RfmModelPart {
+  const inputs = rfmInputs(aggs)
+  return { customers: inputs.length, boundaries: inputs.length ? tenantBoundaries(inputs, nowMs) : null, medianIntervalDays: medianInterval(aggs) }
+}
+
 /**
- * Builds (or refreshes) a tenant's model. Quintile thresholds are always recomputed (cheap);
- * the CLV fit is redone when `refitClv` is set or there is none yet, else carried over.
+ * Builds (or refreshes) a tenant's model. Quintile thresholds are always recomputed (cheap;
+ * `rfm`: already computed by the caller from the same aggregates), the CLV fit is redone when
+ * `refitClv` is set or there is none yet, else carried over.
  */
 export function buildTenantModel(
   aggs: readonly CustomerAggregates[],
   nowMs: number,
-  opts: { clvModel: TransactionModelName; refitClv: boolean; previous?: TenantModel | null; referenceMs?: number; fitted?: ClvFit | null },
+  opts: { clvModel: TransactionModelName; refitClv: boolean; previous?: TenantModel | null; referenceMs?: number; fitted?: ClvFit | null; rfm?: RfmModelPart },
 ): TenantModel {
-  const inputs = rfmInputs(aggs)
   const prevClv = opts.previous?.clv ?? null
   const referenceMs = opts.referenceMs ?? nowMs
   const clv = clvRefitNeeded(opts, nowMs) ? (opts.fitted !== undefined ? opts.fitted : fitClv(aggs, nowMs, opts.clvModel, referenceMs)) : prevClv
+  const rfm = opts.rfm ?? rfmModelPart(aggs, nowMs)
   return {
     version: Math.max(nowMs, (opts.previous?.version ?? 0) + 1),
-    customers: inputs.length,
-    boundaries: inputs.length ? tenantBoundaries(inputs, nowMs) : null,
+    customers: rfm.customers,
+    boundaries: rfm.boundaries,
     clv,
-    medianIntervalDays: medianInterval(aggs),
+    medianIntervalDays: rfm.medianIntervalDays,
   }
 }

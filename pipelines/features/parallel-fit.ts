@@ -1,8 +1,8 @@
 import os from 'node:os'
 import { Worker } from 'node:worker_threads'
 import type { Logger } from '../../common/logger.ts'
-import { bestMbgNbd, fitGammaGamma, fitMbgNbdFromDefault, fitMbgNbdSeeded, mbgNbdNeedsSeed, TRANSACTION_MODELS, type GammaGammaFit, type TransactionFit, type TransactionModelName } from './clv/index.ts'
-import { buildTenantModel, clvFitOf, clvInputs, clvRefitNeeded, fitClvOn, type ClvFit, type TenantModel } from './model.ts'
+import { bestMbgNbd, compressPatterns, fitGammaGamma, fitMbgNbdFromDefault, fitMbgNbdSeeded, mbgNbdNeedsSeed, seedSample, TRANSACTION_MODELS, type GammaGammaFit, type TransactionFit, type TransactionModelName } from './clv/index.ts'
+import { buildTenantModel, clvFitOf, clvInputs, clvRefitNeeded, fitClvOn, rfmModelPart, type ClvFit, type TenantModel } from './model.ts'
 import type { CustomerAggregates } from './order-facts.ts'
 import type { FitJob } from './fit-worker.ts'
 import { clvSumsOf, type ClvSums, type ClvSumsJob } from './clv-sums.ts'
@@ -29,39 +29,112 @@ interface Pending<T> {
 }
 
 /**
- * Fit workers running in this process, at most one per core the process may use (at least two):
- * concurrent recomputes of large tenants (the scheduler runs schedules side by side) then fit on
- * their own thread rather than pile threads and copies of a million customers onto the cores.
+ * Fit workers alive in this process, busy or idle, at most one per core the process may use (at
+ * least two): concurrent recomputes of large tenants (the scheduler runs schedules side by side)
+ * then fit on their own thread rather than pile threads and copies of a million customers onto the
+ * cores. A worker that has answered waits IDLE_MS for its next job (a recompute's CLV sums follow
+ * its fit) without keeping the process alive, then ends.
  */
 const MAX_WORKERS = Math.max(2, os.availableParallelism())
-let running = 0
+const IDLE_MS = 30_000
+let alive = 0
+const idle: Worker[] = []
+const idleTimers = new Map<Worker, NodeJS.Timeout>()
+
+/** An idle worker, else a new one while fewer than MAX_WORKERS are alive; null otherwise. */
+function acquire(): Worker | null {
+  const ready = idle.pop()
+  if (ready) {
+    clearTimeout(idleTimers.get(ready))
+    idleTimers.delete(ready)
+    ready.ref()
+    return ready
+  }
+  if (alive >= MAX_WORKERS) return null
+  const worker = new Worker(new URL('./fit-worker.mjs', import.meta.url))
+  alive++
+  // A busy worker's error rejects its job (spawn); an idle one's must not go unhandled.
+  worker.on('error', () => undefined)
+  worker.once('exit', () => {
+    alive--
+    clearTimeout(idleTimers.get(worker))
+    idleTimers.delete(worker)
+    const i = idle.indexOf(worker)
+    if (i >= 0) idle.splice(i, 1)
+  })
+  return worker
+}
+
+function release(worker: Worker): void {
+  worker.unref()
+  idle.push(worker)
+  const timer = setTimeout(() => void worker.terminate(), IDLE_MS)
+  timer.unref()
+  idleTimers.set(worker, timer)
+}
+
+/**
+ * Starts up to `n` workers ahead of a large fit, so that they load their modules (the TypeScript
+ * sources through tsx, about half a second) while the caller still reads its data.
+ */
+export function prestartFitWorkers(n: number): void {
+  for (let i = 0; i < n && alive < MAX_WORKERS; i++) release(acquire()!)
+}
+
+/**
+ * A worker thread for one job, sent with `send` (it may come later: a new worker loads its modules
+ * meanwhile); null when MAX_WORKERS are busy (the caller computes it itself).
+ */
+function spawn<T>(): (Pending<T> & { send(job: FitJob, transfer?: ArrayBuffer[]): void }) | null {
+  const worker = acquire()
+  if (!worker) return null
+  let settled = false
+  let onMessage!: (m: { ok: boolean; fit?: T; error?: string }) => void
+  let onError!: (err: Error) => void
+  let onExit!: (code: number) => void
+  const result = new Promise<T>((resolve, reject) => {
+    const done = () => {
+      settled = true
+      worker.off('message', onMessage).off('error', onError).off('exit', onExit)
+    }
+    onMessage = (m) => {
+      done()
+      release(worker)
+      if (m.ok) resolve(m.fit!)
+      else reject(new Error(m.error))
+    }
+    onError = (err) => {
+      done()
+      reject(err)
+    }
+    onExit = (code) => {
+      done()
+      reject(new Error(`fit worker exited with code ${code}`))
+    }
+    worker.once('message', onMessage).once('error', onError).once('exit', onExit)
+  })
+  // An answer nobody waits for any more (a stopped run) is no unhandled rejection.
+  result.catch(() => undefined)
+  // stop() ends a worker whose answer is no longer wanted (it may still be computing).
+  const stop = () => {
+    if (!settled) void worker.terminate()
+  }
+  const send = (job: FitJob, transfer: ArrayBuffer[] = []) => {
+    try {
+      worker.postMessage(job, transfer)
+    } catch (err) {
+      stop()
+      throw err
+    }
+  }
+  return { result, stop, send }
+}
 
 /** The job on a new worker thread; null when MAX_WORKERS already run (the caller computes it itself). */
 function inWorker<T>(job: FitJob, transfer: ArrayBuffer[]): Pending<T> | null {
-  if (running >= MAX_WORKERS) return null
-  const worker = new Worker(new URL('./fit-worker.mjs', import.meta.url))
-  running++
-  let ended = false
-  const end = () => {
-    if (ended) return
-    ended = true
-    running--
-    void worker.terminate()
-  }
-  const result = new Promise<T>((resolve, reject) => {
-    worker.once('message', (m: { ok: boolean; fit?: T; error?: string }) => (m.ok ? resolve(m.fit!) : reject(new Error(m.error))))
-    worker.once('error', reject)
-    worker.once('exit', (code) => reject(new Error(`fit worker exited with code ${code}`)))
-  })
-  // The worker ends after answering; stop() ends one whose answer is no longer wanted.
-  result.then(end, end)
-  try {
-    worker.postMessage(job, transfer)
-  } catch (err) {
-    end()
-    throw err
-  }
-  return { result, stop: end }
+  const w = spawn<T>()
+  w?.send(job, transfer)
+  return w
 }
 
 export async function fitClvParallel(
@@ -93,18 +166,14 @@ export async function fitClvParallelWithWork(
     return compute()
   }
   let gg: Pending<GammaGammaFit> | null = null
-  let seeded: Pending<TransactionFit> | null = null
+  let seeded: ReturnType<typeof spawn<TransactionFit>> = null
   try {
+    // Started first: the seeded run's worker loads its modules while the patterns are compressed.
+    if (modelName === 'mbgnbd' && options?.initial === undefined) seeded = spawn<TransactionFit>()
     if (inputs.fitsSpend) {
       const x = Float64Array.from(spend, (s) => s.x)
       const zbar = Float64Array.from(spend, (s) => s.zbar)
       gg = inWorker<GammaGammaFit>({ kind: 'gamma-gamma', x, zbar }, [x.buffer as ArrayBuffer, zbar.buffer as ArrayBuffer])
-    }
-    if (modelName === 'mbgnbd' && options?.initial === undefined) {
-      const x = Float64Array.from(data, (d) => d.x)
-      const tx = Float64Array.from(data, (d) => d.tx)
-      const T = Float64Array.from(data, (d) => d.T)
-      seeded = inWorker<TransactionFit>({ kind: 'mbgnbd-seeded', x, tx, T, options }, [x.buffer as ArrayBuffer, tx.buffer as ArrayBuffer, T.buffer as ArrayBuffer])
     }
   } catch (err) {
     gg?.stop()
@@ -116,9 +185,24 @@ export async function fitClvParallelWithWork(
   try {
     let fit: TransactionFit
     if (modelName === 'mbgnbd') {
-      const first = fitMbgNbdFromDefault(data, options)
+      // Both MBG/NBD runs fit the same patterns, compressed once here (a copy goes to the worker).
+      const patterns = compressPatterns(data)
+      const sample = seedSample(data)
+      if (seeded) {
+        const x = Float64Array.from(sample, (d) => d.x)
+        const tx = Float64Array.from(sample, (d) => d.tx)
+        const T = Float64Array.from(sample, (d) => d.T)
+        try {
+          seeded.send({ kind: 'mbgnbd-seeded', patterns, x, tx, T, options }, [x.buffer as ArrayBuffer, tx.buffer as ArrayBuffer, T.buffer as ArrayBuffer])
+        } catch (err) {
+          opts.logger?.warn({ err: (err as Error).message }, 'a CLV fit worker could not start; fitting on the main thread')
+          seeded = null
+        }
+      }
+      const first = fitMbgNbdFromDefault(patterns, options)
       if (mbgNbdNeedsSeed(first, options)) {
-        const second = seeded ? await seeded.result.catch(fallback('mbgnbd-seeded', () => fitMbgNbdSeeded(data, options))) : fitMbgNbdSeeded(data, options)
+        const here = () => fitMbgNbdSeeded(patterns, sample, options)
+        const second = seeded ? await seeded.result.catch(fallback('mbgnbd-seeded', here)) : here()
         fit = bestMbgNbd(first, second)
       } else fit = first
     } else fit = TRANSACTION_MODELS[modelName].fit(data, options)
@@ -141,8 +225,12 @@ export async function buildTenantModelParallel(
   opts: Parameters<typeof buildTenantModel>[2],
   logger?: Logger,
 ): Promise<TenantModel> {
-  const fitted = clvRefitNeeded(opts, nowMs) ? await fitClvParallel(aggs, nowMs, opts.clvModel, opts.referenceMs ?? nowMs, { logger }) : undefined
-  return buildTenantModel(aggs, nowMs, { ...opts, fitted })
+  if (!clvRefitNeeded(opts, nowMs)) return buildTenantModel(aggs, nowMs, opts)
+  // This thread's share of the fit runs before the first await; the quintiles and the median are
+  // computed here while the workers finish theirs.
+  const fitting = fitClvParallel(aggs, nowMs, opts.clvModel, opts.referenceMs ?? nowMs, { logger })
+  const rfm = rfmModelPart(aggs, nowMs)
+  return buildTenantModel(aggs, nowMs, { ...opts, fitted: await fitting, rfm })
 }
 
 /** Distinct purchase patterns from which the CLV sums are split with a worker. */

@@ -9,7 +9,7 @@ import { EMPTY_AGGREGATES, EMPTY_HISTORY, utcDay, withCredits, type CustomerAggr
 import { TenantSettingsStore } from '../../common/store/tenant-settings.ts'
 import { referenceDate, referenceMetadata, resolveReference, type Reference } from '../../common/reference-date.ts'
 import { ClvMemo, clvFeatures, computeFeatures, DEFAULT_FEATURE_OPTIONS, type FeatureOptions, type FeatureValues } from './features.ts'
-import { buildTenantModelParallel, prefillClvMemo } from './parallel-fit.ts'
+import { buildTenantModelParallel, PARALLEL_FIT_FROM, prefillClvMemo, prestartFitWorkers } from './parallel-fit.ts'
 import { deletedFeatureRow, FEATURE_ROW_COLUMNS, featureRowValues } from './rows.ts'
 import { loadModels, saveModel, writeSegmentSnapshot } from './feature-store.ts'
 import { SEGMENTS } from './segments.ts'
@@ -279,6 +279,10 @@ export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine {
     const at = now()
     const own = target.table === 'customer_features'
     let t0 = performance.now()
+    // A large tenant's CLV fit runs on worker threads (parallel-fit.ts): started now, they load
+    // their modules while the orders are read. Orders bound the buyers from above.
+    const orders = await queryColumns<[number[]]>(deps.store, 'SELECT count() FROM orders WHERE tenant_id = {t:UInt64}', { t: tenantId })
+    if ((orders[0][0] ?? 0) >= PARALLEL_FIT_FROM) prestartFitWorkers(2)
     const staging = stageHistories(deps.store, tenantId, ref.cutoffMs)
     // Loading starts the emails' and credit notes' queries while the histories are staged.
     const loaded = loadTenantCustomers(deps.store, tenantId, ref.cutoffMs, { history: false, histories: staging })

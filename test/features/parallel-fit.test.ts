@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { buildTenantModel, clvInputs, fitClv } from '../../pipelines/features/model.ts'
 import { buildTenantModelParallel, fitClvParallel, fitClvParallelWithWork, prefillClvMemo } from '../../pipelines/features/parallel-fit.ts'
 import { ClvMemo, clvFeatures, patternSums } from '../../pipelines/features/features.ts'
-import { mbgNbdNeedsSeed, fitMbgNbdFromDefault, TRANSACTION_MODELS } from '../../pipelines/features/clv/index.ts'
+import { compressPatterns, mbgNbdNeedsSeed, fitMbgNbdFromDefault, TRANSACTION_MODELS } from '../../pipelines/features/clv/index.ts'
 import type { CustomerAggregates } from '../../pipelines/features/order-facts.ts'
 import type { Logger } from '../../common/logger.ts'
 import { simulateBgNbd } from '../../pipelines/ingest/synthetic/bgnbd.ts'
@@ -68,8 +68,8 @@ describe('CLV fit on worker threads', () => {
 
   it('covers both MBG/NBD paths: the first run alone, and the second run kept', () => {
     const data = (aggs: CustomerAggregates[]) => aggs.map((a) => ({ x: a.repeatPurchases, tx: a.repeatSpanDays, T: today - a.firstDay! }))
-    expect(mbgNbdNeedsSeed(fitMbgNbdFromDefault(data(withDropout)))).toBe(false)
-    expect(mbgNbdNeedsSeed(fitMbgNbdFromDefault(data(noDropout)))).toBe(true)
+    expect(mbgNbdNeedsSeed(fitMbgNbdFromDefault(compressPatterns(data(withDropout))))).toBe(false)
+    expect(mbgNbdNeedsSeed(fitMbgNbdFromDefault(compressPatterns(data(noDropout))))).toBe(true)
   })
 
   it('CLV sums summed up front, half on a worker, are the ones the memo computes as it goes', async () => {

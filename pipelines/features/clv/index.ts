@@ -12,7 +12,8 @@ export {
   type TransactionParams,
 } from './transaction-model.ts'
 export { bgNbd, fitBgNbd } from './bgnbd.ts'
-export { mbgNbd, fitMbgNbd, fitMbgNbdFromDefault, fitMbgNbdSeeded, mbgNbdNeedsSeed, bestMbgNbd } from './mbgnbd.ts'
+export { mbgNbd, fitMbgNbd, fitMbgNbdFromDefault, fitMbgNbdSeeded, mbgNbdNeedsSeed, bestMbgNbd, seedSample } from './mbgnbd.ts'
+export { compressPatterns, type Patterns } from './patterns.ts'
 /** The per-model functions under their own names (both modules export the same set). */
 export * as bgnbd from './bgnbd.ts'
 export * as mbgnbd from './mbgnbd.ts'

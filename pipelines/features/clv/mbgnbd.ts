@@ -6,7 +6,7 @@
  */
 import { fitBgNbd } from './bgnbd.ts'
 import { betaGeometricFamily } from './beta-geometric.ts'
-import type { RfmObservation } from './patterns.ts'
+import { compressPatterns, type Patterns, type RfmObservation } from './patterns.ts'
 import type { TransactionFit, TransactionFitOptions, TransactionModel } from './transaction-model.ts'
 
 const family = betaGeometricFamily('mbgnbd', true)
@@ -36,12 +36,13 @@ export const SEED_SAMPLE = 20_000
  * customers without dropout takes 26 s, where MBG/NBD takes 5.
  */
 export function fitMbgNbd(data: readonly RfmObservation[], options: TransactionFitOptions = {}): TransactionFit {
-  const first = fitMbgNbdFromDefault(data, options)
-  return mbgNbdNeedsSeed(first, options) ? bestMbgNbd(first, fitMbgNbdSeeded(data, options)) : first
+  const patterns = compressPatterns(data)
+  const first = fitMbgNbdFromDefault(patterns, options)
+  return mbgNbdNeedsSeed(first, options) ? bestMbgNbd(first, fitMbgNbdSeeded(patterns, seedSample(data), options)) : first
 }
 
 /** The first run of fitMbgNbd: from the given start, or the default point. */
-export const fitMbgNbdFromDefault = (data: readonly RfmObservation[], options: TransactionFitOptions = {}): TransactionFit => family.fit(data, options)
+export const fitMbgNbdFromDefault = (patterns: Patterns, options: TransactionFitOptions = {}): TransactionFit => family.fitPatterns(patterns, options)
 
 /** Whether fitMbgNbd runs again from the BG/NBD optimum after `first`: no given start, and a run that did not converge or ended on the rare-dropout ridge. */
 export function mbgNbdNeedsSeed(first: TransactionFit, options: TransactionFitOptions = {}): boolean {
@@ -49,15 +50,19 @@ export function mbgNbdNeedsSeed(first: TransactionFit, options: TransactionFitOp
   return options.initial === undefined && !(first.converged && a / b >= 1e-4)
 }
 
-/**
- * The second run of fitMbgNbd, from the BG/NBD optimum of (a sample of) the data. It does not
- * depend on the first run, so a caller with cores to spare may start it beside the first
- * (pipelines/features/parallel-fit.ts) and keep it only when mbgNbdNeedsSeed says so.
- */
-export function fitMbgNbdSeeded(data: readonly RfmObservation[], options: TransactionFitOptions = {}): TransactionFit {
+/** The customers the seeding BG/NBD fit looks at: every k-th, at most SEED_SAMPLE. */
+export function seedSample(data: readonly RfmObservation[]): readonly RfmObservation[] {
   const step = Math.max(1, Math.ceil(data.length / SEED_SAMPLE))
-  const sample = step === 1 ? data : data.filter((_, i) => i % step === 0)
-  return family.fit(data, { ...options, initial: fitBgNbd(sample, options).params })
+  return step === 1 ? data : data.filter((_, i) => i % step === 0)
+}
+
+/**
+ * The second run of fitMbgNbd on the data's patterns, from the BG/NBD optimum of its seed sample
+ * (seedSample). It does not depend on the first run, so a caller with cores to spare may start it
+ * beside the first (pipelines/features/parallel-fit.ts) and keep it only when mbgNbdNeedsSeed says so.
+ */
+export function fitMbgNbdSeeded(patterns: Patterns, sample: readonly RfmObservation[], options: TransactionFitOptions = {}): TransactionFit {
+  return family.fitPatterns(patterns, { ...options, initial: fitBgNbd(sample, options).params })
 }
 
 /** The better likelihood of the two runs, with the work of both. */

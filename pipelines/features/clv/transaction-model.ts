@@ -103,17 +103,18 @@ export function kernelFunctions(model: TransactionModelName, kernel: PatternLogL
   return {
     logLikelihood: (params: TransactionParams, x: number, tx: number, T: number): number => kernel(params, compressPatterns([{ x, tx, T }])),
     totalLogLikelihood: (params: TransactionParams, data: readonly RfmObservation[]): number => kernel(params, compressPatterns(data)),
-    fit: (data: readonly RfmObservation[], options?: TransactionFitOptions): TransactionFit => fitTransactionModel(model, kernel, data, options),
+    fit: (data: readonly RfmObservation[], options?: TransactionFitOptions): TransactionFit => fitTransactionModel(model, kernel, compressPatterns(data), options),
+    /** The fit on patterns already compressed (compressPatterns): a caller fitting the same data twice compresses it once. */
+    fitPatterns: (patterns: Patterns, options?: TransactionFitOptions): TransactionFit => fitTransactionModel(model, kernel, patterns, options),
   }
 }
 
 export function fitTransactionModel(
   model: TransactionModelName,
   kernel: PatternLogLikelihood,
-  data: readonly RfmObservation[],
+  patterns: Patterns,
   options: TransactionFitOptions = {},
 ): TransactionFit {
-  const patterns = compressPatterns(data)
   if (patterns.size === 0) throw new RangeError(`${model}: no customers to fit`)
   // Time in units of max T (as lifetimes), so α and the penalty are on a data-independent scale.
   const scale = patterns.maxT > 0 ? patterns.maxT : 1
