@@ -160,15 +160,38 @@ async function chdbInsertValues(chdb: ChdbInsert, columns: readonly string[], ro
   await fileInsert(chdb, columns, body, 'JSONCompactEachRow')
 }
 
-/** The RowBinary encoders of these columns of the table, or null when one's type has none (or is not a column: JSON then says why). */
-async function encodersOf(chdb: ChdbFiles & { name: string }, columns: readonly string[]): Promise<Encoder[] | null> {
+/**
+ * An insert whose rows are encoded elsewhere (on another thread, with row-binary.ts): the column
+ * types to encode them by, and the insert of one RowBinary body. Null on a server, or for a table
+ * or column that insertValueRows would not send as RowBinary either: the caller then sends values.
+ */
+export interface EncodedInsert {
+  types: string[]
+  insert(body: Uint8Array): Promise<void>
+}
+
+export async function encodedInsertFor(store: Store, table: string, columns: readonly string[], opts: InsertOptions = {}): Promise<EncodedInsert | null> {
+  const chdb = fileInsertFor(store, table, opts)
+  if (!chdb || !columns.every((c) => /^\w+$/.test(c))) return null
+  const byName = await columnTypes(chdb)
+  const types = columns.map((c) => byName.get(c))
+  if (!types.every((t): t is string => t !== undefined)) return null
+  return { types, insert: (body) => fileInsert(chdb, columns, body, 'RowBinary') }
+}
+
+function columnTypes(chdb: ChdbFiles & { name: string }): Promise<Map<string, string>> {
   let types = chdb.types.get(chdb.name)
   if (!types) {
     types = readColumnTypes(chdb, chdb.name)
     chdb.types.set(chdb.name, types)
     types.catch(() => chdb.types.delete(chdb.name))
   }
-  const byName = await types
+  return types
+}
+
+/** The RowBinary encoders of these columns of the table, or null when one's type has none (or is not a column: JSON then says why). */
+async function encodersOf(chdb: ChdbFiles & { name: string }, columns: readonly string[]): Promise<Encoder[] | null> {
+  const byName = await columnTypes(chdb)
   try {
     return columns.map((c) => {
       const type = byName.get(c)
@@ -202,7 +225,7 @@ function forgetColumnTypes(store: Store): void {
  * about twice as fast as the same bytes given inline (`INSERT … FORMAT`, or chdb's rawInsert):
  * docs/analytics-performance.md, "Ingest". The file is removed once the insert is done.
  */
-async function fileInsert(chdb: ChdbInsert, columns: readonly string[] | null, body: string | Buffer, format: 'JSONEachRow' | 'JSONCompactEachRow' | 'RowBinary'): Promise<void> {
+async function fileInsert(chdb: ChdbInsert, columns: readonly string[] | null, body: string | Uint8Array, format: 'JSONEachRow' | 'JSONCompactEachRow' | 'RowBinary'): Promise<void> {
   if (columns && !columns.every((c) => /^\w+$/.test(c))) throw new Error(`invalid column name in ${columns.join(', ')}`)
   const file = path.join(chdb.dir, `${process.pid}-${++fileSeq}`)
   // Written at once (a few milliseconds): fs.promises would write it in chunks, one turn of the

@@ -23,7 +23,7 @@ import { memoKey, type ClvMemo } from './features.ts'
  */
 export const PARALLEL_FIT_FROM = 100_000
 
-interface Pending<T> {
+export interface Pending<T> {
   result: Promise<T>
   stop(): void
 }
@@ -130,8 +130,8 @@ function spawn<T>(): (Pending<T> & { send(job: FitJob, transfer?: ArrayBuffer[])
   return { result, stop, send }
 }
 
-/** The job on a new worker thread; null when MAX_WORKERS already run (the caller computes it itself). */
-function inWorker<T>(job: FitJob, transfer: ArrayBuffer[]): Pending<T> | null {
+/** The job on a worker thread; null when MAX_WORKERS are busy (the caller computes it itself). */
+export function inWorker<T>(job: FitJob, transfer: ArrayBuffer[]): Pending<T> | null {
   const w = spawn<T>()
   w?.send(job, transfer)
   return w

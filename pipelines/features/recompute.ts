@@ -1,16 +1,17 @@
 import { randomBytes } from 'node:crypto'
-import { insertJsonRows, insertValueRows, type Store } from '../../common/store/clickhouse.ts'
+import { encodedInsertFor, insertJsonRows, insertValueRows, type Store } from '../../common/store/clickhouse.ts'
 import { tenantExists } from '../../common/store/tenants.ts'
 import type { Logger } from '../../common/logger.ts'
 import { customerKey } from '../../common/events.ts'
 import { partitionFor } from '../../common/eventlog/partitioner.ts'
 import type { TransactionModelName } from './clv/index.ts'
-import { EMPTY_AGGREGATES, EMPTY_HISTORY, utcDay, withCredits, type CustomerAggregates, type OrderHistory } from './order-facts.ts'
+import { EMPTY_AGGREGATES, EMPTY_HISTORY, utcDay, withCredits } from './order-facts.ts'
 import { TenantSettingsStore } from '../../common/store/tenant-settings.ts'
 import { referenceDate, referenceMetadata, resolveReference, type Reference } from '../../common/reference-date.ts'
-import { ClvMemo, clvFeatures, computeFeatures, DEFAULT_FEATURE_OPTIONS, type FeatureOptions, type FeatureValues } from './features.ts'
-import { buildTenantModelParallel, PARALLEL_FIT_FROM, prefillClvMemo, prestartFitWorkers } from './parallel-fit.ts'
-import { deletedFeatureRow, FEATURE_ROW_COLUMNS, featureRowValues } from './rows.ts'
+import { ClvMemo, computeFeatures, DEFAULT_FEATURE_OPTIONS, type FeatureOptions } from './features.ts'
+import { buildTenantModelParallel, inWorker, PARALLEL_FIT_FROM, prefillClvMemo, prestartFitWorkers, type Pending } from './parallel-fit.ts'
+import { customerColumns, scoreBatch, ScoreTally, type BatchCustomer, type FeatureRowsJob, type FeatureRowsReply, type RowScoring, type ScoredBatch } from './feature-batches.ts'
+import { deletedFeatureRow, FEATURE_ROW_COLUMNS } from './rows.ts'
 import { loadModels, saveModel, writeSegmentSnapshot } from './feature-store.ts'
 import { SEGMENTS } from './segments.ts'
 import { churnRate } from './churn.ts'
@@ -29,15 +30,17 @@ export interface RecomputeDeps {
   now?: () => number
   features?: FeatureOptions
   clvModel?: TransactionModelName
+  /** Customers from which every other batch of rows is scored on a worker thread (default PARALLEL_ROWS_FROM). */
+  parallelRowsFrom?: number
 }
 
-export interface BatchCustomer {
-  customerId: number
-  email: string
-  emailVersion: number
-  agg: CustomerAggregates
-  history: OrderHistory
-}
+/**
+ * A tenant of this many customers has its rows scored on two threads. Below, the worker's start
+ * and the copies to it cost more than they save.
+ */
+export const PARALLEL_ROWS_FROM = 100_000
+
+export type { BatchCustomer } from './feature-batches.ts'
 
 /** Customers absorbed into another customer's profile (pipelines/identity): their orders count for that profile. */
 const ABSORBED = `(SELECT customer_id, profile_id FROM customer_profiles FINAL WHERE tenant_id = {t:UInt64} AND profile_id != customer_id)`
@@ -237,31 +240,6 @@ const pct = (n: number, total: number) => (total ? Math.round((n / total) * 1000
 /** Where a computation's rows go: the tenant's features, or the as-of table for one date. */
 type Target = { table: 'customer_features' } | { table: 'customer_features_as_of'; asOf: string }
 
-/** What the processing results count over the scored customers (frequency > 0), one customer at a time. */
-class ScoreTally {
-  errors = 0
-  scored = 0
-  readonly segments = new Map<string, number>()
-  withClv = 0
-  clvSum = 0
-  atRisk = 0
-  churned = 0
-  withRisk = 0
-
-  add(v: FeatureValues): void {
-    if (!(v.frequency > 0)) return
-    this.scored++
-    if (v.segment) this.segments.set(v.segment, (this.segments.get(v.segment) ?? 0) + 1)
-    if (v.total_clv !== null) {
-      this.withClv++
-      this.clvSum += v.total_clv
-    }
-    if (v.churn_risk === 'at_risk' || v.churn_risk === 'churning') this.atRisk++
-    if (v.churn_risk === 'churned') this.churned++
-    if (v.churn_risk !== null) this.withRisk++
-  }
-}
-
 export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine {
   const now = deps.now ?? Date.now
   const opts = deps.features ?? DEFAULT_FEATURE_OPTIONS
@@ -315,33 +293,23 @@ export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine {
       // Each customer is scored as its batch of rows is built: the run keeps the counts the results
       // report, not a million scores (less for the collector to walk).
       const tally = new ScoreTally()
-      // Customers who share a purchase pattern share its CLV sums; a large tenant's patterns are
-      // summed up front, half of them on a worker thread (parallel-fit.ts).
+      const scoring: RowScoring = { tenantId, partitions: deps.partitions, model, refMs: ref.ms, processedAt: at, opts, baseVersion: at * 1000, asOf: target.table === 'customer_features' ? null : target.asOf }
+      // A large tenant's batches alternate between this thread and a worker thread, each with a
+      // CLV memo of its own that fills as it goes. A smaller tenant's are scored here; customers who
+      // share a purchase pattern share its CLV sums, summed up front (half on a worker when there
+      // are many: parallel-fit.ts).
+      const parallel = customers.length >= (deps.parallelRowsFrom ?? PARALLEL_ROWS_FROM)
       const memo = new ClvMemo()
-      if (model.clv) {
+      if (model.clv && !parallel) {
         const s = performance.now()
         await prefillClvMemo(memo, model.clv, aggs, today, opts.horizonMonths, { logger: deps.logger })
         prefillMs = performance.now() - s
-        clvMs += prefillMs
       }
-      const score = (c: BatchCustomer): FeatureValues | null => {
-        try {
-          let s = performance.now()
-          const part = model.clv && c.agg.orderCount > 0 ? clvFeatures(c.agg, model.clv, today, opts, memo) : null
-          clvMs += performance.now() - s
-          s = performance.now()
-          const v = computeFeatures(c.agg, model, ref.ms, opts, part)
-          scoreMs += performance.now() - s
-          tally.add(v)
-          return v
-        } catch (err) {
-          tally.errors++
-          deps.logger.warn({ tenantId, customerId: c.customerId, err }, 'customer could not be scored')
-          return null
-        }
-      }
+      const warnFailed = (f: ScoredBatch['failed'][number]) => deps.logger.warn({ tenantId, customerId: f.customerId, err: f.err ?? f.message }, 'customer could not be scored')
+      let workerClvMs = 0
+      let workerScoreMs = 0
+      let workerBatches = 0
       t0 = performance.now()
-      const baseVersion = at * 1000
       const identity = (customerId: number, email: string, emailVersion = 0) => ({ tenantId, customerId, partition: partitionFor(customerKey(tenantId, customerId), deps.partitions, () => 0), email, emailVersion })
       // The rows go to a staging table without their order histories; one INSERT … SELECT then
       // writes them to the target with each profile's history joined in by ClickHouse, so ten
@@ -350,25 +318,61 @@ export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine {
       const staging = `recompute_staging_${tenantId}_${randomBytes(6).toString('hex')}`
       await deps.store.command({ query: `CREATE TABLE ${staging} AS ${target.table} ENGINE = Memory` })
       try {
-        // One insert in flight while the next batch's rows are built: chdb parses on its own threads.
         const columns = target.table === 'customer_features' ? FEATURE_ROW_COLUMNS : [...FEATURE_ROW_COLUMNS, 'as_of']
+        // A worker encodes its rows as RowBinary by the staging table's column types (chdb).
+        const encoded = parallel ? await encodedInsertFor(deps.store, staging, columns) : null
+        const runId = randomBytes(6).toString('hex')
+        // One insert in flight while the next batch's rows are built: chdb parses on its own threads.
         let inFlight: Promise<void> = Promise.resolve()
         const settle = () => inFlight.catch(() => undefined)
-        for (let i = 0; i < customers.length; i += run.batchSize) {
+        const write = async (insert: () => Promise<void>) => {
+          await inFlight
+          inFlight = insert()
+        }
+        const scoreHere = (from: number, to: number) => {
+          const batch = scoreBatch(scoring, customers, from, to, 0, memo, tally)
+          clvMs += batch.clvMs
+          scoreMs += batch.scoreMs
+          batch.failed.forEach(warnFailed)
+          return batch.rows
+        }
+        let i = 0
+        while (i < customers.length) {
           if (run.signal.aborted) await settle()
           check()
-          const rows: unknown[][] = []
-          for (let j = i; j < Math.min(customers.length, i + run.batchSize); j++) {
-            const c = customers[j]!
-            const v = score(c)
-            if (!v) continue
-            const row = featureRowValues(identity(c.customerId, c.email, c.emailVersion), c.agg, EMPTY_HISTORY, v, at, baseVersion + j)
-            if (target.table !== 'customer_features') row.push(target.asOf)
-            rows.push(row)
+          const end = Math.min(customers.length, i + run.batchSize)
+          const theirEnd = parallel ? Math.min(customers.length, end + run.batchSize) : end
+          // The next batch goes to a worker before this thread scores its own.
+          let theirs: Pending<FeatureRowsReply> | null = null
+          if (theirEnd > end) {
+            const job: FeatureRowsJob = { kind: 'feature-rows', run: runId, scoring, types: encoded?.types ?? null, offset: end, customers: customerColumns(customers, end, theirEnd) }
+            theirs = inWorker<FeatureRowsReply>(job, [job.customers.ids.buffer as ArrayBuffer, job.customers.emailVersions.buffer as ArrayBuffer, ...job.customers.aggs.map((a) => a.buffer as ArrayBuffer)])
           }
-          await inFlight
-          if (rows.length) inFlight = insertValueRows(deps.store, staging, columns, rows)
-          run.onProgress?.(Math.min(customers.length, i + run.batchSize), customers.length)
+          const mine = scoreHere(i, end)
+          if (mine.length) await write(() => insertValueRows(deps.store, staging, columns, mine))
+          if (!theirs) {
+            i = end
+          } else {
+            const reply = await theirs.result.catch((err: unknown) => {
+              deps.logger.warn({ err: (err as Error).message }, 'a feature rows worker failed; scoring its batch here')
+              return null
+            })
+            if (reply) {
+              workerBatches++
+              tally.merge(reply.tally)
+              workerClvMs += reply.clvMs
+              workerScoreMs += reply.scoreMs
+              reply.failed.forEach(warnFailed)
+              const { body, rows } = reply
+              if (body) await write(() => encoded!.insert(body))
+              else if (rows?.length) await write(() => insertValueRows(deps.store, staging, columns, rows))
+            } else {
+              const rows = scoreHere(end, theirEnd)
+              if (rows.length) await write(() => insertValueRows(deps.store, staging, columns, rows))
+            }
+            i = theirEnd
+          }
+          run.onProgress?.(i, customers.length)
         }
         await inFlight
         check()
@@ -383,12 +387,16 @@ export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine {
       } finally {
         await deps.store.command({ query: `DROP TABLE IF EXISTS ${staging}` })
       }
+      // Two threads scored side by side: their time is the span's, not its sum.
+      const threads = parallel ? 2 : 1
+      clvMs = prefillMs + (clvMs + workerClvMs) / threads
+      scoreMs = (scoreMs + workerScoreMs) / threads
       // Customers absorbed into another's profile: a delete marker over any row of their own.
       const absorbed = await absorbedCustomers(deps.store, tenantId)
       if (absorbed.length) {
         const empty = computeFeatures(EMPTY_AGGREGATES, null, ref.ms, opts, null)
         const markers = absorbed.map((a, k) => {
-          const row = deletedFeatureRow(identity(a.customerId, a.email, a.emailVersion), empty, at, baseVersion + customers.length + k)
+          const row = deletedFeatureRow(identity(a.customerId, a.email, a.emailVersion), empty, at, scoring.baseVersion + customers.length + k)
           return target.table === 'customer_features' ? row : { ...row, as_of: target.asOf }
         })
         await insertJsonRows(deps.store, target.table, markers)
@@ -424,7 +432,7 @@ export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine {
         }
       }
       const phases = { load: Math.round(rfmLoad), fit: Math.round(fitMs), clv: Math.round(clvMs), score: Math.round(scoreMs), write: Math.round(writeMs - historyMs), history: Math.round(historyMs) }
-      deps.logger.info({ tenantId, customers: customers.length, errors, reference: referenceDate(ref), table: target.table, ms: Math.round(rfmLoad + fitMs + clvMs + scoreMs + writeMs), phases }, 'tenant recomputed')
+      deps.logger.info({ tenantId, customers: customers.length, errors, reference: referenceDate(ref), table: target.table, ms: Math.round(rfmLoad + fitMs + clvMs + scoreMs + writeMs), phases, workerBatches }, 'tenant recomputed')
       return results
     }
   }

@@ -1,0 +1,190 @@
+import { customerKey } from '../../common/events.ts'
+import { partitionFor } from '../../common/eventlog/partitioner.ts'
+import { EMPTY_HISTORY, type CustomerAggregates, type OrderHistory } from './order-facts.ts'
+import { clvFeatures, computeFeatures, type ClvMemo, type FeatureOptions, type FeatureValues } from './features.ts'
+import { featureRowValues } from './rows.ts'
+import { utcDay } from './order-facts.ts'
+import type { TenantModel } from './model.ts'
+
+/**
+ * A recompute's customers scored into feature rows, one batch at a time. Pure: the same function
+ * runs on the main thread and, for every other batch of a large tenant, on a worker thread
+ * (pipelines/features/recompute.ts), so the rows are the same either way.
+ */
+
+export interface BatchCustomer {
+  customerId: number
+  email: string
+  emailVersion: number
+  agg: CustomerAggregates
+  history: OrderHistory
+}
+
+/** What scoring a tenant's customers needs besides the customers; a plain object (it travels to a worker). */
+export interface RowScoring {
+  tenantId: number
+  partitions: number
+  model: TenantModel
+  /** The reference instant (features are computed as of it) and when the run started (processed_at). */
+  refMs: number
+  processedAt: number
+  opts: FeatureOptions
+  /** The row of the customer at index j gets version baseVersion + j. */
+  baseVersion: number
+  /** The as-of table's date column, appended to each row; null for customer_features. */
+  asOf: string | null
+}
+
+/** The counts the processing results report, over the scored customers (frequency > 0). */
+export interface TallyCounts {
+  errors: number
+  scored: number
+  segments: [string, number][]
+  withClv: number
+  clvSum: number
+  atRisk: number
+  churned: number
+  withRisk: number
+}
+
+export class ScoreTally {
+  errors = 0
+  scored = 0
+  readonly segments = new Map<string, number>()
+  withClv = 0
+  clvSum = 0
+  atRisk = 0
+  churned = 0
+  withRisk = 0
+
+  add(v: FeatureValues): void {
+    if (!(v.frequency > 0)) return
+    this.scored++
+    if (v.segment) this.segments.set(v.segment, (this.segments.get(v.segment) ?? 0) + 1)
+    if (v.total_clv !== null) {
+      this.withClv++
+      this.clvSum += v.total_clv
+    }
+    if (v.churn_risk === 'at_risk' || v.churn_risk === 'churning') this.atRisk++
+    if (v.churn_risk === 'churned') this.churned++
+    if (v.churn_risk !== null) this.withRisk++
+  }
+
+  counts(): TallyCounts {
+    const { errors, scored, withClv, clvSum, atRisk, churned, withRisk } = this
+    return { errors, scored, segments: [...this.segments], withClv, clvSum, atRisk, churned, withRisk }
+  }
+
+  /** Adds another tally's counts (a batch scored elsewhere). */
+  merge(c: TallyCounts): void {
+    this.errors += c.errors
+    this.scored += c.scored
+    for (const [s, n] of c.segments) this.segments.set(s, (this.segments.get(s) ?? 0) + n)
+    this.withClv += c.withClv
+    this.clvSum += c.clvSum
+    this.atRisk += c.atRisk
+    this.churned += c.churned
+    this.withRisk += c.withRisk
+  }
+}
+
+/** A batch's rows, the customers that could not be scored, and the milliseconds spent on the CLV part and on the rest of the scoring. */
+export interface ScoredBatch {
+  rows: unknown[][]
+  failed: { customerId: number; message: string; err?: unknown }[]
+  clvMs: number
+  scoreMs: number
+}
+
+/** The feature rows of customers[from, to) (index j: version baseVersion + offset + j); the tally counts each scored customer. */
+export function scoreBatch(s: RowScoring, customers: readonly BatchCustomer[], from: number, to: number, offset: number, memo: ClvMemo, tally: ScoreTally): ScoredBatch {
+  const { model, refMs, opts } = s
+  const today = utcDay(refMs)
+  const out: ScoredBatch = { rows: [], failed: [], clvMs: 0, scoreMs: 0 }
+  for (let j = from; j < to; j++) {
+    const c = customers[j]!
+    let v: FeatureValues
+    try {
+      let t = performance.now()
+      const part = model.clv && c.agg.orderCount > 0 ? clvFeatures(c.agg, model.clv, today, opts, memo) : null
+      out.clvMs += performance.now() - t
+      t = performance.now()
+      v = computeFeatures(c.agg, model, refMs, opts, part)
+      out.scoreMs += performance.now() - t
+    } catch (err) {
+      tally.errors++
+      out.failed.push({ customerId: c.customerId, message: (err as Error).message, err })
+      continue
+    }
+    tally.add(v)
+    const identity = { tenantId: s.tenantId, customerId: c.customerId, partition: partitionFor(customerKey(s.tenantId, c.customerId), s.partitions, () => 0), email: c.email, emailVersion: c.emailVersion }
+    const row = featureRowValues(identity, c.agg, EMPTY_HISTORY, v, s.processedAt, s.baseVersion + offset + j)
+    if (s.asOf !== null) row.push(s.asOf)
+    out.rows.push(row)
+  }
+  return out
+}
+
+/** Customers as columns (typed arrays; NaN for a missing time or day): how a batch travels to a worker without a copy of each object. */
+export interface CustomerColumns {
+  ids: Float64Array
+  emails: string[]
+  emailVersions: Float64Array
+  /** CustomerAggregates' fields, AGG_FIELDS' order, one array each. */
+  aggs: Float64Array[]
+}
+
+const AGG_FIELDS = ['orderCount', 'monetaryCents', 'firstOrderAt', 'lastOrderAt', 'purchaseDays', 'firstDay', 'lastDay', 'repeatPurchases', 'repeatSpanDays', 'repeatAvgCents'] as const satisfies readonly (keyof CustomerAggregates)[]
+
+export function customerColumns(customers: readonly BatchCustomer[], from: number, to: number): CustomerColumns {
+  const n = to - from
+  const ids = new Float64Array(n)
+  const emailVersions = new Float64Array(n)
+  const emails: string[] = []
+  const aggs = AGG_FIELDS.map(() => new Float64Array(n))
+  for (let i = 0; i < n; i++) {
+    const c = customers[from + i]!
+    ids[i] = c.customerId
+    emails.push(c.email)
+    emailVersions[i] = c.emailVersion
+    for (let k = 0; k < AGG_FIELDS.length; k++) aggs[k]![i] = c.agg[AGG_FIELDS[k]!] ?? NaN
+  }
+  return { ids, emails, emailVersions, aggs }
+}
+
+/** The customers of customerColumns again (without order histories: a recompute's rows get theirs from ClickHouse). */
+export function customersOf(cols: CustomerColumns): BatchCustomer[] {
+  const out: BatchCustomer[] = []
+  for (let i = 0; i < cols.ids.length; i++) {
+    const a = {} as Record<(typeof AGG_FIELDS)[number], number | null>
+    for (let k = 0; k < AGG_FIELDS.length; k++) {
+      const v = cols.aggs[k]![i]!
+      a[AGG_FIELDS[k]!] = Number.isNaN(v) ? null : v
+    }
+    const agg = a as unknown as CustomerAggregates
+    out.push({ customerId: cols.ids[i]!, email: cols.emails[i]!, emailVersion: cols.emailVersions[i]!, agg, history: EMPTY_HISTORY })
+  }
+  return out
+}
+
+/** A batch scored on a worker thread (fit-worker.ts): the run's scoring, and the column types to encode its rows as RowBinary by (null: sent back as values). */
+export interface FeatureRowsJob {
+  kind: 'feature-rows'
+  /** One id per recompute: a worker keeps the run's model and CLV memo across its batches. */
+  run: string
+  scoring: RowScoring
+  types: string[] | null
+  /** Index of the batch's first customer in the run (its rows' versions). */
+  offset: number
+  customers: CustomerColumns
+}
+
+export interface FeatureRowsReply {
+  /** The rows as RowBinary, or as values when there were no types or a value RowBinary does not take exactly. */
+  body: Uint8Array | null
+  rows: unknown[][] | null
+  tally: TallyCounts
+  failed: { customerId: number; message: string }[]
+  clvMs: number
+  scoreMs: number
+}
