@@ -212,8 +212,11 @@ export function fallbackValueIfActive(netSpend: number, firstOrderAt: number, no
 
 export function churnDetails(input: ChurnInput): ChurnDetails {
   const { nowMs, firstOrderAt, lastOrderAt, orderCount, purchaseDays, netSpend, pAlive, valueIfActive, tenantMedianIntervalDays } = input
-  for (const [name, v] of Object.entries({ nowMs, firstOrderAt, lastOrderAt, orderCount, purchaseDays, netSpend })) {
-    if (!Number.isFinite(v)) throw new RangeError(`${name} must be a finite number, got ${v}`)
+  // Checked one by one: a loop over an object's entries cost a third of this function per customer.
+  if (!(Number.isFinite(nowMs) && Number.isFinite(firstOrderAt) && Number.isFinite(lastOrderAt) && Number.isFinite(orderCount) && Number.isFinite(purchaseDays) && Number.isFinite(netSpend))) {
+    for (const [name, v] of Object.entries({ nowMs, firstOrderAt, lastOrderAt, orderCount, purchaseDays, netSpend })) {
+      if (!Number.isFinite(v)) throw new RangeError(`${name} must be a finite number, got ${v}`)
+    }
   }
   if (orderCount < 1 || purchaseDays < 1) throw new RangeError('churn needs at least one counting order')
   if (pAlive !== null && Number.isNaN(pAlive)) throw new RangeError('pAlive is NaN')

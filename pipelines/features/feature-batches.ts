@@ -1,7 +1,7 @@
 import { customerKey } from '../../common/events.ts'
 import { partitionFor } from '../../common/eventlog/partitioner.ts'
 import { EMPTY_HISTORY, type CustomerAggregates, type OrderHistory } from './order-facts.ts'
-import { clvFeatures, computeFeatures, type ClvMemo, type FeatureOptions, type FeatureValues } from './features.ts'
+import { clvFeatures, computeFeatures, type ClvMemo, type ClvPart, type FeatureOptions, type FeatureValues } from './features.ts'
 import { featureRowValues } from './rows.ts'
 import { utcDay } from './order-facts.ts'
 import type { TenantModel } from './model.ts'
@@ -101,24 +101,43 @@ export function scoreBatch(s: RowScoring, customers: readonly BatchCustomer[], f
   const { model, refMs, opts } = s
   const today = utcDay(refMs)
   const out: ScoredBatch = { rows: [], failed: [], clvMs: 0, scoreMs: 0 }
-  for (let j = from; j < to; j++) {
-    const c = customers[j]!
-    let v: FeatureValues
+  const fail = (c: BatchCustomer, err: unknown) => {
+    tally.errors++
+    out.failed.push({ customerId: c.customerId, message: (err as Error).message, err })
+  }
+  // Three passes, each timed once (a clock read per customer cost more than a tenth of the scoring).
+  const n = to - from
+  const parts: (ClvPart | null | undefined)[] = new Array(n)
+  let t = performance.now()
+  for (let j = 0; j < n; j++) {
+    const c = customers[from + j]!
     try {
-      let t = performance.now()
-      const part = model.clv && c.agg.orderCount > 0 ? clvFeatures(c.agg, model.clv, today, opts, memo) : null
-      out.clvMs += performance.now() - t
-      t = performance.now()
-      v = computeFeatures(c.agg, model, refMs, opts, part)
-      out.scoreMs += performance.now() - t
+      parts[j] = model.clv && c.agg.orderCount > 0 ? clvFeatures(c.agg, model.clv, today, opts, memo) : null
     } catch (err) {
-      tally.errors++
-      out.failed.push({ customerId: c.customerId, message: (err as Error).message, err })
-      continue
+      fail(c, err) // undefined: not scored
     }
+  }
+  out.clvMs = performance.now() - t
+  t = performance.now()
+  const values: (FeatureValues | undefined)[] = new Array(n)
+  for (let j = 0; j < n; j++) {
+    const part = parts[j]
+    if (part === undefined) continue
+    const c = customers[from + j]!
+    try {
+      values[j] = computeFeatures(c.agg, model, refMs, opts, part)
+    } catch (err) {
+      fail(c, err)
+    }
+  }
+  out.scoreMs = performance.now() - t
+  for (let j = 0; j < n; j++) {
+    const v = values[j]
+    if (v === undefined) continue
+    const c = customers[from + j]!
     tally.add(v)
     const identity = { tenantId: s.tenantId, customerId: c.customerId, partition: partitionFor(customerKey(s.tenantId, c.customerId), s.partitions, () => 0), email: c.email, emailVersion: c.emailVersion }
-    const row = featureRowValues(identity, c.agg, EMPTY_HISTORY, v, s.processedAt, s.baseVersion + offset + j)
+    const row = featureRowValues(identity, c.agg, EMPTY_HISTORY, v, s.processedAt, s.baseVersion + offset + from + j)
     if (s.asOf !== null) row.push(s.asOf)
     out.rows.push(row)
   }

@@ -69,11 +69,14 @@ export interface ClvPart {
 export class ClvMemo {
   private fits = new WeakMap<ClvFit, { months: number; patterns: Map<number, PatternSums> }>()
   private entries = 0
+  private lastClv: ClvFit | null = null
+  private lastFit: { months: number; patterns: Map<number, PatternSums> } | undefined
 
   /** A pattern's sums under a fit, for an n-month horizon. */
   get(clv: ClvFit, x: number, tx: number, T: number, months: number): PatternSums {
     const key = memoKey(x, tx, T)
-    const fit = this.fits.get(clv)
+    // A scoring pass asks under one fit a million times: the last one is at hand.
+    const fit = clv === this.lastClv ? this.lastFit : this.fits.get(clv)
     const hit = key !== null && fit?.months === months ? fit.patterns.get(key) : undefined
     if (hit) return hit
     const sums = patternSums(clv, x, tx, T, months)
@@ -97,6 +100,8 @@ export class ClvMemo {
     if (!fit || fit.months !== months) this.fits.set(clv, (fit = { months, patterns: new Map() }))
     if (!fit.patterns.has(key)) this.entries++
     fit.patterns.set(key, sums)
+    this.lastClv = clv
+    this.lastFit = fit
   }
 }
 

@@ -50,7 +50,10 @@ function acquire(): Worker | null {
     ready.ref()
     return ready
   }
-  if (alive >= MAX_WORKERS) return null
+  return alive < MAX_WORKERS ? startWorker() : null
+}
+
+function startWorker(): Worker {
   const worker = new Worker(new URL('./fit-worker.mjs', import.meta.url))
   alive++
   // A busy worker's error rejects its job (spawn); an idle one's must not go unhandled.
@@ -74,11 +77,11 @@ function release(worker: Worker): void {
 }
 
 /**
- * Starts up to `n` workers ahead of a large fit, so that they load their modules (the TypeScript
+ * Makes up to `n` workers idle ahead of a large fit (starting those missing), so that they load their modules (the TypeScript
  * sources through tsx, about half a second) while the caller still reads its data.
  */
 export function prestartFitWorkers(n: number): void {
-  for (let i = 0; i < n && alive < MAX_WORKERS; i++) release(acquire()!)
+  for (let i = idle.length; i < n && alive < MAX_WORKERS; i++) release(startWorker())
 }
 
 /**

@@ -93,14 +93,26 @@ export function checkHorizon(months: number, monthlyDiscountRate: number, unitsP
  * expected purchases at each month's end (`cumulative[k − 1]` = E[Y(k months)]).
  */
 export function discountedSum(spend: number, cumulative: ArrayLike<number>, monthlyDiscountRate: number): number {
+  const divisors = discountDivisors(monthlyDiscountRate, cumulative.length)
   let clv = 0
   let previous = 0
   for (let k = 1; k <= cumulative.length; k++) {
     const c = cumulative[k - 1]!
-    clv += (spend * (c - previous)) / (1 + monthlyDiscountRate) ** k
+    clv += (spend * (c - previous)) / divisors[k]!
     previous = c
   }
   return clv
+}
+
+/** (1 + d)^k for k = 0 … months, kept for the last rate asked: the same numbers, without a power per month and customer. */
+let divisorsOf: { rate: number; values: Float64Array } | null = null
+function discountDivisors(rate: number, months: number): Float64Array {
+  if (divisorsOf === null || !Object.is(divisorsOf.rate, rate) || divisorsOf.values.length <= months) {
+    const values = new Float64Array(Math.max(months, 12) + 1)
+    for (let k = 0; k < values.length; k++) values[k] = (1 + rate) ** k
+    divisorsOf = { rate, values }
+  }
+  return divisorsOf.values
 }
 
 /** Tier of a CLV total: 'high' > 50,000; 'medium' 10,000..50,000 inclusive; 'low' < 10,000 (and NaN). */
