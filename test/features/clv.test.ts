@@ -555,4 +555,19 @@ describe('compressPatterns', () => {
       expect([p.totalWeight, p.weightedX, p.maxT]).toEqual([8, 8, 9 * scale])
     }
   })
+
+  it('customers of weight 1 in whole days (counted by sorting their keys) give the patterns of the weighted path', () => {
+    // 20,000 customers over a few thousand patterns, many repeated; the same customers with weight 2
+    // take the map's path, and give every pattern twice the weight.
+    const data = Array.from({ length: 20_000 }, (_, i) => {
+      const T = (i * 7919) % 400
+      const x = (i * 31) % 7 === 0 ? 0 : (i * 13) % 9
+      return { x, tx: x === 0 ? 0 : (i * 17) % (T + 1), T }
+    })
+    const fast = compressPatterns(data)
+    const weighted = compressPatterns(data.map((o) => ({ ...o, weight: 2 })))
+    expect(fast.size).toBeGreaterThan(1000)
+    expect(fast.size).toBeLessThan(20_000)
+    expect({ ...weighted, w: weighted.w.map((w) => w / 2), totalWeight: weighted.totalWeight / 2, weightedX: weighted.weightedX / 2 }).toEqual(fast)
+  })
 })

@@ -70,12 +70,14 @@ function distinctIndex(values: Float64Array): { table: Float64Array; index: Int3
 /** Build patterns from raw (x, t_x, T[, weight]) rows; zero-weight rows are dropped. Patterns come sorted by (x, T, t_x). */
 export function compressPatterns(data: readonly RfmObservation[]): Patterns {
   let integral = true
+  let unitWeights = true
   let maxX = 0
   let maxT = 0
   for (let i = 0; i < data.length; i++) {
     const o = data[i]!
     checkObservation(o, i)
     if (integral && !(Number.isInteger(o.x) && Number.isInteger(o.T) && Number.isInteger(o.tx))) integral = false
+    if (unitWeights && o.weight !== undefined && o.weight !== 1) unitWeights = false
     if (o.x > maxX) maxX = o.x
     if (o.T > maxT) maxT = o.T
   }
@@ -90,6 +92,7 @@ export function compressPatterns(data: readonly RfmObservation[]): Patterns {
     pw.push(w)
   }
   const span = maxT + 1
+  if (integral && unitWeights && (maxX + 1) * span * span <= Number.MAX_SAFE_INTEGER) return sortedPatterns(data, span)
   if (integral && (maxX + 1) * span * span <= Number.MAX_SAFE_INTEGER) {
     // Whole numbers (days, weeks): one exact numeric key per customer and one map, several times
     // faster at a million customers than a map per (x, T).
@@ -122,6 +125,42 @@ export function compressPatterns(data: readonly RfmObservation[]): Patterns {
     }
   }
   return inPatternOrder(px, ptx, pT, pw)
+}
+
+/**
+ * Whole-number customers of weight 1 (a tenant's days): each customer's exact key (x, T, t_x) as
+ * one number, the keys sorted, and each run of equal keys one pattern weighing its length. The
+ * same patterns in the same order as the map below gives, several times faster at a million
+ * customers (no map of a million keys, no sort of the patterns by three fields).
+ */
+function sortedPatterns(data: readonly RfmObservation[], span: number): Patterns {
+  const keys = new Float64Array(data.length)
+  for (let i = 0; i < data.length; i++) {
+    const o = data[i]!
+    keys[i] = (o.x * span + o.T) * span + o.tx
+  }
+  keys.sort()
+  let n = 0
+  for (let i = 0; i < keys.length; i++) if (i === 0 || keys[i] !== keys[i - 1]) n++
+  const x = new Float64Array(n)
+  const tx = new Float64Array(n)
+  const T = new Float64Array(n)
+  const w = new Float64Array(n)
+  let p = -1
+  for (let i = 0; i < keys.length; i++) {
+    const k = keys[i]!
+    if (i === 0 || k !== keys[i - 1]) {
+      p++
+      const t = k % span
+      const rest = (k - t) / span
+      const Tv = rest % span
+      x[p] = (rest - Tv) / span
+      T[p] = Tv
+      tx[p] = t
+    }
+    w[p]!++
+  }
+  return fromArrays(x, tx, T, w)
 }
 
 /**
