@@ -6,6 +6,7 @@
 import { recencyDays } from './rfm.ts'
 import { DAY_MS, utcDay } from './order-facts.ts'
 import { isoDay } from '../../common/time.ts'
+import { valuesAtRanks } from './order-statistics.ts'
 
 
 export const CHURN_RISKS = ['active', 'at_risk', 'churning', 'churned'] as const
@@ -156,8 +157,10 @@ export function orderIntervalDays(firstOrderAt: number, lastOrderAt: number, pur
 export function medianIntervalDays(intervals: ArrayLike<number>): number | null {
   const n = intervals.length
   if (n === 0) return null
-  const sorted = Float64Array.from(intervals).sort()
-  return n % 2 ? sorted[(n - 1) / 2]! : (sorted[n / 2 - 1]! + sorted[n / 2]!) / 2
+  const values = Float64Array.from(intervals)
+  if (n % 2) return valuesAtRanks(values, [(n - 1) / 2])[0]!
+  const [a, b] = valuesAtRanks(values, [n / 2 - 1, n / 2])
+  return (a! + b!) / 2
 }
 
 const clamp01 = (x: number) => Math.min(1, Math.max(0, x))

@@ -96,8 +96,8 @@ export interface ScoredBatch {
   scoreMs: number
 }
 
-/** The feature rows of customers[from, to) (index j: version baseVersion + offset + j); the tally counts each scored customer. */
-export function scoreBatch(s: RowScoring, customers: readonly BatchCustomer[], from: number, to: number, offset: number, memo: ClvMemo, tally: ScoreTally): ScoredBatch {
+/** The feature rows of `customers`, the k-th being the run's customer indices[k] (its row's version: baseVersion + indices[k]); the tally counts each scored customer. */
+export function scoreBatch(s: RowScoring, customers: readonly BatchCustomer[], indices: ArrayLike<number>, memo: ClvMemo, tally: ScoreTally): ScoredBatch {
   const { model, refMs, opts } = s
   const today = utcDay(refMs)
   const out: ScoredBatch = { rows: [], failed: [], clvMs: 0, scoreMs: 0 }
@@ -106,11 +106,11 @@ export function scoreBatch(s: RowScoring, customers: readonly BatchCustomer[], f
     out.failed.push({ customerId: c.customerId, message: (err as Error).message, err })
   }
   // Three passes, each timed once (a clock read per customer cost more than a tenth of the scoring).
-  const n = to - from
+  const n = customers.length
   const parts: (ClvPart | null | undefined)[] = new Array(n)
   let t = performance.now()
   for (let j = 0; j < n; j++) {
-    const c = customers[from + j]!
+    const c = customers[j]!
     try {
       parts[j] = model.clv && c.agg.orderCount > 0 ? clvFeatures(c.agg, model.clv, today, opts, memo) : null
     } catch (err) {
@@ -123,7 +123,7 @@ export function scoreBatch(s: RowScoring, customers: readonly BatchCustomer[], f
   for (let j = 0; j < n; j++) {
     const part = parts[j]
     if (part === undefined) continue
-    const c = customers[from + j]!
+    const c = customers[j]!
     try {
       values[j] = computeFeatures(c.agg, model, refMs, opts, part)
     } catch (err) {
@@ -134,18 +134,32 @@ export function scoreBatch(s: RowScoring, customers: readonly BatchCustomer[], f
   for (let j = 0; j < n; j++) {
     const v = values[j]
     if (v === undefined) continue
-    const c = customers[from + j]!
+    const c = customers[j]!
     tally.add(v)
     const identity = { tenantId: s.tenantId, customerId: c.customerId, partition: partitionFor(customerKey(s.tenantId, c.customerId), s.partitions, () => 0), email: c.email, emailVersion: c.emailVersion }
-    const row = featureRowValues(identity, c.agg, EMPTY_HISTORY, v, s.processedAt, s.baseVersion + offset + from + j)
+    const row = featureRowValues(identity, c.agg, EMPTY_HISTORY, v, s.processedAt, s.baseVersion + indices[j]!)
     if (s.asOf !== null) row.push(s.asOf)
     out.rows.push(row)
   }
   return out
 }
 
+/**
+ * The thread (0: the caller's, 1: the worker's) that scores a customer when a run's batches are
+ * split between two: by the customer's purchase pattern (x, t_x, T), the key of the CLV memo, so
+ * that each pattern's sums are summed on one thread only; customers without orders alternate.
+ */
+export function scoringSide(c: BatchCustomer, today: number): 0 | 1 {
+  const a = c.agg
+  if (a.orderCount === 0 || a.firstDay === null) return (c.customerId & 1) as 0 | 1
+  const T = Math.max(today - a.firstDay, a.repeatSpanDays)
+  return ((Math.imul(a.repeatPurchases, 0x9e3779b1) ^ Math.imul(a.repeatSpanDays, 0x85ebca6b) ^ Math.imul(T, 0xc2b2ae35)) >>> 31) as 0 | 1
+}
+
 /** Customers as columns (typed arrays; NaN for a missing time or day): how a batch travels to a worker without a copy of each object. */
 export interface CustomerColumns {
+  /** Each customer's index in the run (its row's version). */
+  indices: Float64Array
   ids: Float64Array
   emails: string[]
   emailVersions: Float64Array
@@ -155,20 +169,20 @@ export interface CustomerColumns {
 
 const AGG_FIELDS = ['orderCount', 'monetaryCents', 'firstOrderAt', 'lastOrderAt', 'purchaseDays', 'firstDay', 'lastDay', 'repeatPurchases', 'repeatSpanDays', 'repeatAvgCents'] as const satisfies readonly (keyof CustomerAggregates)[]
 
-export function customerColumns(customers: readonly BatchCustomer[], from: number, to: number): CustomerColumns {
-  const n = to - from
+export function customerColumns(customers: readonly BatchCustomer[], indices: readonly number[]): CustomerColumns {
+  const n = indices.length
   const ids = new Float64Array(n)
   const emailVersions = new Float64Array(n)
   const emails: string[] = []
   const aggs = AGG_FIELDS.map(() => new Float64Array(n))
   for (let i = 0; i < n; i++) {
-    const c = customers[from + i]!
+    const c = customers[indices[i]!]!
     ids[i] = c.customerId
     emails.push(c.email)
     emailVersions[i] = c.emailVersion
     for (let k = 0; k < AGG_FIELDS.length; k++) aggs[k]![i] = c.agg[AGG_FIELDS[k]!] ?? NaN
   }
-  return { ids, emails, emailVersions, aggs }
+  return { indices: Float64Array.from(indices), ids, emails, emailVersions, aggs }
 }
 
 /** The customers of customerColumns again (without order histories: a recompute's rows get theirs from ClickHouse). */
@@ -193,8 +207,6 @@ export interface FeatureRowsJob {
   run: string
   scoring: RowScoring
   types: string[] | null
-  /** Index of the batch's first customer in the run (its rows' versions). */
-  offset: number
   customers: CustomerColumns
 }
 

@@ -33,7 +33,7 @@ function featureRows(job: FeatureRowsJob): { reply: FeatureRowsReply; transfer: 
   }
   const tally = new ScoreTally()
   const customers = customersOf(job.customers)
-  const scored = scoreBatch({ ...job.scoring, model: rowRun.model }, customers, 0, customers.length, job.offset, rowRun.memo, tally)
+  const scored = scoreBatch({ ...job.scoring, model: rowRun.model }, customers, job.customers.indices, rowRun.memo, tally)
   let body: Uint8Array | null = null
   if (rowRun.encoders && scored.rows.length) {
     try {

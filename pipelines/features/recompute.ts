@@ -10,7 +10,7 @@ import { TenantSettingsStore } from '../../common/store/tenant-settings.ts'
 import { referenceDate, referenceMetadata, resolveReference, type Reference } from '../../common/reference-date.ts'
 import { ClvMemo, computeFeatures, DEFAULT_FEATURE_OPTIONS, type FeatureOptions } from './features.ts'
 import { buildTenantModelParallel, inWorker, PARALLEL_FIT_FROM, prefillClvMemo, prestartFitWorkers, type Pending } from './parallel-fit.ts'
-import { customerColumns, scoreBatch, ScoreTally, type BatchCustomer, type FeatureRowsJob, type FeatureRowsReply, type RowScoring, type ScoredBatch } from './feature-batches.ts'
+import { customerColumns, scoreBatch, scoringSide, ScoreTally, type BatchCustomer, type FeatureRowsJob, type FeatureRowsReply, type RowScoring, type ScoredBatch } from './feature-batches.ts'
 import { deletedFeatureRow, FEATURE_ROW_COLUMNS } from './rows.ts'
 import { loadModels, saveModel, writeSegmentSnapshot } from './feature-store.ts'
 import { SEGMENTS } from './segments.ts'
@@ -329,34 +329,42 @@ export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine {
           await inFlight
           inFlight = insert()
         }
-        const scoreHere = (from: number, to: number) => {
-          const batch = scoreBatch(scoring, customers, from, to, 0, memo, tally)
+        const scoreHere = (indices: number[]) => {
+          const batch = scoreBatch(scoring, indices.map((j) => customers[j]!), indices, memo, tally)
           clvMs += batch.clvMs
           scoreMs += batch.scoreMs
           batch.failed.forEach(warnFailed)
           return batch.rows
         }
-        let i = 0
-        while (i < customers.length) {
+        const writeHere = async (indices: number[]) => {
+          const rows = indices.length ? scoreHere(indices) : []
+          if (rows.length) await write(() => insertValueRows(deps.store, staging, columns, rows))
+        }
+        // Two threads take a run's customers two batches at a time, each customer to the thread of
+        // its purchase pattern (scoringSide): a pattern's CLV sums are summed once.
+        const chunk = parallel ? 2 * run.batchSize : run.batchSize
+        for (let i = 0; i < customers.length; i += chunk) {
           if (run.signal.aborted) await settle()
           check()
-          const end = Math.min(customers.length, i + run.batchSize)
-          const theirEnd = parallel ? Math.min(customers.length, end + run.batchSize) : end
-          // The next batch goes to a worker before this thread scores its own.
+          const end = Math.min(customers.length, i + chunk)
+          const mine: number[] = []
+          const others: number[] = []
+          for (let j = i; j < end; j++) (parallel && scoringSide(customers[j]!, today) === 1 ? others : mine).push(j)
+          // The worker's share is sent before this thread scores its own.
           let theirs: Pending<FeatureRowsReply> | null = null
-          if (theirEnd > end) {
-            const job: FeatureRowsJob = { kind: 'feature-rows', run: runId, scoring, types: encoded?.types ?? null, offset: end, customers: customerColumns(customers, end, theirEnd) }
-            theirs = inWorker<FeatureRowsReply>(job, [job.customers.ids.buffer as ArrayBuffer, job.customers.emailVersions.buffer as ArrayBuffer, ...job.customers.aggs.map((a) => a.buffer as ArrayBuffer)])
+          if (others.length) {
+            const job: FeatureRowsJob = { kind: 'feature-rows', run: runId, scoring, types: encoded?.types ?? null, customers: customerColumns(customers, others) }
+            const { indices, ids, emailVersions, aggs } = job.customers
+            theirs = inWorker<FeatureRowsReply>(job, [indices, ids, emailVersions, ...aggs].map((a) => a.buffer as ArrayBuffer))
           }
-          const mine = scoreHere(i, end)
-          if (mine.length) await write(() => insertValueRows(deps.store, staging, columns, mine))
-          if (!theirs) {
-            i = end
-          } else {
-            const reply = await theirs.result.catch((err: unknown) => {
-              deps.logger.warn({ err: (err as Error).message }, 'a feature rows worker failed; scoring its batch here')
-              return null
-            })
+          await writeHere(mine)
+          if (others.length) {
+            const reply = theirs
+              ? await theirs.result.catch((err: unknown) => {
+                  deps.logger.warn({ err: (err as Error).message }, 'a feature rows worker failed; scoring its batch here')
+                  return null
+                })
+              : null
             if (reply) {
               workerBatches++
               tally.merge(reply.tally)
@@ -366,13 +374,9 @@ export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine {
               const { body, rows } = reply
               if (body) await write(() => encoded!.insert(body))
               else if (rows?.length) await write(() => insertValueRows(deps.store, staging, columns, rows))
-            } else {
-              const rows = scoreHere(end, theirEnd)
-              if (rows.length) await write(() => insertValueRows(deps.store, staging, columns, rows))
-            }
-            i = theirEnd
+            } else await writeHere(others) // no worker free, or it failed
           }
-          run.onProgress?.(i, customers.length)
+          run.onProgress?.(end, customers.length)
         }
         await inFlight
         check()

@@ -26,6 +26,7 @@
  */
 import { SEGMENT_MAP, type Segment } from './segments.ts'
 import { DAY_MS } from './order-facts.ts'
+import { valuesAtRanks } from './order-statistics.ts'
 
 
 export type Score = 1 | 2 | 3 | 4 | 5
@@ -69,17 +70,16 @@ export interface RfmScore {
   segment: Segment
 }
 
-/** Sorted-copy thresholds of a sorted ascending array of length n ≥ 1. */
-function thresholdsOfSorted(sorted: ArrayLike<number>): Thresholds {
-  const n = sorted.length
-  const at = (k: number) => sorted[Math.ceil((k * n) / 5) - 1]!
-  return [at(1), at(2), at(3), at(4)]
+/** The thresholds of n ≥ 1 values: the values a sort would put at ranks ceil(k·n/5) − 1, k = 1 … 4 (`values` is reordered). */
+function thresholdsOf(values: Float64Array): Thresholds {
+  const n = values.length
+  return valuesAtRanks(values, [1, 2, 3, 4].map((k) => Math.ceil((k * n) / 5) - 1)) as Thresholds
 }
 
 /**
  * The four quintile thresholds of a dimension's values, or null for an empty population
- * (n = 0: nothing to rank against). Throws RangeError on a non-finite value. O(n log n) over a
- * Float64Array copy; the input is not modified.
+ * (n = 0: nothing to rank against). Throws RangeError on a non-finite value. O(n) over a
+ * Float64Array copy (order-statistics.ts); the input is not modified.
  */
 export function quintileThresholds(values: ArrayLike<number>): Thresholds | null {
   const n = values.length
@@ -90,8 +90,7 @@ export function quintileThresholds(values: ArrayLike<number>): Thresholds | null
     if (!Number.isFinite(v)) throw new RangeError(`value ${i} is not a finite number: ${v}`)
     copy[i] = v
   }
-  copy.sort()
-  return thresholdsOfSorted(copy)
+  return thresholdsOf(copy)
 }
 
 /** 1 + the number of thresholds v exceeds (strictly). */
@@ -121,14 +120,16 @@ export function tenantBoundaries(customers: ArrayLike<RfmInput>, nowMs: number =
     freq[i] = c.frequency
     money[i] = c.monetary
   }
-  days.sort()
-  freq.sort()
-  money.sort()
+  return boundariesOf(days, freq, money, nowMs)
+}
+
+/** The boundaries of the three dimensions given as arrays of finite values, one entry a customer (n ≥ 1; the arrays are reordered). */
+export function boundariesOf(days: Float64Array, freq: Float64Array, money: Float64Array, nowMs: number): TenantBoundaries {
   return {
-    recency: thresholdsOfSorted(days),
-    frequency: thresholdsOfSorted(freq),
-    monetary: thresholdsOfSorted(money),
-    customers: n,
+    recency: thresholdsOf(days),
+    frequency: thresholdsOf(freq),
+    monetary: thresholdsOf(money),
+    customers: days.length,
     computedAt: new Date(nowMs).toISOString(),
   }
 }
