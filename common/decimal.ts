@@ -80,6 +80,12 @@ function shiftExponent(sign: string, int: string, frac: string, exp: number): [s
  * is a safe integer (formatted without a BigInt, for the hot paths that have one).
  */
 export function formatScaled(units: bigint | number, scale: number): string {
+  // Cents of a safe integer, the common case: two digits by arithmetic, no padding or slicing.
+  if (scale === 2 && typeof units === 'number' && Number.isSafeInteger(units)) {
+    const abs = units < 0 ? -units : units
+    const frac = abs % 100
+    return `${units < 0 ? '-' : ''}${(abs - frac) / 100}.${frac < 10 ? '0' : ''}${frac}`
+  }
   const negative = units < 0
   const digits = String(negative ? -units : units).padStart(scale + 1, '0')
   const int = digits.slice(0, digits.length - scale)
@@ -107,7 +113,10 @@ export function normaliseDecimal(v: string | number, scale = 2, precision = 15):
 const NEGATIVE_ZERO = /^-0(\.0*)?$/
 const canonicalPatterns = new Map<string, RegExp>()
 /** The canonical text of a decimal: optional minus, no leading zero, exactly `scale` decimals. */
+let lastPattern: { scale: number; precision: number; re: RegExp } | null = null
 function canonicalPattern(scale: number, precision: number): RegExp {
+  // Every amount of a stream asks for the same one: no key string per call.
+  if (lastPattern?.scale === scale && lastPattern.precision === precision) return lastPattern.re
   const key = `${scale}/${precision}`
   let re = canonicalPatterns.get(key)
   if (!re) {
@@ -115,6 +124,7 @@ function canonicalPattern(scale: number, precision: number): RegExp {
     re = new RegExp(`^-?${int}${scale > 0 ? `\\.\\d{${scale}}` : ''}$`)
     canonicalPatterns.set(key, re)
   }
+  lastPattern = { scale, precision, re }
   return re
 }
 

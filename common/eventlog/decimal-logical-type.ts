@@ -21,6 +21,24 @@ export class DecimalType extends avsc.types.LogicalType {
     return formatScaled(buf.length > 0 && buf.length <= 6 ? buf.readIntBE(0, buf.length) : bytesToBigInt(buf), this.scale)
   }
 
+  /**
+   * Reads the bytes where they lie in the record instead of through avsc's copy of them (its
+   * bytes type copies every value into a pool first): the same value as _fromValue of that copy.
+   * A length beyond the buffer leaves the tap invalid, as avsc's own read does; its decoder then
+   * refuses the record.
+   */
+  _read(tap: { buf: Buffer; pos: number; readLong(): number; _invalidate(): void }): string | undefined {
+    const len = tap.readLong()
+    if (len < 0) {
+      tap._invalidate()
+      return undefined
+    }
+    const pos = tap.pos
+    tap.pos += len
+    if (tap.pos > tap.buf.length) return undefined
+    return formatScaled(len > 0 && len <= 6 ? tap.buf.readIntBE(pos, len) : bytesToBigInt(tap.buf.subarray(pos, pos + len)), this.scale)
+  }
+
   protected override _toValue(val: unknown): Buffer {
     const unscaled = parseToUnscaled(val, this.scale)
     const digits = (unscaled < 0n ? -unscaled : unscaled).toString().length

@@ -154,16 +154,15 @@ function writeBytes(buf: Buffer, p: number, b: Buffer | null): number {
 function decodeBody(topic: string, partition: number, offset: number, body: Buffer): LogRecord {
   let p = 0
   const timestamp = Number(body.readBigInt64BE(p)); p += 8
-  const readBytes = (): Buffer | null => {
-    const n = body.readInt32BE(p)
-    p += 4
-    if (n < 0) return null
-    const b = body.subarray(p, p + n)
-    p += n
-    return b
-  }
-  const key = readBytes()
-  const value = readBytes()
+  // Read inline, not by a closure made per record (tsx's keepNames names each closure as it is made).
+  const kn = body.readInt32BE(p)
+  p += 4
+  const key = kn < 0 ? null : body.subarray(p, p + kn)
+  if (kn > 0) p += kn
+  const vn = body.readInt32BE(p)
+  p += 4
+  const value = vn < 0 ? null : body.subarray(p, p + vn)
+  if (vn > 0) p += vn
   const hc = body.readUInt16BE(p); p += 2
   const headers: Record<string, string> = {}
   for (let i = 0; i < hc; i++) {

@@ -111,9 +111,12 @@ export async function runPipeline<T>(def: PipelineDefinition<T>, deps: PipelineD
   }
 }
 
+/** A step that throws on a record is a bug or a poison record; either way the record goes aside. */
+const failed = (err: unknown) => dlq('process', 'step_error', (err as Error).message ?? String(err))
+
+// No closure is created per record here: tsx compiles with esbuild's keepNames, which names each
+// function as it is created, and that naming cost more than the rest of this function.
 function safeProcess<T>(def: PipelineDefinition<T>, record: LogRecord, codec: EventCodec): StepResult<T> | Promise<StepResult<T>> {
-  // A step that throws on a record is a bug or a poison record; either way the record goes aside.
-  const failed = (err: unknown) => dlq('process', 'step_error', (err as Error).message ?? String(err))
   try {
     const result = def.process(record, codec)
     return result instanceof Promise ? result.catch(failed) : result

@@ -17,4 +17,12 @@ describe('Avro decimal logical type', () => {
       expect(type.fromBuffer(type.toBuffer(text)), text).toBe(text)
     }
   })
+
+  it('refuses bytes cut short or a negative length (the value is read where it lies, not copied)', () => {
+    for (const text of ['1234.50', '-0.01', '123456789012345678.90']) {
+      const buf = type.toBuffer(text)
+      expect(() => type.fromBuffer(buf.subarray(0, buf.length - 1)), text).toThrow()
+    }
+    expect(() => type.fromBuffer(Buffer.from([0x01]))).toThrow() // zig-zag -1
+  })
 })
