@@ -309,6 +309,7 @@ export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine {
       let workerClvMs = 0
       let workerScoreMs = 0
       let workerBatches = 0
+      let workerWaitMs = 0
       t0 = performance.now()
       const identity = (customerId: number, email: string, emailVersion = 0) => ({ tenantId, customerId, partition: partitionFor(customerKey(tenantId, customerId), deps.partitions, () => 0), email, emailVersion })
       // The rows go to a staging table without their order histories; one INSERT … SELECT then
@@ -359,12 +360,14 @@ export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine {
           }
           await writeHere(mine)
           if (others.length) {
+            const w0 = performance.now()
             const reply = theirs
               ? await theirs.result.catch((err: unknown) => {
                   deps.logger.warn({ err: (err as Error).message }, 'a feature rows worker failed; scoring its batch here')
                   return null
                 })
               : null
+            workerWaitMs += performance.now() - w0
             if (reply) {
               workerBatches++
               tally.merge(reply.tally)
@@ -436,7 +439,7 @@ export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine {
         }
       }
       const phases = { load: Math.round(rfmLoad), fit: Math.round(fitMs), clv: Math.round(clvMs), score: Math.round(scoreMs), write: Math.round(writeMs - historyMs), history: Math.round(historyMs) }
-      deps.logger.info({ tenantId, customers: customers.length, errors, reference: referenceDate(ref), table: target.table, ms: Math.round(rfmLoad + fitMs + clvMs + scoreMs + writeMs), phases, workerBatches }, 'tenant recomputed')
+      deps.logger.info({ tenantId, customers: customers.length, errors, reference: referenceDate(ref), table: target.table, ms: Math.round(rfmLoad + fitMs + clvMs + scoreMs + writeMs), phases, workerBatches, workerWaitMs: Math.round(workerWaitMs) }, 'tenant recomputed')
       return results
     }
   }
