@@ -38,6 +38,7 @@ export interface Pending<T> {
 const MAX_WORKERS = Math.max(2, os.availableParallelism())
 const IDLE_MS = 30_000
 let alive = 0
+let started = 0
 const idle: Worker[] = []
 const idleTimers = new Map<Worker, NodeJS.Timeout>()
 
@@ -56,6 +57,7 @@ function acquire(): Worker | null {
 function startWorker(): Worker {
   const worker = new Worker(new URL('./fit-worker.mjs', import.meta.url))
   alive++
+  started++
   // A busy worker's error rejects its job (spawn); an idle one's must not go unhandled.
   worker.on('error', () => undefined)
   worker.once('exit', () => {
@@ -82,6 +84,11 @@ function release(worker: Worker): void {
  */
 export function prestartFitWorkers(n: number): void {
   for (let i = idle.length; i < n && alive < MAX_WORKERS; i++) release(startWorker())
+}
+
+/** Fit workers alive (busy or idle), idle, and started since the process began. */
+export function fitWorkerCounts(): { alive: number; idle: number; started: number } {
+  return { alive, idle: idle.length, started }
 }
 
 /**

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { buildTenantModel, clvInputs, fitClv } from '../../pipelines/features/model.ts'
-import { buildTenantModelParallel, fitClvParallel, fitClvParallelWithWork, prefillClvMemo } from '../../pipelines/features/parallel-fit.ts'
+import { buildTenantModelParallel, fitClvParallel, fitClvParallelWithWork, fitWorkerCounts, prefillClvMemo, prestartFitWorkers } from '../../pipelines/features/parallel-fit.ts'
 import { ClvMemo, clvFeatures, patternSums } from '../../pipelines/features/features.ts'
 import { compressPatterns, mbgNbdNeedsSeed, fitMbgNbdFromDefault, TRANSACTION_MODELS } from '../../pipelines/features/clv/index.ts'
 import type { CustomerAggregates } from '../../pipelines/features/order-facts.ts'
@@ -89,6 +89,21 @@ describe('CLV fit on worker threads', () => {
     // Below the threshold it leaves the memo alone.
     expect(await prefillClvMemo(new ClvMemo(), fit, withDropout, today, 12)).toBe(0)
   })
+
+  it('starts workers ahead of a fit and reuses them: a fit and the CLV sums after it start none', async () => {
+    // Workers the earlier tests stopped end asynchronously: wait until none is left ending.
+    for (let i = 0; i < 100 && fitWorkerCounts().alive > fitWorkerCounts().idle; i++) await new Promise((r) => setTimeout(r, 50))
+    prestartFitWorkers(2)
+    const ready = fitWorkerCounts()
+    expect(ready.idle).toBe(2)
+    expect(ready.alive).toBe(2)
+    prestartFitWorkers(2)
+    expect(fitWorkerCounts().started).toBe(ready.started)
+    // MBG/NBD without dropout keeps both workers busy (Gamma-Gamma and the second run).
+    const fit = (await fitClvParallel(noDropout, TODAY, 'mbgnbd', TODAY, { minCustomers: 0 }))!
+    expect(await prefillClvMemo(new ClvMemo(), fit, noDropout, today, 12, { minPatterns: 0 })).toBeGreaterThan(100)
+    expect(fitWorkerCounts()).toEqual({ alive: 2, idle: 2, started: ready.started })
+  }, 120_000)
 
   it('answers null without a buyer', async () => {
     expect(await fitClvParallel([], TODAY, 'mbgnbd', TODAY)).toBeNull()
