@@ -7,6 +7,7 @@ import { createClient, type ClickHouseClient } from '@clickhouse/client'
 import type { Logger } from '../logger.ts'
 import type { LRUCache } from 'lru-cache'
 import { lruCache } from '../lru.ts'
+import { parseNative, NativeUnsupported } from './native-format.ts'
 import { encodeRows, encoderFor, RowBinaryUnsupported, type Encoder } from './row-binary.ts'
 
 export type Store = ClickHouseClient
@@ -59,7 +60,7 @@ export async function openStore(opts: StoreOptions): Promise<Store> {
   await client.command({ query: `USE ${quoteIdent(opts.database)}` })
   // Rows are handed to chdb as files (fileInsert): a folder of this store's, removed when it closes.
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cdp-chdb-insert-'))
-  const chdb = (connection as unknown as { chdb: { queryAsync(sql: string): Promise<{ text(): string }> } }).chdb
+  const chdb = (connection as unknown as { chdb: { queryAsync(sql: string): Promise<{ text(): string; bytes(): Uint8Array }> } }).chdb
   fileInserts.set(client, { database: opts.database, dir, run: (sql) => chdb.queryAsync(sql), types: lruCache({ max: 256 }) })
   const close = client.close.bind(client)
   client.close = async () => {
@@ -78,7 +79,7 @@ interface ChdbFiles {
   database: string
   dir: string
   /** A statement on chdb's session, started at once (the client's command starts it a turn of the event loop later). */
-  run(sql: string): Promise<{ text(): string }>
+  run(sql: string): Promise<{ text(): string; bytes(): Uint8Array }>
   /**
    * Each table's column types, read once (system.columns): what RowBinary needs to encode a value.
    * Bounded: every recompute inserts into a staging table of its own name.
@@ -158,6 +159,24 @@ async function chdbInsertValues(chdb: ChdbInsert, columns: readonly string[], ro
   let body = ''
   for (const r of rows) body += JSON.stringify(r) + '\n'
   await fileInsert(chdb, columns, body, 'JSONCompactEachRow')
+}
+
+/**
+ * A query without parameters, its result as one array per column, read from chdb's Native output
+ * (native-format.ts): no JSON printed, decoded and parsed for a million-row result. Null on a
+ * server, and for a result with a column type the reader does not take: the caller asks for JSON.
+ * A result without rows has no columns.
+ */
+export async function queryNativeColumns(store: Store, sql: string): Promise<unknown[][] | null> {
+  const chdb = fileInserts.get(store)
+  if (!chdb) return null
+  const out = await chdb.run(`${sql}\nFORMAT Native`)
+  try {
+    return parseNative(out.bytes()).columns
+  } catch (err) {
+    if (err instanceof NativeUnsupported) return null
+    throw err
+  }
 }
 
 /**

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { encodedInsertFor, insertJsonRows, insertValueRows, type Store } from '../../common/store/clickhouse.ts'
+import { encodedInsertFor, insertJsonRows, insertValueRows, queryNativeColumns, type Store } from '../../common/store/clickhouse.ts'
 import { tenantExists } from '../../common/store/tenants.ts'
 import type { Logger } from '../../common/logger.ts'
 import { customerKey } from '../../common/events.ts'
@@ -188,7 +188,15 @@ export async function loadTenantCustomers(store: Store, tenantId: number, cutoff
   const staged = await (opts.histories ?? stageHistories(store, tenantId, cutoffMs))
   try {
     type AggColumns = [number[], number[], number[], number[], number[], number[], number[], number[], number[], number[][]?, number[][]?]
-    const [agg, [profileIds, emails, emailVersions], creditRows] = await Promise.all([queryColumns<AggColumns>(store, AGGREGATES_SQL(staged.table, withHistory)), profilesP, creditsP])
+    // The aggregates are numbers only and take no parameter: read from chdb's Native output where it
+    // can (no JSON printed, decoded and parsed for a million rows), as JSON otherwise.
+    const aggSql = AGGREGATES_SQL(staged.table, withHistory)
+    const aggP = queryNativeColumns(store, aggSql).then((cols) => {
+      if (cols === null) return queryColumns<AggColumns>(store, aggSql)
+      // No rows, no columns: as many empty ones as the query has.
+      return (cols.length ? cols : Array.from({ length: withHistory ? 11 : 9 }, () => [])) as AggColumns
+    })
+    const [agg, [profileIds, emails, emailVersions], creditRows] = await Promise.all([aggP, profilesP, creditsP])
     const credits = new Map(creditRows.map(([c, cents]) => [Number(c), Number(cents)]))
     const [ids, n, cents, firstAt, lastAt, days, firstDay, lastDay, firstDayCents, times, orderCents] = agg
     // Both lists come sorted by customer: merged in one pass, a profile without orders (only in
