@@ -41,7 +41,8 @@ export interface TallyCounts {
   scored: number
   segments: [string, number][]
   withClv: number
-  clvSum: number
+  /** Σ total_clv in whole cents: exact, so the sum does not depend on the order batches are merged in. */
+  clvCents: number
   atRisk: number
   churned: number
   withRisk: number
@@ -52,7 +53,7 @@ export class ScoreTally {
   scored = 0
   readonly segments = new Map<string, number>()
   withClv = 0
-  clvSum = 0
+  clvCents = 0
   atRisk = 0
   churned = 0
   withRisk = 0
@@ -63,7 +64,7 @@ export class ScoreTally {
     if (v.segment) this.segments.set(v.segment, (this.segments.get(v.segment) ?? 0) + 1)
     if (v.total_clv !== null) {
       this.withClv++
-      this.clvSum += v.total_clv
+      this.clvCents += Math.round(v.total_clv * 100)
     }
     if (v.churn_risk === 'at_risk' || v.churn_risk === 'churning') this.atRisk++
     if (v.churn_risk === 'churned') this.churned++
@@ -71,8 +72,8 @@ export class ScoreTally {
   }
 
   counts(): TallyCounts {
-    const { errors, scored, withClv, clvSum, atRisk, churned, withRisk } = this
-    return { errors, scored, segments: [...this.segments], withClv, clvSum, atRisk, churned, withRisk }
+    const { errors, scored, withClv, clvCents, atRisk, churned, withRisk } = this
+    return { errors, scored, segments: [...this.segments], withClv, clvCents, atRisk, churned, withRisk }
   }
 
   /** Adds another tally's counts (a batch scored elsewhere). */
@@ -81,7 +82,7 @@ export class ScoreTally {
     this.scored += c.scored
     for (const [s, n] of c.segments) this.segments.set(s, (this.segments.get(s) ?? 0) + n)
     this.withClv += c.withClv
-    this.clvSum += c.clvSum
+    this.clvCents += c.clvCents
     this.atRisk += c.atRisk
     this.churned += c.churned
     this.withRisk += c.withRisk
@@ -91,7 +92,7 @@ export class ScoreTally {
 /** A batch's rows, the customers that could not be scored, and the milliseconds spent on the CLV part and on the rest of the scoring. */
 export interface ScoredBatch {
   rows: unknown[][]
-  failed: { customerId: number; message: string; err?: unknown }[]
+  failed: { customerId: number; message: string; stack?: string; err?: unknown }[]
   clvMs: number
   scoreMs: number
 }
@@ -103,7 +104,7 @@ export function scoreBatch(s: RowScoring, customers: readonly BatchCustomer[], i
   const out: ScoredBatch = { rows: [], failed: [], clvMs: 0, scoreMs: 0 }
   const fail = (c: BatchCustomer, err: unknown) => {
     tally.errors++
-    out.failed.push({ customerId: c.customerId, message: (err as Error).message, err })
+    out.failed.push({ customerId: c.customerId, message: (err as Error).message, stack: (err as Error).stack, err })
   }
   // Three passes, each timed once (a clock read per customer cost more than a tenth of the scoring).
   const n = customers.length
@@ -215,7 +216,7 @@ export interface FeatureRowsReply {
   body: Uint8Array | null
   rows: unknown[][] | null
   tally: TallyCounts
-  failed: { customerId: number; message: string }[]
+  failed: { customerId: number; message: string; stack?: string }[]
   clvMs: number
   scoreMs: number
 }

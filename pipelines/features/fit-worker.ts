@@ -43,7 +43,7 @@ function featureRows(job: FeatureRowsJob): { reply: FeatureRowsReply; transfer: 
       if (!(err instanceof RowBinaryUnsupported)) throw err
     }
   }
-  const failed = scored.failed.map(({ customerId, message }) => ({ customerId, message }))
+  const failed = scored.failed.map(({ customerId, message, stack }) => ({ customerId, message, stack }))
   const reply = { body, rows: body ? null : scored.rows, tally: tally.counts(), failed, clvMs: scored.clvMs, scoreMs: scored.scoreMs }
   return { reply, transfer: body ? [body.buffer as ArrayBuffer] : [] }
 }

@@ -73,7 +73,13 @@ function startWorker(): Worker {
 function release(worker: Worker): void {
   worker.unref()
   idle.push(worker)
-  const timer = setTimeout(() => void worker.terminate(), IDLE_MS)
+  const timer = setTimeout(() => {
+    // Out of the pool before it ends, so no job is given to a worker on its way out.
+    const i = idle.indexOf(worker)
+    if (i >= 0) idle.splice(i, 1)
+    idleTimers.delete(worker)
+    void worker.terminate()
+  }, IDLE_MS)
   timer.unref()
   idleTimers.set(worker, timer)
 }
@@ -99,17 +105,19 @@ function spawn<T>(): (Pending<T> & { send(job: FitJob, transfer?: ArrayBuffer[])
   const worker = acquire()
   if (!worker) return null
   let settled = false
+  let stopped = false
+  let sent = false
   let onMessage!: (m: { ok: boolean; fit?: T; error?: string }) => void
   let onError!: (err: Error) => void
   let onExit!: (code: number) => void
+  const done = () => {
+    settled = true
+    worker.off('message', onMessage).off('error', onError).off('exit', onExit)
+  }
   const result = new Promise<T>((resolve, reject) => {
-    const done = () => {
-      settled = true
-      worker.off('message', onMessage).off('error', onError).off('exit', onExit)
-    }
     onMessage = (m) => {
       done()
-      release(worker)
+      if (!stopped) release(worker)
       if (m.ok) resolve(m.fit!)
       else reject(new Error(m.error))
     }
@@ -125,11 +133,20 @@ function spawn<T>(): (Pending<T> & { send(job: FitJob, transfer?: ArrayBuffer[])
   })
   // An answer nobody waits for any more (a stopped run) is no unhandled rejection.
   result.catch(() => undefined)
-  // stop() ends a worker whose answer is no longer wanted (it may still be computing).
+  // stop() ends a worker whose answer is no longer wanted (it may still be computing); one that
+  // was never sent a job goes back to the pool as it was.
   const stop = () => {
-    if (!settled) void worker.terminate()
+    if (settled) return
+    if (!sent) {
+      done()
+      release(worker)
+      return
+    }
+    stopped = true
+    void worker.terminate()
   }
   const send = (job: FitJob, transfer: ArrayBuffer[] = []) => {
+    sent = true
     try {
       worker.postMessage(job, transfer)
     } catch (err) {
@@ -239,6 +256,8 @@ export async function buildTenantModelParallel(
   // This thread's share of the fit runs before the first await; the quintiles and the median are
   // computed here while the workers finish theirs.
   const fitting = fitClvParallel(aggs, nowMs, opts.clvModel, opts.referenceMs ?? nowMs, { logger })
+  // Should the quintiles throw, the fit's own failure must not go unhandled.
+  fitting.catch(() => undefined)
   const rfm = rfmModelPart(aggs, nowMs)
   return buildTenantModel(aggs, nowMs, { ...opts, fitted: await fitting, rfm })
 }

@@ -313,7 +313,7 @@ export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine {
         await prefillClvMemo(memo, model.clv, aggs, today, opts.horizonMonths, { logger: deps.logger })
         prefillMs = performance.now() - s
       }
-      const warnFailed = (f: ScoredBatch['failed'][number]) => deps.logger.warn({ tenantId, customerId: f.customerId, err: f.err ?? f.message }, 'customer could not be scored')
+      const warnFailed = (f: ScoredBatch['failed'][number]) => deps.logger.warn({ tenantId, customerId: f.customerId, err: f.err ?? { message: f.message, stack: f.stack } }, 'customer could not be scored')
       let workerClvMs = 0
       let workerScoreMs = 0
       let workerBatches = 0
@@ -364,9 +364,18 @@ export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine {
           if (others.length) {
             const job: FeatureRowsJob = { kind: 'feature-rows', run: runId, scoring, types: encoded?.types ?? null, customers: customerColumns(customers, others) }
             const { indices, ids, emailVersions, aggs } = job.customers
-            theirs = inWorker<FeatureRowsReply>(job, [indices, ids, emailVersions, ...aggs].map((a) => a.buffer as ArrayBuffer))
+            try {
+              theirs = inWorker<FeatureRowsReply>(job, [indices, ids, emailVersions, ...aggs].map((a) => a.buffer as ArrayBuffer))
+            } catch (err) {
+              deps.logger.warn({ err: (err as Error).message }, 'a feature rows worker could not start; scoring its batch here')
+            }
           }
-          await writeHere(mine)
+          try {
+            await writeHere(mine)
+          } catch (err) {
+            theirs?.stop() // its rows would not be written
+            throw err
+          }
           if (others.length) {
             const w0 = performance.now()
             const reply = theirs
@@ -434,7 +443,7 @@ export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine {
         results.metadata = { ...results.metadata!, clv_model: model.clv?.model ?? null, clv_method: model.clv ? (model.clv.method ?? 'maximum_likelihood') : null }
         results.clv = {
           processed: tally.withClv,
-          avg_clv: tally.withClv ? Math.round((tally.clvSum / tally.withClv) * 100) / 100 : 0,
+          avg_clv: tally.withClv ? Math.round(tally.clvCents / tally.withClv) / 100 : 0,
           processing_time: seconds(fitMs + clvMs),
         }
       }
