@@ -201,7 +201,7 @@ export function customersOf(cols: CustomerColumns): BatchCustomer[] {
   return out
 }
 
-/** A batch scored on a worker thread (fit-worker.ts): the run's scoring, and the column types to encode its rows as RowBinary by (null: sent back as values). */
+/** A batch scored on a worker thread (compute-worker.ts): the run's scoring, and the column types to encode its rows as RowBinary by (null: sent back as values). */
 export interface FeatureRowsJob {
   kind: 'feature-rows'
   /** One id per recompute: a worker keeps the run's model and CLV memo across its batches. */

@@ -4,7 +4,7 @@ import type { Logger } from '../../common/logger.ts'
 import { bestMbgNbd, compressPatterns, fitGammaGamma, fitMbgNbdFromDefault, fitMbgNbdSeeded, mbgNbdNeedsSeed, seedSample, TRANSACTION_MODELS, type GammaGammaFit, type TransactionFit, type TransactionModelName } from './clv/index.ts'
 import { buildTenantModel, clvFitOf, clvInputs, clvRefitNeeded, fitClvOn, rfmModelPart, type ClvFit, type TenantModel } from './model.ts'
 import type { CustomerAggregates } from './order-facts.ts'
-import type { FitJob } from './fit-worker.ts'
+import type { WorkerJob } from './compute-worker.ts'
 import { clvSumsOf, type ClvSums, type ClvSumsJob } from './clv-sums.ts'
 import { memoKey, type ClvMemo } from './features.ts'
 
@@ -55,7 +55,7 @@ function acquire(): Worker | null {
 }
 
 function startWorker(): Worker {
-  const worker = new Worker(new URL('./fit-worker.mjs', import.meta.url))
+  const worker = new Worker(new URL('./compute-worker.mjs', import.meta.url))
   alive++
   started++
   // A busy worker's error rejects its job (spawn); an idle one's must not go unhandled.
@@ -101,7 +101,7 @@ export function fitWorkerCounts(): { alive: number; idle: number; started: numbe
  * A worker thread for one job, sent with `send` (it may come later: a new worker loads its modules
  * meanwhile); null when MAX_WORKERS are busy (the caller computes it itself).
  */
-function spawn<T>(): (Pending<T> & { send(job: FitJob, transfer?: ArrayBuffer[]): void }) | null {
+function spawn<T>(): (Pending<T> & { send(job: WorkerJob, transfer?: ArrayBuffer[]): void }) | null {
   const worker = acquire()
   if (!worker) return null
   let settled = false
@@ -145,7 +145,7 @@ function spawn<T>(): (Pending<T> & { send(job: FitJob, transfer?: ArrayBuffer[])
     stopped = true
     void worker.terminate()
   }
-  const send = (job: FitJob, transfer: ArrayBuffer[] = []) => {
+  const send = (job: WorkerJob, transfer: ArrayBuffer[] = []) => {
     sent = true
     try {
       worker.postMessage(job, transfer)
@@ -158,7 +158,7 @@ function spawn<T>(): (Pending<T> & { send(job: FitJob, transfer?: ArrayBuffer[])
 }
 
 /** The job on a worker thread; null when MAX_WORKERS are busy (the caller computes it itself). */
-export function inWorker<T>(job: FitJob, transfer: ArrayBuffer[]): Pending<T> | null {
+export function inWorker<T>(job: WorkerJob, transfer: ArrayBuffer[]): Pending<T> | null {
   const w = spawn<T>()
   w?.send(job, transfer)
   return w

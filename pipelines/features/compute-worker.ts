@@ -7,11 +7,12 @@ import { encodeRows, encoderFor, RowBinaryUnsupported, type Encoder } from '../.
 import type { TenantModel } from './model.ts'
 
 /**
- * The worker side of parallel-fit.ts: a fit of pure code (clv/) on the columns it is sent, or a
- * recompute's batch of feature rows (feature-batches.ts), its result sent back, then the next job. The same functions on the same numbers as the main thread would run them, so
- * the answer is the same to the last bit.
+ * The worker side of parallel-fit.ts: a CLV fit of pure code (clv/) on the columns it is sent, a
+ * share of a tenant's CLV sums, or a recompute's batch of feature rows (feature-batches.ts); its
+ * result sent back, then the next job. The same functions on the same numbers as the main thread
+ * would run them, so the answer is the same to the last bit.
  */
-export type FitJob =
+export type WorkerJob =
   | { kind: 'gamma-gamma'; x: Float64Array; zbar: Float64Array }
   /** The patterns of every customer (a structured copy) and the customers of the seed sample (seedSample). */
   | { kind: 'mbgnbd-seeded'; patterns: Patterns; x: Float64Array; tx: Float64Array; T: Float64Array; options: TransactionFitOptions | undefined }
@@ -48,7 +49,7 @@ function featureRows(job: FeatureRowsJob): { reply: FeatureRowsReply; transfer: 
   return { reply, transfer: body ? [body.buffer as ArrayBuffer] : [] }
 }
 
-parentPort?.on('message', (job: FitJob) => {
+parentPort?.on('message', (job: WorkerJob) => {
   try {
     if (job.kind === 'gamma-gamma') {
       const spend = Array.from(job.x, (x, i) => ({ x, zbar: job.zbar[i]! }))

@@ -1,6 +1,0 @@
-// Entry of a CLV fit worker (parallel-fit.ts): the TypeScript sources run through tsx here too, as
-// in the main thread (bin/cdp.mjs), so the worker needs no build step.
-import { register } from 'tsx/esm/api'
-
-register()
-await import('./fit-worker.ts')
