@@ -1,7 +1,7 @@
 import { customerKey, type ProfileChanged } from '../../common/events.ts'
 import { partitionFor } from '../../common/eventlog/partitioner.ts'
 import { TOPICS } from '../../common/topics.ts'
-import { insertJsonRows, type Store } from '../../common/store/clickhouse.ts'
+import { insertJsonRows, insertValueRows, type Store } from '../../common/store/clickhouse.ts'
 import type { EventLog, LogRecord, OutRecord } from '../../common/eventlog/port.ts'
 import type { EventCodec } from '../../common/eventlog/codec.ts'
 import type { Logger } from '../../common/logger.ts'
@@ -14,7 +14,7 @@ import { bookAppend, bookFacts, bookMerge, emptyBook, orderKey, sameBook, trimme
 import { ClvMemo, clvFeatures, computeFeatures, DEFAULT_FEATURE_OPTIONS, featuresDigest, type ClvPart, type FeatureOptions, type FeatureValues } from './features.ts'
 import type { TenantModel } from './model.ts'
 import { buildTenantModelParallel } from './parallel-fit.ts'
-import { deletedFeatureRow, factRow, featureRow, featuresEvent, segmentChangedEvent, segmentChangeRow, type CustomerIdentity } from './rows.ts'
+import { deletedFeatureRow, factRow, FEATURE_ROW_COLUMNS, featureRowValues, featuresEvent, segmentChangedEvent, segmentChangeRow, type CustomerIdentity } from './rows.ts'
 import { claimModelRefresh, eachPartitionFact, loadCustomerFacts, loadModels, loadPartitionCustomers, loadPartitionProfiles, profileRow, saveModel, tenantAggregates, writeSegmentSnapshot } from './feature-store.ts'
 import { ProfileMemberships, type ProfileRecord } from './profiles.ts'
 import { sharedRfmKey } from './rfm.ts'
@@ -574,7 +574,10 @@ export class FeatureEngine {
     const outsideBatch = tickEpoch !== undefined
     const owns = (c: CustomerState) => !outsideBatch || this.owned === null || this.owned.has(c.id.partition)
     const facts: ReturnType<typeof factRow>[] = []
-    const rows: ReturnType<typeof featureRow>[] = []
+    // Live rows as values in FEATURE_ROW_COLUMNS' order (no object per row for the insert to take
+    // apart again); delete markers, which carry is_deleted, as objects of their own insert.
+    const rows: unknown[][] = []
+    const markers: ReturnType<typeof deletedFeatureRow>[] = []
     const featureRecords: Promise<OutRecord>[] = []
     const changes: ReturnType<typeof segmentChangedEvent>[] = []
     const updates: { c: CustomerState; v: FeatureValues | null; digest: number | null; version: number }[] = []
@@ -587,7 +590,7 @@ export class FeatureEngine {
         const version = c.deleted ? c.rowVersion : this.version(c, now)
         if (!c.deleted) {
           const empty = computeFeatures(EMPTY_AGGREGATES, null, ref.ms, this.opts, null)
-          rows.push(deletedFeatureRow(c.id, empty, now, version))
+          markers.push(deletedFeatureRow(c.id, empty, now, version))
           if (c.emittedSegment !== null) changes.push(segmentChangedEvent(c.id, emittedOf(c), empty, now))
         }
         updates.push({ c, v: null, digest: null, version })
@@ -599,7 +602,7 @@ export class FeatureEngine {
       if (!touched && !moved && !c.dirty && !c.deleted) continue
       for (const [orderId, f] of c.dirtyOrders ?? []) facts.push(factRow(c.id, orderId, f))
       const version = this.version(c, now)
-      rows.push(featureRow(c.id, c.agg, orderHistory(this.profileFacts(c), ref.cutoffMs), v, now, version))
+      rows.push(featureRowValues(c.id, c.agg, orderHistory(this.profileFacts(c), ref.cutoffMs), v, now, version))
       const key = customerKey(c.id.tenantId, c.id.customerId)
       if (moved) featureRecords.push(this.deps.codec.encode(TOPICS.customerFeatures.name, featuresEvent(c.id, c.agg, v, now)).then((value) => ({ key, value })))
       if (v.segment !== c.emittedSegment) changes.push(segmentChangedEvent(c.id, emittedOf(c), v, now))
@@ -621,7 +624,8 @@ export class FeatureEngine {
     ])
     await Promise.all([
       insertJsonRows(this.deps.store, 'feature_order_facts', facts),
-      insertJsonRows(this.deps.store, 'customer_features', rows),
+      insertValueRows(this.deps.store, 'customer_features', FEATURE_ROW_COLUMNS, rows),
+      insertJsonRows(this.deps.store, 'customer_features', markers),
       insertJsonRows(this.deps.store, 'segment_changes', changes.map(segmentChangeRow)),
       insertJsonRows(this.deps.store, 'feature_profiles', profileRows),
     ])
@@ -636,7 +640,7 @@ export class FeatureEngine {
       c.dirty = false
     }
     for (const e of changes) segmentChangesEmitted.inc({ pipeline: this.name, to: e.segment ?? 'none' })
-    return { changed: rows.length, segmentChanges: changes.length }
+    return { changed: rows.length + markers.length, segmentChanges: changes.length }
   }
 
   /**
