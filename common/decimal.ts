@@ -112,8 +112,8 @@ export function normaliseDecimal(v: string | number, scale = 2, precision = 15):
 /** `-0.00`: canonical in shape, but the canonical zero has no sign. */
 const NEGATIVE_ZERO = /^-0(\.0*)?$/
 const canonicalPatterns = new Map<string, RegExp>()
-/** The canonical text of a decimal: optional minus, no leading zero, exactly `scale` decimals. */
 let lastPattern: { scale: number; precision: number; re: RegExp } | null = null
+/** The canonical text of a decimal: optional minus, no leading zero, exactly `scale` decimals. */
 function canonicalPattern(scale: number, precision: number): RegExp {
   // Every amount of a stream asks for the same one: no key string per call.
   if (lastPattern?.scale === scale && lastPattern.precision === precision) return lastPattern.re

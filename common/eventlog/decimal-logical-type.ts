@@ -17,8 +17,12 @@ export class DecimalType extends avsc.types.LogicalType {
   }
 
   protected override _fromValue(buf: Buffer): string {
-    // Up to six bytes (any amount below 1.4e14 units) the value fits a double exactly.
-    return formatScaled(buf.length > 0 && buf.length <= 6 ? buf.readIntBE(0, buf.length) : bytesToBigInt(buf), this.scale)
+    return this.textOf(buf, 0, buf.length)
+  }
+
+  /** The decimal text of the `len` bytes at `pos`. Up to six bytes (any amount below 1.4e14 units) the value fits a double exactly. */
+  private textOf(buf: Buffer, pos: number, len: number): string {
+    return formatScaled(len > 0 && len <= 6 ? buf.readIntBE(pos, len) : bytesToBigInt(buf.subarray(pos, pos + len)), this.scale)
   }
 
   /**
@@ -36,7 +40,7 @@ export class DecimalType extends avsc.types.LogicalType {
     const pos = tap.pos
     tap.pos += len
     if (tap.pos > tap.buf.length) return undefined
-    return formatScaled(len > 0 && len <= 6 ? tap.buf.readIntBE(pos, len) : bytesToBigInt(tap.buf.subarray(pos, pos + len)), this.scale)
+    return this.textOf(tap.buf, pos, len)
   }
 
   protected override _toValue(val: unknown): Buffer {

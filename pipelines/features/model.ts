@@ -1,6 +1,6 @@
 import type { CustomerAggregates } from './order-facts.ts'
 import { utcDay } from './order-facts.ts'
-import { boundariesOf, type TenantBoundaries } from './rfm.ts'
+import { tenantBoundaries, type TenantBoundaries } from './rfm.ts'
 import { medianIntervalDays } from './churn.ts'
 import { fitGammaGamma, REFERENCE_FITS, REFERENCE_PRIOR_PRECISION, TRANSACTION_MODELS, type GammaGammaFit, type GammaGammaParams, type TransactionFit, type TransactionFitOptions, type TransactionModelName, type TransactionParams } from './clv/index.ts'
 
@@ -140,22 +140,8 @@ export function clvRefitNeeded(opts: { clvModel: TransactionModelName; refitClv:
 export type RfmModelPart = Pick<TenantModel, 'customers' | 'boundaries' | 'medianIntervalDays'>
 
 export function rfmModelPart(aggs: readonly CustomerAggregates[], nowMs: number): RfmModelPart {
-  // rfmInputs' values straight into the arrays the thresholds are read from.
-  let n = 0
-  for (const a of aggs) if (a.orderCount > 0) n++
-  const days = new Float64Array(n)
-  const freq = new Float64Array(n)
-  const money = new Float64Array(n)
-  let i = 0
-  for (const a of aggs) {
-    if (!(a.orderCount > 0)) continue
-    if (!Number.isFinite(a.lastDay) || !Number.isFinite(a.purchaseDays) || !Number.isFinite(a.monetaryCents)) throw new RangeError(`customer ${i} has a non-finite RFM input`)
-    days[i] = a.lastDay!
-    freq[i] = a.purchaseDays
-    money[i] = a.monetaryCents
-    i++
-  }
-  return { customers: n, boundaries: n ? boundariesOf(days, freq, money, nowMs) : null, medianIntervalDays: medianInterval(aggs) }
+  const inputs = rfmInputs(aggs)
+  return { customers: inputs.length, boundaries: tenantBoundaries(inputs, nowMs), medianIntervalDays: medianInterval(aggs) }
 }
 
 /**
