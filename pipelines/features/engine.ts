@@ -1,5 +1,4 @@
 import { customerKey, type ProfileChanged } from '../../common/events.ts'
-import { partitionFor } from '../../common/eventlog/partitioner.ts'
 import { TOPICS } from '../../common/topics.ts'
 import { insertJsonRows, insertValueRows, type Store } from '../../common/store/clickhouse.ts'
 import type { EventLog, LogRecord, OutRecord } from '../../common/eventlog/port.ts'
@@ -14,7 +13,7 @@ import { bookAppend, bookFacts, bookMerge, emptyBook, orderKey, sameBook, trimme
 import { ClvMemo, clvFeatures, computeFeatures, DEFAULT_FEATURE_OPTIONS, featuresDigest, type ClvPart, type FeatureOptions, type FeatureValues } from './features.ts'
 import type { TenantModel } from './model.ts'
 import { buildTenantModelParallel } from './parallel-fit.ts'
-import { deletedFeatureRow, factRow, FEATURE_ROW_COLUMNS, featureRowValues, featuresEvent, segmentChangedEvent, segmentChangeRow, type CustomerIdentity } from './rows.ts'
+import { customerPartition, deletedFeatureRow, factRow, FEATURE_ROW_COLUMNS, featureRowValues, featuresEvent, segmentChangedEvent, segmentChangeRow, type CustomerIdentity } from './rows.ts'
 import { claimModelRefresh, eachPartitionFact, loadCustomerFacts, loadModels, loadPartitionCustomers, loadPartitionProfiles, profileRow, saveModel, tenantAggregates, writeSegmentSnapshot } from './feature-store.ts'
 import { ProfileMemberships, type ProfileRecord } from './profiles.ts'
 import { sharedRfmKey } from './rfm.ts'
@@ -230,7 +229,7 @@ export class FeatureEngine {
   }
 
   private partitionOf(tenantId: number, customerId: number): number {
-    return partitionFor(customerKey(tenantId, customerId), this.deps.partitions, () => 0)
+    return customerPartition(tenantId, customerId, this.deps.partitions)
   }
 
   /** A customer with its own row: not absorbed into another's profile. */

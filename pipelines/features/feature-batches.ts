@@ -1,8 +1,6 @@
-import { customerKey } from '../../common/events.ts'
-import { partitionFor } from '../../common/eventlog/partitioner.ts'
 import { EMPTY_HISTORY, type CustomerAggregates, type OrderHistory } from './order-facts.ts'
 import { clvFeatures, computeFeatures, type ClvMemo, type ClvPart, type FeatureOptions, type FeatureValues } from './features.ts'
-import { featureRowValues } from './rows.ts'
+import { customerIdentity, featureRowValues } from './rows.ts'
 import { utcDay } from './order-facts.ts'
 import type { TenantModel } from './model.ts'
 
@@ -137,8 +135,7 @@ export function scoreBatch(s: RowScoring, customers: readonly BatchCustomer[], i
     if (v === undefined) continue
     const c = customers[j]!
     tally.add(v)
-    const identity = { tenantId: s.tenantId, customerId: c.customerId, partition: partitionFor(customerKey(s.tenantId, c.customerId), s.partitions, () => 0), email: c.email, emailVersion: c.emailVersion }
-    const row = featureRowValues(identity, c.agg, EMPTY_HISTORY, v, s.processedAt, s.baseVersion + indices[j]!)
+    const row = featureRowValues(customerIdentity(s.tenantId, c.customerId, s.partitions, c.email, c.emailVersion), c.agg, EMPTY_HISTORY, v, s.processedAt, s.baseVersion + indices[j]!)
     if (s.asOf !== null) row.push(s.asOf)
     out.rows.push(row)
   }

@@ -2,8 +2,6 @@ import { randomBytes } from 'node:crypto'
 import { encodedInsertFor, insertJsonRows, insertValueRows, queryNativeColumns, type Store } from '../../common/store/clickhouse.ts'
 import { tenantExists } from '../../common/store/tenants.ts'
 import type { Logger } from '../../common/logger.ts'
-import { customerKey } from '../../common/events.ts'
-import { partitionFor } from '../../common/eventlog/partitioner.ts'
 import type { TransactionModelName } from './clv/index.ts'
 import { EMPTY_AGGREGATES, EMPTY_HISTORY, utcDay, withCredits } from './order-facts.ts'
 import { TenantSettingsStore } from '../../common/store/tenant-settings.ts'
@@ -11,7 +9,7 @@ import { referenceDate, referenceMetadata, resolveReference, type Reference } fr
 import { ClvMemo, computeFeatures, DEFAULT_FEATURE_OPTIONS, type FeatureOptions } from './features.ts'
 import { buildTenantModelParallel, inWorker, PARALLEL_FIT_FROM, prefillClvMemo, prestartFitWorkers, type Pending } from './parallel-fit.ts'
 import { customerColumns, scoreBatch, scoringSide, ScoreTally, type BatchCustomer, type FeatureRowsJob, type FeatureRowsReply, type RowScoring, type ScoredBatch } from './feature-batches.ts'
-import { deletedFeatureRow, FEATURE_ROW_COLUMNS } from './rows.ts'
+import { customerIdentity, deletedFeatureRow, FEATURE_ROW_COLUMNS } from './rows.ts'
 import { loadModels, saveModel, writeSegmentSnapshot } from './feature-store.ts'
 import { SEGMENTS } from './segments.ts'
 import { churnRate } from './churn.ts'
@@ -319,7 +317,6 @@ export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine {
       let workerBatches = 0
       let workerWaitMs = 0
       t0 = performance.now()
-      const identity = (customerId: number, email: string, emailVersion = 0) => ({ tenantId, customerId, partition: partitionFor(customerKey(tenantId, customerId), deps.partitions, () => 0), email, emailVersion })
       // The rows go to a staging table without their order histories; one INSERT … SELECT then
       // writes them to the target with each profile's history joined in by ClickHouse, so ten
       // million orders never travel through JSON (docs/features.md, "Full recompute").
@@ -420,7 +417,7 @@ export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine {
       if (absorbed.length) {
         const empty = computeFeatures(EMPTY_AGGREGATES, null, ref.ms, opts, null)
         const markers = absorbed.map((a, k) => {
-          const row = deletedFeatureRow(identity(a.customerId, a.email, a.emailVersion), empty, at, scoring.baseVersion + customers.length + k)
+          const row = deletedFeatureRow(customerIdentity(tenantId, a.customerId, deps.partitions, a.email, a.emailVersion), empty, at, scoring.baseVersion + customers.length + k)
           return target.table === 'customer_features' ? row : { ...row, as_of: target.asOf }
         })
         await insertJsonRows(deps.store, target.table, markers)

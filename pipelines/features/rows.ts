@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
-import type { CustomerFeatures, SegmentChanged } from '../../common/events.ts'
+import { customerKey, type CustomerFeatures, type SegmentChanged } from '../../common/events.ts'
+import { partitionFor } from '../../common/eventlog/partitioner.ts'
 import { centsText } from '../../common/decimal.ts'
 import { EMPTY_AGGREGATES, EMPTY_HISTORY, type CustomerAggregates, type OrderFact, type OrderHistory } from './order-facts.ts'
 import type { FeatureValues } from './features.ts'
@@ -15,6 +16,15 @@ export interface CustomerIdentity {
   partition: number
   email: string
   emailVersion: number
+}
+
+/** The partition of a customer's events (and of its state and rows): its key's, as the producers place it. */
+export function customerPartition(tenantId: number, customerId: number, partitions: number): number {
+  return partitionFor(customerKey(tenantId, customerId), partitions, () => 0)
+}
+
+export function customerIdentity(tenantId: number, customerId: number, partitions: number, email: string, emailVersion = 0): CustomerIdentity {
+  return { tenantId, customerId, partition: customerPartition(tenantId, customerId, partitions), email, emailVersion }
 }
 
 export function factRow(c: CustomerIdentity, orderId: string, f: OrderFact) {
