@@ -44,10 +44,39 @@ export class DecimalType extends avsc.types.LogicalType {
   }
 
   protected override _toValue(val: unknown): Buffer {
-    const unscaled = parseToUnscaled(val, this.scale)
-    const digits = (unscaled < 0n ? -unscaled : unscaled).toString().length
-    if (digits > this.precision) throw new Error(`decimal ${String(val)} exceeds precision ${this.precision}`)
-    return bigIntToBytes(unscaled)
+    return bigIntToBytes(BigInt(this.unscaledOrThrow(val)))
+  }
+
+  /**
+   * avsc asks every logical branch of a union whether it takes a value before it looks at the
+   * value's kind (`["null", decimal]` checks each null here), so this answers without throwing.
+   */
+  _check(val: unknown, _flags?: unknown, hook?: (val: unknown, type: avsc.Type) => void): boolean {
+    const ok = unscaledOf(val, this.scale, this.precision) !== undefined
+    if (!ok && hook) hook(val, this as unknown as avsc.Type)
+    return ok
+  }
+
+  /**
+   * Writes the unscaled integer's minimal two's-complement bytes straight into avsc's buffer: the
+   * same bytes as `_toValue`, without a BigInt and a Buffer per value when it fits six bytes. On
+   * overflow the tap is left past its end, as avsc's own writers do, and avsc retries larger.
+   */
+  _write(tap: { buf: Buffer; pos: number; writeLong(n: number): void; writeBytes(b: Buffer): void }, val: unknown): void {
+    const units = this.unscaledOrThrow(val)
+    const len = typeof units === 'number' ? minimalIntBytes(units) : 0
+    if (len === 0) return tap.writeBytes(bigIntToBytes(BigInt(units)))
+    tap.writeLong(len)
+    const pos = tap.pos
+    tap.pos += len
+    if (tap.pos <= tap.buf.length) tap.buf.writeIntBE(units as number, pos, len)
+  }
+
+  private unscaledOrThrow(val: unknown): number | bigint {
+    const units = unscaledOf(val, this.scale, this.precision)
+    if (units !== undefined) return units
+    parseToUnscaled(val, this.scale) // throws with the reason when the text is not a decimal
+    throw new Error(`decimal ${String(val)} exceeds precision ${this.precision}`)
   }
 
   protected override _resolve(type: avsc.Type): ((x: unknown) => unknown) | undefined {
@@ -87,6 +116,66 @@ export function bigIntToBytes(n: bigint): Buffer {
   return out
 }
 
+
+const POW10 = Array.from({ length: 16 }, (_, i) => 10 ** i)
+
+/**
+ * The unscaled integer of `val` (a decimal string or a number) at `scale`, or undefined when it is
+ * not a decimal of at most `precision` digits. Plain text of up to 15 digits is read digit by digit
+ * into a number (exact below 2^53); anything else goes through the regular expression and a bigint.
+ */
+export function unscaledOf(val: unknown, scale: number, precision: number): number | bigint | undefined {
+  if (typeof val === 'string') {
+    const fast = plainUnits(val, scale)
+    if (fast !== undefined) return precision > 15 || Math.abs(fast) < POW10[precision]! ? fast + 0 : undefined
+  } else if (typeof val !== 'number') return undefined
+  let units: bigint
+  try {
+    units = parseToUnscaled(val, scale)
+  } catch {
+    return undefined
+  }
+  return (units < 0n ? -units : units).toString().length > precision ? undefined : units
+}
+
+/** `s` as units of 10^-scale when it is plain `-?digits(.digits)?` of at most 15 digits whose extra decimals are zeros; else undefined (not decided here). */
+function plainUnits(s: string, scale: number): number | undefined {
+  const n = s.length
+  let i = s.charCodeAt(0) === 45 ? 1 : 0
+  const neg = i === 1
+  let units = 0
+  let digits = 0
+  let intDigits = 0
+  let frac = -1
+  for (; i < n; i++) {
+    const c = s.charCodeAt(i)
+    if (c === 46) {
+      if (frac >= 0 || intDigits === 0) return undefined
+      frac = 0
+      continue
+    }
+    const d = c - 48
+    if (d < 0 || d > 9) return undefined
+    if (frac < 0) intDigits++
+    else if (frac === scale) {
+      if (d !== 0) return undefined
+      continue
+    } else frac++
+    if (++digits > 15) return undefined
+    units = units * 10 + d
+  }
+  if (intDigits === 0 || frac === 0) return undefined
+  if (frac < 0) frac = 0
+  if (digits + scale - frac > 15) return undefined
+  units *= POW10[scale - frac]!
+  return neg ? -units : units
+}
+
+/** Bytes of the minimal two's-complement form of the integer `n` when it fits six, else 0. */
+function minimalIntBytes(n: number): number {
+  const m = n < 0 ? -n - 1 : n // the same byte count as n: ~n for negatives
+  return m < 0x80 ? 1 : m < 0x8000 ? 2 : m < 0x800000 ? 3 : m < 0x80000000 ? 4 : m < 0x8000000000 ? 5 : m < 0x800000000000 ? 6 : 0
+}
 
 function parseToUnscaled(val: unknown, scale: number): bigint {
   const s = typeof val === 'number' ? val.toFixed(scale) : String(val).trim()

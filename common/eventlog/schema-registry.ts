@@ -39,11 +39,23 @@ export function avroType(schema: string | object): avsc.Type {
   return avsc.Type.forSchema((typeof schema === 'string' ? JSON.parse(schema) : schema) as avsc.Schema, { ...AVRO_OPTS } as never)
 }
 
-export function frame(id: number, payload: Buffer): Buffer {
-  const out = Buffer.allocUnsafe(5 + payload.length)
+let scratch = Buffer.allocUnsafe(64 * 1024)
+
+/**
+ * `value` in the Confluent wire format (magic byte 0, schema id, Avro payload). The payload is
+ * written after the header in a buffer kept for the purpose, then copied once into a buffer of its
+ * exact size (avsc's toBuffer would allocate and zero one, and framing copy it again).
+ */
+export function frame(id: number, t: avsc.Type, value: unknown): Buffer {
+  let end = t.encode(value, scratch, 5)
+  while (end < 0) {
+    scratch = Buffer.allocUnsafe(Math.max(scratch.length * 2, scratch.length - end))
+    end = t.encode(value, scratch, 5)
+  }
+  const out = Buffer.allocUnsafe(end)
+  scratch.copy(out, 0, 0, end)
   out[0] = 0
   out.writeUInt32BE(id, 1)
-  payload.copy(out, 5)
   return out
 }
 
@@ -87,7 +99,7 @@ abstract class AvroCodecBase implements SchemaRegistryPort {
 
   async encode(id: number, value: unknown): Promise<Buffer> {
     const t = this.types.get(id) ?? (await this.typeFor(id))
-    return frame(id, t.toBuffer(value))
+    return frame(id, t, value)
   }
 
   async decode(buf: Buffer): Promise<{ schemaId: number; value: unknown }> {

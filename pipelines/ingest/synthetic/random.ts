@@ -177,10 +177,15 @@ export class Rng {
     const w1 = (this.nextUint32() & 0xffff0fff) | 0x00004000 // version 4
     const w2 = ((this.nextUint32() & 0x3fffffff) | 0x80000000) >>> 0 // variant 10xx
     const w3 = this.nextUint32()
-    const h = (n: number) => n.toString(16).padStart(8, '0')
-    const s = h(w0) + h(w1 >>> 0) + h(w2) + h(w3)
-    return `${s.slice(0, 8)}-${s.slice(8, 12)}-${s.slice(12, 16)}-${s.slice(16, 20)}-${s.slice(20)}`
+    return `${hex16(w0 >>> 16)}${hex16(w0)}-${hex16(w1 >>> 16)}-${hex16(w1)}-${hex16(w2 >>> 16)}-${hex16(w2)}${hex16(w3 >>> 16)}${hex16(w3)}`
   }
+}
+
+const HEX_BYTE = Array.from({ length: 256 }, (_, b) => b.toString(16).padStart(2, '0'))
+
+/** The low 16 bits of `n` as four hex digits. */
+function hex16(n: number): string {
+  return HEX_BYTE[(n >>> 8) & 0xff]! + HEX_BYTE[n & 0xff]!
 }
 
 /** Precomputed cumulative weights for repeated weighted picks (binary search, O(log n)). */
