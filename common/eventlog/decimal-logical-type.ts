@@ -1,5 +1,5 @@
 import avsc from 'avsc'
-import { formatScaled } from '../decimal.ts'
+import { formatScaled, scaledUnits } from '../decimal.ts'
 
 /**
  * Avro `decimal` logical type over `bytes` for avsc: the value is a two's-complement big-endian
@@ -121,14 +121,13 @@ const POW10 = Array.from({ length: 16 }, (_, i) => 10 ** i)
 
 /**
  * The unscaled integer of `val` (a decimal string or a number) at `scale`, or undefined when it is
- * not a decimal of at most `precision` digits. Plain text of up to 15 digits is read digit by digit
- * into a number (exact below 2^53); anything else goes through the regular expression and a bigint.
+ * not a decimal of at most `precision` digits. Plain text that fits a safe integer is read by
+ * character codes (scaledUnits); anything else goes through the regular expression and a bigint.
  */
 export function unscaledOf(val: unknown, scale: number, precision: number): number | bigint | undefined {
-  if (typeof val === 'string') {
-    const fast = plainUnits(val, scale)
-    if (fast !== undefined) return precision > 15 || Math.abs(fast) < POW10[precision]! ? fast + 0 : undefined
-  } else if (typeof val !== 'number') return undefined
+  const fast = scaledUnits(val, scale)
+  if (fast !== null) return precision > 15 || Math.abs(fast) < POW10[precision]! ? fast + 0 : undefined
+  if (typeof val !== 'string' && typeof val !== 'number') return undefined
   let units: bigint
   try {
     units = parseToUnscaled(val, scale)
@@ -136,39 +135,6 @@ export function unscaledOf(val: unknown, scale: number, precision: number): numb
     return undefined
   }
   return (units < 0n ? -units : units).toString().length > precision ? undefined : units
-}
-
-/** `s` as units of 10^-scale when it is plain `-?digits(.digits)?` of at most 15 digits whose extra decimals are zeros; else undefined (not decided here). */
-function plainUnits(s: string, scale: number): number | undefined {
-  const n = s.length
-  let i = s.charCodeAt(0) === 45 ? 1 : 0
-  const neg = i === 1
-  let units = 0
-  let digits = 0
-  let intDigits = 0
-  let frac = -1
-  for (; i < n; i++) {
-    const c = s.charCodeAt(i)
-    if (c === 46) {
-      if (frac >= 0 || intDigits === 0) return undefined
-      frac = 0
-      continue
-    }
-    const d = c - 48
-    if (d < 0 || d > 9) return undefined
-    if (frac < 0) intDigits++
-    else if (frac === scale) {
-      if (d !== 0) return undefined
-      continue
-    } else frac++
-    if (++digits > 15) return undefined
-    units = units * 10 + d
-  }
-  if (intDigits === 0 || frac === 0) return undefined
-  if (frac < 0) frac = 0
-  if (digits + scale - frac > 15) return undefined
-  units *= POW10[scale - frac]!
-  return neg ? -units : units
 }
 
 /** Bytes of the minimal two's-complement form of the integer `n` when it fits six, else 0. */

@@ -122,11 +122,12 @@ class PartitionLog {
 
 function encodeFrame(r: OutRecord, timestamp: number): Buffer {
   const key = r.key === null ? null : typeof r.key === 'string' ? Buffer.from(r.key) : r.key
-  const headers = Object.entries(r.headers ?? {}).map(([k, v]) => [Buffer.from(k), Buffer.from(v)] as const)
+  const headers = r.headers ? Object.entries(r.headers).map(([k, v]) => [Buffer.from(k), Buffer.from(v)] as const) : []
   const len = 8 + 4 + (key?.length ?? 0) + 4 + (r.value?.length ?? 0) + 2 + headers.reduce((s, [k, v]) => s + 6 + k.length + v.length, 0)
   const buf = Buffer.allocUnsafe(FRAME_HEADER + len)
   let p = FRAME_HEADER
-  buf.writeBigInt64BE(BigInt(timestamp), p); p += 8
+  buf.writeInt32BE(Math.floor(timestamp / 0x1_0000_0000), p)
+  buf.writeUInt32BE(timestamp % 0x1_0000_0000 >>> 0, p + 4); p += 8
   p = writeBytes(buf, p, key)
   p = writeBytes(buf, p, r.value)
   buf.writeUInt16BE(headers.length, p); p += 2
@@ -151,9 +152,13 @@ function writeBytes(buf: Buffer, p: number, b: Buffer | null): number {
   return p + 4 + b.length
 }
 
+/** The headers of every record that has none: one frozen object, not one per record. */
+const NO_HEADERS: Record<string, string> = Object.freeze({}) as Record<string, string>
+
 function decodeBody(topic: string, partition: number, offset: number, body: Buffer): LogRecord {
   let p = 0
-  const timestamp = Number(body.readBigInt64BE(p)); p += 8
+  // Two 32-bit halves, not a BigInt per record: exact for any time within 2^53 ms.
+  const timestamp = body.readInt32BE(p) * 0x1_0000_0000 + body.readUInt32BE(p + 4); p += 8
   // Read inline, not by a closure made per record (tsx's keepNames names each closure as it is made).
   const kn = body.readInt32BE(p)
   p += 4
@@ -164,6 +169,7 @@ function decodeBody(topic: string, partition: number, offset: number, body: Buff
   const value = vn < 0 ? null : body.subarray(p, p + vn)
   if (vn > 0) p += vn
   const hc = body.readUInt16BE(p); p += 2
+  if (hc === 0) return { topic, partition, offset: String(offset), key, value, headers: NO_HEADERS, timestamp }
   const headers: Record<string, string> = {}
   for (let i = 0; i < hc; i++) {
     const kl = body.readUInt16BE(p); p += 2

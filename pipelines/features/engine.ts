@@ -23,6 +23,7 @@ import { resolveReference, type Reference } from '../../common/reference-date.ts
 import { modelRefreshes, segmentChangesEmitted } from './metrics.ts'
 import { randomUUID } from 'node:crypto'
 import { claimantId } from '../../common/jobs/lease.ts'
+import { WriteTurns } from '../../common/runtime/write-turns.ts'
 
 export const FEATURES_GROUP = 'cdp-features'
 
@@ -131,8 +132,14 @@ export class FeatureEngine {
   /** This consumer among the group's, in model refresh claims. */
   private readonly owner = claimantId(randomUUID())
   private chain: Promise<unknown> = Promise.resolve()
-  /** Batches waiting for their turn to be folded and written (sinkInTurn). */
-  private waiting: { items: { record: LogRecord; value: EngineInput }[]; resolve: () => void; reject: (err: unknown) => void }[] = []
+  /**
+   * A batch's fold and write, in turn with the other batches and the ticks (write-turns.ts):
+   * batches of other partitions that arrive while one is written wait together and are then
+   * folded and written as one (one insert per table, not one per batch). At a thousand events a
+   * second the four partitions' small batches had queued behind each other, each paying the
+   * inserts' fixed cost.
+   */
+  private readonly writes = new WriteTurns<{ record: LogRecord; value: EngineInput }>((items) => this.apply(items), (fn) => this.exclusive(fn))
   /** Rebalances queued on `chain` that have not dropped their state yet: records then wait their turn (observeNow). */
   private assignsPending = 0
 
@@ -147,30 +154,6 @@ export class FeatureEngine {
     if (deps.flushChunk !== undefined && !(Number.isInteger(deps.flushChunk) && deps.flushChunk > 0)) throw new RangeError(`flushChunk must be a positive integer, got ${deps.flushChunk}`)
     this.settings = new TenantSettingsStore(deps.store, this.now)
     this.currencies = new TenantCurrencies(this.settings)
-  }
-
-  /**
-   * A batch's fold and write, in turn with the other batches and the ticks. Batches of other
-   * partitions that arrive while one is written wait together and are then folded and written as
-   * one (one insert per table, not one per batch): at a thousand events a second the four
-   * partitions' small batches had queued behind each other, each paying the inserts' fixed cost.
-   * Each batch's promise settles with the write that holds it, so its offsets are committed only
-   * once its rows are stored; a failed write fails every batch in it (all are delivered again).
-   */
-  private sinkInTurn(items: { record: LogRecord; value: EngineInput }[]): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      this.waiting.push({ items, resolve, reject })
-      void this.exclusive(async () => {
-        const group = this.waiting.splice(0)
-        if (!group.length) return // an earlier turn wrote this batch with its own
-        try {
-          await this.apply(group.length === 1 ? group[0]!.items : group.flatMap((g) => g.items))
-          for (const g of group) g.resolve()
-        } catch (err) {
-          for (const g of group) g.reject(err)
-        }
-      })
-    })
   }
 
   /** Batches and ticks take turns: both read and write the same state. */
@@ -190,7 +173,7 @@ export class FeatureEngine {
         if (this.observeNow(record)) return this.decode(record, codec)
         return this.exclusive(() => this.observe(record)).then(() => this.decode(record, codec))
       },
-      sink: (items) => this.sinkInTurn(items),
+      sink: (items) => this.writes.submit(items),
       onAssign: (assignment) => {
         // Owned at once (a tick running now must not write for partitions just lost); state is
         // dropped in turn with batches and ticks.

@@ -17,7 +17,7 @@
 import { createHash } from 'node:crypto'
 import { ISO_3166_1_ALPHA_2 } from './countries.ts'
 import { z } from 'zod'
-import { DecimalError, fromCents, normaliseAmount, normaliseDecimal, toCents } from '../../common/decimal.ts'
+import { DecimalError, fromCents, normaliseAmount, normaliseDecimal, scaledUnits, toCents } from '../../common/decimal.ts'
 import {
   ORDER_EVENT_TYPES,
   type CustomerUpserted,
@@ -422,7 +422,9 @@ function isPositiveId(n: unknown): boolean {
 }
 
 function isNonBlankString(s: unknown): boolean {
-  return typeof s === 'string' && s.trim() !== ''
+  if (typeof s !== 'string') return false
+  const c = s.charCodeAt(0) // a printable ASCII first character decides without trimming a copy
+  return (c > 32 && c < 127) || s.trim() !== ''
 }
 
 function headerErrors(e: EventHeader, errors: FieldError[]): void {
@@ -438,17 +440,33 @@ function timestampErrors(t: unknown, path: string, errors: FieldError[]): boolea
   return ok
 }
 
-/** Cents of a decimal(15,2) string, or undefined (with an error recorded) when malformed. */
-function centsOf(s: unknown, path: string, errors: FieldError[]): bigint | undefined {
+/** Cents beyond which an amount has more than decimal(15,2)'s 13 integer digits. */
+const MAX_CENTS = 10 ** 15
+
+/**
+ * Cents of a decimal(15,2) string, or undefined (with an error recorded at `path`, or at
+ * `items.<item>.<path>` for an item's field) when malformed. Every valid amount is a safe integer
+ * of cents; plain text is read by character codes (scaledUnits), the rest by normaliseDecimal.
+ */
+function centsOf(s: unknown, path: string, errors: FieldError[], item = -1): number | undefined {
+  const fast = typeof s === 'string' ? scaledUnits(s, 2) : null
+  if (fast !== null && fast < MAX_CENTS && fast > -MAX_CENTS) return fast + 0
   try {
     if (typeof s !== 'string') throw new DecimalError('invalid_decimal', `expected a decimal string, got ${typeName(s)}`)
     normaliseDecimal(s) // precision / scale check
-    return toCents(s)
+    return Number(toCents(s))
   } catch (err) {
     if (!(err instanceof DecimalError)) throw err
-    errors.push({ path, code: err.code, message: err.message })
+    errors.push({ path: item < 0 ? path : `items.${item}.${path}`, code: err.code, message: err.message })
     return undefined
   }
+}
+
+/** What the items of a placed order add up to, in cents: exact, as a bigint once a sum leaves the safe integers. */
+function itemsCents(items: OrderEvent['items']): bigint {
+  let sum = 0n
+  for (const item of items) sum += BigInt(item.quantity) * toCents(item.unit_price)
+  return sum
 }
 
 export function orderSemanticErrors(e: OrderEvent, now: number): FieldError[] {
@@ -466,10 +484,10 @@ export function orderSemanticErrors(e: OrderEvent, now: number): FieldError[] {
 
   const total = centsOf(e.total, 'total', errors)
   const credit = e.event_type === 'credit_note'
-  if (total !== undefined && total < 0n && !credit) {
+  if (total !== undefined && total < 0 && !credit) {
     errors.push({ path: 'total', code: 'negative_total', message: `total ${e.total} is negative (a credit note not tied to an order is event_type credit_note)` })
   }
-  if (total !== undefined && total >= 0n && credit) {
+  if (total !== undefined && total >= 0 && credit) {
     errors.push({ path: 'total', code: 'invalid_credit_note', message: `a credit note's total is the negative amount credited, got ${e.total}` })
   }
   // `total` is the order total after the event, so a full refund has total 0 and a refunded
@@ -478,9 +496,9 @@ export function orderSemanticErrors(e: OrderEvent, now: number): FieldError[] {
   // API checks it against the order's placed total when it knows it (refundErrors).
   if (e.refunded_amount !== null) {
     const refunded = centsOf(e.refunded_amount, 'refunded_amount', errors)
-    if (refunded !== undefined && refunded < 0n) {
+    if (refunded !== undefined && refunded < 0) {
       errors.push({ path: 'refunded_amount', code: 'invalid_refund', message: `refunded_amount ${e.refunded_amount} is negative` })
-    } else if (refunded !== undefined && credit && refunded > 0n) {
+    } else if (refunded !== undefined && credit && refunded > 0) {
       errors.push({ path: 'refunded_amount', code: 'invalid_refund', message: 'a credit note has no refunded_amount: its total is the amount credited' })
     } else if (refunded !== undefined && total !== undefined && e.event_type === 'placed' && refunded > total) {
       errors.push({ path: 'refunded_amount', code: 'invalid_refund', message: `refunded_amount ${e.refunded_amount} exceeds the order total ${e.total}: more than was paid` })
@@ -489,23 +507,27 @@ export function orderSemanticErrors(e: OrderEvent, now: number): FieldError[] {
 
   // Items must add up to the total of a placed order (exactly, in cents). Later events may carry
   // a changed total (partial cancellation, fees) with the original items, so only `placed`.
-  let itemsCents: bigint | undefined = 0n
-  for (const [i, item] of e.items.entries()) {
+  // Paths are built only for an error: this runs for every item of every event consumed.
+  const items = e.items
+  let sum: number | undefined = 0
+  let rounded = false // a product or partial sum left the safe integers
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i]!
     if (!isNonBlankString(item.sku)) errors.push({ path: `items.${i}.sku`, code: 'required', message: 'is required' })
     const qtyOk = Number.isInteger(item.quantity) && item.quantity > 0 && item.quantity <= MAX_QUANTITY
     if (!qtyOk) {
       errors.push({ path: `items.${i}.quantity`, code: 'invalid_quantity', message: `quantity must be a positive integer, got ${item.quantity}` })
     }
-    const price = centsOf(item.unit_price, `items.${i}.unit_price`, errors)
+    const price = centsOf(item.unit_price, 'unit_price', errors, i)
     // One bad item makes the sum unknowable; its own error is enough.
-    itemsCents = qtyOk && price !== undefined && itemsCents !== undefined ? itemsCents + BigInt(item.quantity) * price : undefined
+    sum = qtyOk && price !== undefined && sum !== undefined ? sum + item.quantity * price : undefined
+    if (sum !== undefined && !Number.isSafeInteger(sum)) rounded = true
   }
-  if (e.event_type === 'placed' && e.items.length > 0 && itemsCents !== undefined && total !== undefined && itemsCents !== total) {
-    errors.push({
-      path: 'items',
-      code: 'items_total_mismatch',
-      message: `items add up to ${fromCents(itemsCents)} but total is ${e.total}`,
-    })
+  if (e.event_type === 'placed' && items.length > 0 && sum !== undefined && total !== undefined) {
+    // A sum that passed 2^53 may be rounded: then it is added up again exactly.
+    if (rounded ? itemsCents(items) !== BigInt(total) : sum !== total) {
+      errors.push({ path: 'items', code: 'items_total_mismatch', message: `items add up to ${fromCents(rounded ? itemsCents(items) : BigInt(sum))} but total is ${e.total}` })
+    }
   }
 
   if (Number.isSafeInteger(e.occurred_at) && e.occurred_at > now + FUTURE_TOLERANCE_MS) {

@@ -406,6 +406,24 @@ describe('semantic checks on decoded events', () => {
     ])
   })
 
+  it('adds up items exactly even where the sum passes 2^53 cents (a float sum reads -1 here, the exact one 1)', () => {
+    const max = '9999999999999.99'
+    const items = [
+      { sku: 'A', name: null, quantity: 11, unit_price: max },
+      { sku: 'B', name: null, quantity: 1, unit_price: `-${max}` },
+      { sku: 'C', name: null, quantity: 10, unit_price: `-${max}` },
+      { sku: 'D', name: null, quantity: 1, unit_price: '0.01' },
+    ]
+    expect(orderSemanticErrors({ ...order, total: '0.01', items }, NOW)).toEqual([])
+    expect(orderSemanticErrors({ ...order, total: '0.02', items }, NOW)).toEqual([{ path: 'items', code: 'items_total_mismatch', message: 'items add up to 0.01 but total is 0.02' }])
+    // A path is built for the item at fault only, amounts outside the fast path included.
+    const odd = [{ sku: ' ', name: null, quantity: 1, unit_price: ' 12.50 ' }, { sku: 'B', name: null, quantity: 1, unit_price: '12.505' }]
+    expect(orderSemanticErrors({ ...order, items: odd }, NOW).map((e) => [e.path, e.code])).toEqual([
+      ['items.0.sku', 'required'],
+      ['items.1.unit_price', 'too_many_decimals'],
+    ])
+  })
+
   it('flags malformed decoded customers', () => {
     const customer = value(validateCustomerInput({ tenant_id: 1, customer_id: 7, occurred_at: T, email: 'a@b.co' }, ctx))
     expect(customerSemanticErrors(customer)).toEqual([])

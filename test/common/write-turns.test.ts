@@ -1,0 +1,83 @@
+import { describe, expect, it } from 'vitest'
+import { WriteTurns } from '../../common/runtime/write-turns.ts'
+
+/** A write that holds until released, recording what it was given. */
+function gatedWriter() {
+  const writes: number[][] = []
+  const gates: { open: () => void; fail: (err: Error) => void }[] = []
+  const write = (items: number[]) =>
+    new Promise<void>((resolve, reject) => {
+      writes.push(items)
+      gates.push({ open: resolve, fail: reject })
+    })
+  return { writes, gates, write }
+}
+
+const settled = (p: Promise<unknown>) => p.then(() => 'ok', (e: Error) => `failed: ${e.message}`)
+const tick = () => new Promise((r) => setTimeout(r, 0))
+
+describe('WriteTurns', () => {
+  it('writes the batches that waited during a write together, in arrival order, and settles each with its write', async () => {
+    const w = gatedWriter()
+    const turns = new WriteTurns<number>(w.write)
+    const first = turns.submit([1, 2])
+    await tick()
+    const later = [turns.submit([3]), turns.submit([4, 5]), turns.submit([6])]
+    await tick()
+    expect(w.writes).toEqual([[1, 2]]) // the others wait for the write in flight
+    let firstDone = false
+    void first.then(() => (firstDone = true))
+    w.gates[0]!.open()
+    await first
+    expect(firstDone).toBe(true)
+    await tick()
+    expect(w.writes).toEqual([[1, 2], [3, 4, 5, 6]])
+    const states = later.map(settled)
+    await tick()
+    w.gates[1]!.open()
+    expect(await Promise.all(states)).toEqual(['ok', 'ok', 'ok'])
+  })
+
+  it('fails every batch of a failed write, and only those: the next batch is written on its own', async () => {
+    const w = gatedWriter()
+    const turns = new WriteTurns<number>(w.write)
+    const first = settled(turns.submit([1]))
+    await tick()
+    const grouped = [settled(turns.submit([2])), settled(turns.submit([3]))]
+    w.gates[0]!.open()
+    await first
+    await tick()
+    w.gates[1]!.fail(new Error('insert refused'))
+    expect(await Promise.all(grouped)).toEqual(['failed: insert refused', 'failed: insert refused'])
+    const after = settled(turns.submit([4]))
+    await tick()
+    expect(w.writes.at(-1)).toEqual([4])
+    w.gates[2]!.open()
+    expect(await after).toBe('ok')
+  })
+
+  it('takes its turns from the exclusive runner it is given, so other work never overlaps a write', async () => {
+    const log: string[] = []
+    let chain: Promise<unknown> = Promise.resolve()
+    const exclusive = (fn: () => Promise<void>) => {
+      const run = chain.then(fn, fn)
+      chain = run.catch(() => {})
+      return run
+    }
+    const turns = new WriteTurns<string>(async (items) => {
+      log.push(`write ${items.join(',')} start`)
+      await tick()
+      log.push(`write ${items.join(',')} end`)
+    }, exclusive)
+    const a = turns.submit(['a'])
+    await Promise.resolve() // a's write has begun
+    const other = exclusive(async () => {
+      log.push('tick start')
+      await tick()
+      log.push('tick end')
+    })
+    const b = turns.submit(['b'])
+    await Promise.all([a, other, b])
+    expect(log).toEqual(['write a start', 'write a end', 'tick start', 'tick end', 'write b start', 'write b end'])
+  })
+})
