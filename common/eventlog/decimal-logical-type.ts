@@ -127,7 +127,7 @@ const POW10 = Array.from({ length: 16 }, (_, i) => 10 ** i)
 export function unscaledOf(val: unknown, scale: number, precision: number): number | bigint | undefined {
   const fast = scaledUnits(val, scale)
   if (fast !== null) return precision > 15 || Math.abs(fast) < POW10[precision]! ? fast + 0 : undefined
-  if (typeof val !== 'string' && typeof val !== 'number') return undefined
+  if (val === null || val === undefined) return undefined // the union's other branch, checked here first
   let units: bigint
   try {
     units = parseToUnscaled(val, scale)

@@ -510,7 +510,7 @@ export function orderSemanticErrors(e: OrderEvent, now: number): FieldError[] {
   // Paths are built only for an error: this runs for every item of every event consumed.
   const items = e.items
   let sum: number | undefined = 0
-  let rounded = false // a product or partial sum left the safe integers
+  let rounded = false // a line's product or a partial sum left the safe integers
   for (let i = 0; i < items.length; i++) {
     const item = items[i]!
     if (!isNonBlankString(item.sku)) errors.push({ path: `items.${i}.sku`, code: 'required', message: 'is required' })
@@ -520,8 +520,9 @@ export function orderSemanticErrors(e: OrderEvent, now: number): FieldError[] {
     }
     const price = centsOf(item.unit_price, 'unit_price', errors, i)
     // One bad item makes the sum unknowable; its own error is enough.
-    sum = qtyOk && price !== undefined && sum !== undefined ? sum + item.quantity * price : undefined
-    if (sum !== undefined && !Number.isSafeInteger(sum)) rounded = true
+    const line = qtyOk && price !== undefined ? item.quantity * price : undefined
+    sum = line !== undefined && sum !== undefined ? sum + line : undefined
+    if (sum !== undefined && !(Number.isSafeInteger(line) && Number.isSafeInteger(sum))) rounded = true
   }
   if (e.event_type === 'placed' && items.length > 0 && sum !== undefined && total !== undefined) {
     // A sum that passed 2^53 may be rounded: then it is added up again exactly.

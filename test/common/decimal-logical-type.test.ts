@@ -53,6 +53,9 @@ describe('Avro decimal logical type', () => {
     expect(() => narrow.toBuffer('1.005')).toThrow(/more than 2 decimals/)
     for (const bad of ['', '-', '.5', '5.', '+5', '1e3', '1,5', '12.3.4', 'abc']) expect(() => narrow.toBuffer(bad), bad).toThrow(/not a decimal/)
     for (const bad of [null, undefined, {}, [], true]) expect(narrow.isValid(bad), String(bad)).toBe(false)
+    // Anything else is read by its text, as before: a bigint of units' worth, a boxed string.
+    expect(narrow.fromBuffer(narrow.toBuffer(1250n))).toBe('1250.00')
+    expect(narrow.fromBuffer(narrow.toBuffer(new String('12.50')))).toBe('12.50')
     const optional = avsc.Type.forSchema(['null', { type: 'bytes', logicalType: 'decimal', precision: 15, scale: 2 }] as never, { logicalTypes: { decimal: DecimalType }, wrapUnions: false } as never)
     expect(optional.toBuffer(null)).toEqual(Buffer.from([0]))
     expect(optional.fromBuffer(optional.toBuffer('12.50'))).toBe('12.50')

@@ -416,6 +416,13 @@ describe('semantic checks on decoded events', () => {
     ]
     expect(orderSemanticErrors({ ...order, total: '0.01', items }, NOW)).toEqual([])
     expect(orderSemanticErrors({ ...order, total: '0.02', items }, NOW)).toEqual([{ path: 'items', code: 'items_total_mismatch', message: 'items add up to 0.01 but total is 0.02' }])
+    // A line past 2^53 after a negative one: the running sum stays safe, the product does not.
+    const lines = [
+      { sku: 'A', name: null, quantity: 9, unit_price: `-${max}` },
+      { sku: 'B', name: null, quantity: 11, unit_price: '8188362958855.45' },
+    ]
+    expect(orderSemanticErrors({ ...order, total: '71992547410.04', items: lines }, NOW)).toEqual([])
+    expect(orderSemanticErrors({ ...order, total: '71992547410.05', items: lines }, NOW).map((e) => e.code)).toEqual(['items_total_mismatch'])
     // A path is built for the item at fault only, amounts outside the fast path included.
     const odd = [{ sku: ' ', name: null, quantity: 1, unit_price: ' 12.50 ' }, { sku: 'B', name: null, quantity: 1, unit_price: '12.505' }]
     expect(orderSemanticErrors({ ...order, items: odd }, NOW).map((e) => [e.path, e.code])).toEqual([
