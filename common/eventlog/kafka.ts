@@ -3,6 +3,9 @@ import { PARTITIONS_CONSUMED_CONCURRENTLY, type ConsumeOptions, type ConsumerHan
 import { partitionFor } from './partitioner.ts'
 import type { Logger } from '../logger.ts'
 
+/** Records per produce request (KafkaEventLog.send). */
+const SEND_CHUNK = 2500
+
 /** The same murmur2 partitioner as the embedded log (and Java clients). */
 const murmur2Partitioner: ICustomPartitioner = () => ({ message, partitionMetadata }) =>
   partitionFor((message.key as Buffer | string | null) ?? null, partitionMetadata.length, () => Math.floor(Math.random() * 1e9))
@@ -88,12 +91,17 @@ export class KafkaEventLog implements EventLog {
   async send(topic: string, records: OutRecord[]): Promise<void> {
     if (records.length === 0) return
     const producer = await this.getProducer()
-    await producer.send({
-      topic,
-      acks: -1,
-      compression: CompressionTypes.None,
-      messages: records.map((r) => ({ key: r.key, value: r.value, headers: r.headers })),
-    })
+    // In requests of at most SEND_CHUNK records, one after the other (so in order): kafkajs
+    // 2.2.4 groups a request's messages by partition copying the partition's list once per
+    // message, time quadratic in the request's size (tulios/kafkajs#1576).
+    for (let i = 0; i < records.length; i += SEND_CHUNK) {
+      await producer.send({
+        topic,
+        acks: -1,
+        compression: CompressionTypes.None,
+        messages: records.slice(i, i + SEND_CHUNK).map((r) => ({ key: r.key, value: r.value, headers: r.headers })),
+      })
+    }
   }
 
   async consume(opts: ConsumeOptions): Promise<ConsumerHandle> {

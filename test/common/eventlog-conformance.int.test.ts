@@ -69,6 +69,21 @@ describe.each(ADAPTERS)('event log conformance: %s', (_name, open) => {
     expect(new Set(got.map((r) => r.value!.toString())).size).toBe(200)
   })
 
+  it('keeps a send larger than one produce request whole and in order per key (the Kafka adapter splits it)', async () => {
+    const n = 6_000 // more than two of the Kafka adapter's requests
+    const topic = await topicWith(n)
+    const { got } = await collect(log, uniqueName('g'), topic, n, { maxBatch: 5_000 })
+    expect(got).toHaveLength(n)
+    const last = new Map<string, number>()
+    for (const r of got) {
+      const key = r.key!.toString()
+      const i = JSON.parse(r.value!.toString()).i as number
+      expect(i, `key ${key}`).toBeGreaterThan(last.get(key) ?? -1)
+      last.set(key, i)
+    }
+    expect(new Set(got.map((r) => r.value!.toString())).size).toBe(n)
+  })
+
   it('assigns offsets 0..n-1 per partition and reports end offsets', async () => {
     const topic = await topicWith(30)
     const ends = await log.endOffsets(topic)
