@@ -206,6 +206,17 @@ export function scaledUnits(v: unknown, scale: number): number | null {
   return negative ? -u : u
 }
 
+/**
+ * `scaledUnits` of a decimal of at most `precision` digits (|units| < 10^precision), else null;
+ * minus zero reads as zero. What a decimal(precision, scale) column or Avro type holds, for the
+ * hot paths that check amounts (validation, the Avro decimal type).
+ */
+export function unitsWithin(v: unknown, scale: number, precision: number): number | null {
+  const u = scaledUnits(v, scale)
+  // Every safe integer has at most 16 digits: from precision 16 on, scaledUnits decides alone.
+  return u !== null && (precision > 15 || Math.abs(u) < 10 ** precision) ? u + 0 : null
+}
+
 /** 1250n -> "12.50", -5n -> "-0.05". */
 export function fromCents(c: bigint): string {
   return formatScaled(c, 2)

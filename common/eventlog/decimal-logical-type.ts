@@ -1,5 +1,5 @@
 import avsc from 'avsc'
-import { formatScaled, scaledUnits } from '../decimal.ts'
+import { formatScaled, unitsWithin } from '../decimal.ts'
 
 /**
  * Avro `decimal` logical type over `bytes` for avsc: the value is a two's-complement big-endian
@@ -117,16 +117,14 @@ export function bigIntToBytes(n: bigint): Buffer {
 }
 
 
-const POW10 = Array.from({ length: 16 }, (_, i) => 10 ** i)
-
 /**
  * The unscaled integer of `val` (a decimal string or a number) at `scale`, or undefined when it is
  * not a decimal of at most `precision` digits. Plain text that fits a safe integer is read by
- * character codes (scaledUnits); anything else goes through the regular expression and a bigint.
+ * character codes (unitsWithin); anything else goes through the regular expression and a bigint.
  */
 export function unscaledOf(val: unknown, scale: number, precision: number): number | bigint | undefined {
-  const fast = scaledUnits(val, scale)
-  if (fast !== null) return precision > 15 || Math.abs(fast) < POW10[precision]! ? fast + 0 : undefined
+  const fast = unitsWithin(val, scale, precision)
+  if (fast !== null) return fast
   if (val === null || val === undefined) return undefined // the union's other branch, checked here first
   let units: bigint
   try {

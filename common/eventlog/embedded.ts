@@ -169,8 +169,7 @@ function decodeBody(topic: string, partition: number, offset: number, body: Buff
   const value = vn < 0 ? null : body.subarray(p, p + vn)
   if (vn > 0) p += vn
   const hc = body.readUInt16BE(p); p += 2
-  if (hc === 0) return { topic, partition, offset: String(offset), key, value, headers: NO_HEADERS, timestamp }
-  const headers: Record<string, string> = {}
+  const headers: Record<string, string> = hc === 0 ? NO_HEADERS : {}
   for (let i = 0; i < hc; i++) {
     const kl = body.readUInt16BE(p); p += 2
     const k = body.toString('utf8', p, p + kl); p += kl

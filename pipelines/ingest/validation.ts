@@ -17,7 +17,7 @@
 import { createHash } from 'node:crypto'
 import { ISO_3166_1_ALPHA_2 } from './countries.ts'
 import { z } from 'zod'
-import { DecimalError, fromCents, normaliseAmount, normaliseDecimal, scaledUnits, toCents } from '../../common/decimal.ts'
+import { DecimalError, fromCents, normaliseAmount, normaliseDecimal, toCents, unitsWithin } from '../../common/decimal.ts'
 import {
   ORDER_EVENT_TYPES,
   type CustomerUpserted,
@@ -440,17 +440,14 @@ function timestampErrors(t: unknown, path: string, errors: FieldError[]): boolea
   return ok
 }
 
-/** Cents beyond which an amount has more than decimal(15,2)'s 13 integer digits. */
-const MAX_CENTS = 10 ** 15
-
 /**
  * Cents of a decimal(15,2) string, or undefined (with an error recorded at `path`, or at
  * `items.<item>.<path>` for an item's field) when malformed. Every valid amount is a safe integer
- * of cents; plain text is read by character codes (scaledUnits), the rest by normaliseDecimal.
+ * of cents; plain text is read by character codes (unitsWithin), the rest by normaliseDecimal.
  */
 function centsOf(s: unknown, path: string, errors: FieldError[], item = -1): number | undefined {
-  const fast = typeof s === 'string' ? scaledUnits(s, 2) : null
-  if (fast !== null && fast < MAX_CENTS && fast > -MAX_CENTS) return fast + 0
+  const fast = typeof s === 'string' ? unitsWithin(s, 2, 15) : null
+  if (fast !== null) return fast
   try {
     if (typeof s !== 'string') throw new DecimalError('invalid_decimal', `expected a decimal string, got ${typeName(s)}`)
     normaliseDecimal(s) // precision / scale check
@@ -526,8 +523,9 @@ export function orderSemanticErrors(e: OrderEvent, now: number): FieldError[] {
   }
   if (e.event_type === 'placed' && items.length > 0 && sum !== undefined && total !== undefined) {
     // A sum that passed 2^53 may be rounded: then it is added up again exactly.
-    if (rounded ? itemsCents(items) !== BigInt(total) : sum !== total) {
-      errors.push({ path: 'items', code: 'items_total_mismatch', message: `items add up to ${fromCents(rounded ? itemsCents(items) : BigInt(sum))} but total is ${e.total}` })
+    const exact = rounded ? itemsCents(items) : null
+    if (exact !== null ? exact !== BigInt(total) : sum !== total) {
+      errors.push({ path: 'items', code: 'items_total_mismatch', message: `items add up to ${fromCents(exact ?? BigInt(sum))} but total is ${e.total}` })
     }
   }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { addDecimals, centsText, DecimalError, fromCents, normaliseDecimal, toCents } from '../../common/decimal.ts'
+import { addDecimals, centsText, DecimalError, fromCents, normaliseDecimal, toCents, unitsWithin } from '../../common/decimal.ts'
 
 function codeOf(fn: () => unknown): string | undefined {
   try {
@@ -128,5 +128,20 @@ describe('normaliseDecimal on canonical text', () => {
     for (const [v, scale, precision, want] of cases) expect(normaliseDecimal(v, scale, precision), v).toBe(want)
     expect(codeOf(() => normaliseDecimal('12345678901234.56'))).toBe('too_many_digits')
     expect(codeOf(() => normaliseDecimal('123.45', 2, 4))).toBe('too_many_digits')
+  })
+})
+
+describe('unitsWithin', () => {
+  it('takes what normaliseDecimal takes at that precision, as units, and nothing past it', () => {
+    expect(unitsWithin('9999999999999.99', 2, 15)).toBe(999_999_999_999_999)
+    expect(unitsWithin('-9999999999999.99', 2, 15)).toBe(-999_999_999_999_999)
+    expect(unitsWithin('10000000000000.00', 2, 15)).toBeNull()
+    expect(() => normaliseDecimal('10000000000000.00')).toThrow(DecimalError)
+    expect(unitsWithin('999.99', 2, 5)).toBe(99_999)
+    expect(unitsWithin('1000.00', 2, 5)).toBeNull()
+    expect(Object.is(unitsWithin('-0.00', 2, 15), 0)).toBe(true)
+    expect(unitsWithin('90071992547409.91', 2, 38)).toBe(2 ** 53 - 1)
+    expect(unitsWithin('90071992547409.92', 2, 38)).toBeNull() // 2^53 units: not a safe integer
+    expect(unitsWithin('12.345', 2, 15)).toBeNull()
   })
 })
