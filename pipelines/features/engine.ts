@@ -9,8 +9,8 @@ import { decodeInputEvent, decodeRecord, type InputEvent } from '../ingest/index
 import { ok } from '../../common/runtime/pipeline.ts'
 import type { TransactionModelName } from './clv/index.ts'
 import { aggregate, EMPTY_AGGREGATES, factOf, orderHistory, utcDay, type CountedFact, type CustomerAggregates, type OrderFact } from './order-facts.ts'
-import { bookAppend, bookFacts, bookMerge, emptyBook, orderKey, sameBook, trimmed, type OrderBook } from './order-book.ts'
-import { ClvMemo, clvFeatures, computeFeatures, DEFAULT_FEATURE_OPTIONS, featuresDigest, type ClvPart, type FeatureOptions, type FeatureValues } from './features.ts'
+import { bookAppend, BookBuilder, bookFacts, bookMerge, emptyBook, orderKey, sameBook, type OrderBook } from './order-book.ts'
+import { ClvMemo, clvFeatures, computeFeatures, DEFAULT_FEATURE_OPTIONS, featuresDigest, type FeatureOptions, type FeatureValues } from './features.ts'
 import type { TenantModel } from './model.ts'
 import { buildTenantModelParallel } from './parallel-fit.ts'
 import { customerPartition, deletedFeatureRow, factRow, FEATURE_ROW_COLUMNS, featureRowValues, featuresEvent, segmentChangedEvent, segmentChangeRow, type CustomerIdentity } from './rows.ts'
@@ -34,25 +34,20 @@ type EngineInput = InputEvent | { kind: 'profile'; event: ProfileChanged }
 
 /**
  * One source customer's state, owned by the partition its key hashes to. A customer that is a
- * profile (its own, or the surviving customer of a merge) carries the features of the profile:
- * `agg` folds the orders of all its members. One absorbed into another's profile has none.
+ * profile (its own, or the surviving customer of a merge) carries the features of the profile,
+ * which fold the orders of all its members. One absorbed into another's profile has none.
  * A consumer holds one of these for every customer of its partitions, so it is kept small
- * (docs/features.md, "State in memory").
+ * (docs/features.md, "State in memory"): the aggregates and the CLV part are computed from the
+ * orders when the customer is scored, not kept.
  */
 interface CustomerState {
   id: CustomerIdentity
   orders: OrderBook
-  agg: CustomerAggregates
-  /** The order cutoff `agg` was folded with (the tenant's reference; Infinity: every order). */
-  aggCutoff: number
   /** Segment and score last written and published: the "previous" of the next change. */
   emittedSegment: string | null
   emittedScore: string | null
   /** Digest of the values last written (featuresDigest): whether a tick's values moved. */
   last: number | null
-  /** The CLV part and the (fit, day, cutoff) it was computed for: recomputed when that moves or the orders do. */
-  clv: ClvPart | null
-  clvKey: string | null
   /** Facts this consumer changed since the last write, by order id (null when none): stored with the next write. */
   dirtyOrders: Map<string, OrderFact> | null
   dirty: boolean
@@ -312,6 +307,13 @@ export class FeatureEngine {
 
   private async loadPartition(p: number): Promise<void> {
     const started = Date.now()
+    // Profiles held in other partitions may count members of this one, read from the store until
+    // now: their aggregates before and after the load tell which ones this load moved.
+    const cutoffOf = (c: CustomerState) => this.refs.get(c.id.tenantId)?.cutoffMs ?? Infinity
+    const held = new Map<CustomerState, string>()
+    for (const c of this.customers.values()) {
+      if (c.id.partition !== p && this.memberships.hasOthers(c.id.tenantId, c.id.customerId)) held.set(c, JSON.stringify(this.aggregates(c, cutoffOf(c))))
+    }
     this.unload(p)
     const [stored, profiles] = await Promise.all([loadPartitionCustomers(this.deps.store, p), loadPartitionProfiles(this.deps.store, p)])
     for (const s of stored) {
@@ -323,13 +325,21 @@ export class FeatureEngine {
       c.rowVersion = s.version
       c.deleted = s.deleted
     }
-    // Streamed: a partition's facts are never all in memory as objects at once.
+    // Streamed: a partition's facts are never all in memory as objects at once. A customer's
+    // facts come together: it is looked up once, and its book made once, at its size.
     let filling: CustomerState | null = null
+    const books = new BookBuilder()
+    const filled = () => {
+      if (filling) filling.orders = filling.orders.length ? filling.orders.concat(books.take()) : books.take()
+    }
     const facts = await eachPartitionFact(this.deps.store, p, (f) => {
-      // A customer's facts come together: look it up once, not once an order.
-      if (filling?.id.customerId !== f.customerId || filling.id.tenantId !== f.tenantId) filling = this.customer(f.tenantId, f.customerId, p)
-      bookAppend(filling.orders, orderKey(f.orderId), f)
+      if (filling?.id.customerId !== f.customerId || filling.id.tenantId !== f.tenantId) {
+        filled()
+        filling = this.customer(f.tenantId, f.customerId, p)
+      }
+      books.add(orderKey(f.orderId), f)
     })
+    filled()
     for (const r of profiles) {
       this.memberships.apply(r)
       this.customer(r.tenantId, r.profileId, p)
@@ -338,18 +348,11 @@ export class FeatureEngine {
     // This partition's profiles may count members elsewhere, and profiles elsewhere members here.
     const multi = new Set([...this.customers.values()].filter((c) => this.memberships.hasOthers(c.id.tenantId, c.id.customerId)))
     await this.readForeign([...multi], false)
-    for (const c of this.customers.values()) {
-      if (c.id.partition === p) {
-        c.orders = trimmed(c.orders) // without the spare capacity the appends left
-        this.refold(c, this.refs.get(c.id.tenantId)?.cutoffMs ?? Infinity)
-      } else if (multi.has(c)) {
-        // A profile held before whose members here were read from the store: rescored with the next write.
-        const before = c.agg
-        this.refold(c, c.aggCutoff)
-        if (JSON.stringify(before) !== JSON.stringify(c.agg)) {
-          c.dirty = true
-          this.stale.add(c)
-        }
+    for (const [c, before] of held) {
+      // A profile held before whose members here were read from the store: rescored with the next write.
+      if (before !== JSON.stringify(this.aggregates(c, cutoffOf(c)))) {
+        c.dirty = true
+        this.stale.add(c)
       }
     }
     this.deps.logger.info({ pipeline: this.name, partition: p, orders: facts, customers: stored.length, ms: Date.now() - started }, 'partition state restored')
@@ -362,13 +365,9 @@ export class FeatureEngine {
       c = {
         id: { tenantId, customerId, partition, email: '', emailVersion: 0 },
         orders: emptyBook(),
-        agg: EMPTY_AGGREGATES,
-        aggCutoff: Infinity,
         emittedSegment: null,
         emittedScore: null,
         last: null,
-        clv: null,
-        clvKey: null,
         dirtyOrders: null,
         dirty: false,
         rowVersion: 0,
@@ -382,7 +381,7 @@ export class FeatureEngine {
   private async apply(items: { record: LogRecord; value: EngineInput }[]): Promise<void> {
     const touched = new Set<CustomerState>()
     const latest = new Map<number, number>()
-    /** Profiles whose orders or members changed: refolded once after the batch. */
+    /** Profiles whose orders or members changed: their members' facts may need reading. */
     const profiles = new Set<CustomerState>()
     for (const { record, value } of items) {
       if (value.kind === 'profile') {
@@ -429,7 +428,6 @@ export class FeatureEngine {
       touched.add(c)
     }
     await this.readForeign([...profiles], false)
-    for (const c of profiles) this.refold(c, c.aggCutoff)
     for (const c of this.stale) if (this.customers.get(customerKey(c.id.tenantId, c.id.customerId)) === c) touched.add(c)
     this.stale.clear()
     // A tenant aged to its data's end moves with its newest order.
@@ -441,11 +439,6 @@ export class FeatureEngine {
       if (r?.setting === 'data_end' && r.ms !== end) this.refs.set(t, { ...r, ms: end })
     }
     await this.flush([...touched], this.now(), true)
-  }
-
-  private refold(c: CustomerState, cutoff: number): void {
-    c.agg = aggregate(this.profileFacts(c), cutoff)
-    c.aggCutoff = cutoff
   }
 
   /** The tenants' references: cached, else read (settings and data end) once. */
@@ -478,7 +471,7 @@ export class FeatureEngine {
       return stored
     }
     const aggs: CustomerAggregates[] = []
-    for (const c of this.customers.values()) if (c.id.tenantId === tenantId && this.isProfile(c)) aggs.push(this.aggregates(c, ref))
+    for (const c of this.customers.values()) if (c.id.tenantId === tenantId && this.isProfile(c)) aggs.push(this.aggregates(c, ref.cutoffMs))
     const m = await buildTenantModelParallel(aggs, now, { clvModel: this.clvModel, refitClv: true, referenceMs: ref.ms }, this.deps.logger)
     await saveModel(this.deps.store, tenantId, m)
     this.models.set(tenantId, m)
@@ -490,23 +483,14 @@ export class FeatureEngine {
     return Math.max(now * 1000, c.rowVersion + 1)
   }
 
-  /** A customer's aggregates under the tenant's order cutoff (refolded when the cutoff moved). */
-  private aggregates(c: CustomerState, ref: Reference): CustomerAggregates {
-    if (c.aggCutoff !== ref.cutoffMs) this.refold(c, ref.cutoffMs)
-    return c.agg
+  /** A profile's aggregates: the orders of its members placed by the tenant's cutoff (Infinity: every order). */
+  private aggregates(c: CustomerState, cutoffMs: number): CustomerAggregates {
+    return aggregate(this.profileFacts(c), cutoffMs)
   }
 
-  /** `clvKey`: the tenant's (fit, day, cutoff), one string shared by its customers. */
-  private valuesOf(c: CustomerState, model: TenantModel | null, ref: Reference, clvKey: string, memo: ClvMemo): FeatureValues {
-    const agg = this.aggregates(c, ref)
-    let part: ClvPart | null = null
-    if (model?.clv && agg.orderCount > 0) {
-      if (!c.clv || c.clvKey !== clvKey || c.dirty) {
-        c.clv = clvFeatures(agg, model.clv, utcDay(ref.ms), this.opts, memo)
-        c.clvKey = clvKey
-      }
-      part = c.clv
-    }
+  /** Feature values of a profile's aggregates; customers that share a purchase pattern share its CLV sums through `memo`. */
+  private valuesOf(agg: CustomerAggregates, model: TenantModel | null, ref: Reference, memo: ClvMemo): FeatureValues {
+    const part = model?.clv && agg.orderCount > 0 ? clvFeatures(agg, model.clv, utcDay(ref.ms), this.opts, memo) : null
     return computeFeatures(agg, model, ref.ms, this.opts, part)
   }
 
@@ -522,13 +506,11 @@ export class FeatureEngine {
     await this.references(tenants, now)
     const models = new Map<number, TenantModel | null>()
     const refs = new Map<number, Reference>()
-    const clvKeys = new Map<number, string>()
     for (const t of tenants) {
       const ref = this.referenceOf(t, now)
       const model = await this.model(t, now, ref)
       refs.set(t, ref)
       models.set(t, model)
-      clvKeys.set(t, `${model?.clv?.fittedAt}:${utcDay(ref.ms)}:${ref.cutoffMs}`)
     }
     // In chunks: a tick over a million customers would otherwise hold every row, record and
     // change at once (gigabytes) before writing any.
@@ -537,7 +519,7 @@ export class FeatureEngine {
     const memo = new ClvMemo()
     const chunk = this.deps.flushChunk ?? FLUSH_CHUNK
     for (let i = 0; i === 0 || i < customers.length; i += chunk) {
-      const r = await this.write(customers.slice(i, i + chunk), now, touched, tickEpoch, { refs, models, clvKeys, memo })
+      const r = await this.write(customers.slice(i, i + chunk), now, touched, tickEpoch, { refs, models, memo })
       if (!r) break
       out.changed += r.changed
       out.segmentChanges += r.segmentChanges
@@ -551,7 +533,7 @@ export class FeatureEngine {
     now: number,
     touched: boolean,
     tickEpoch: number | undefined,
-    { refs, models, clvKeys, memo }: { refs: Map<number, Reference>; models: Map<number, TenantModel | null>; clvKeys: Map<number, string>; memo: ClvMemo },
+    { refs, models, memo }: { refs: Map<number, Reference>; models: Map<number, TenantModel | null>; memo: ClvMemo },
   ): Promise<{ changed: number; segmentChanges: number } | null> {
     const outsideBatch = tickEpoch !== undefined
     const owns = (c: CustomerState) => !outsideBatch || this.owned === null || this.owned.has(c.id.partition)
@@ -578,15 +560,16 @@ export class FeatureEngine {
         updates.push({ c, v: null, digest: null, version })
         continue
       }
-      const v = this.valuesOf(c, models.get(c.id.tenantId) ?? null, ref, clvKeys.get(c.id.tenantId)!, memo)
+      const agg = this.aggregates(c, ref.cutoffMs)
+      const v = this.valuesOf(agg, models.get(c.id.tenantId) ?? null, ref, memo)
       const digest = featuresDigest(v)
       const moved = c.last !== digest
       if (!touched && !moved && !c.dirty && !c.deleted) continue
       for (const [orderId, f] of c.dirtyOrders ?? []) facts.push(factRow(c.id, orderId, f))
       const version = this.version(c, now)
-      rows.push(featureRowValues(c.id, c.agg, orderHistory(this.profileFacts(c), ref.cutoffMs), v, now, version))
+      rows.push(featureRowValues(c.id, agg, orderHistory(this.profileFacts(c), ref.cutoffMs), v, now, version))
       const key = customerKey(c.id.tenantId, c.id.customerId)
-      if (moved) featureRecords.push(this.deps.codec.encode(TOPICS.customerFeatures.name, featuresEvent(c.id, c.agg, v, now)).then((value) => ({ key, value })))
+      if (moved) featureRecords.push(this.deps.codec.encode(TOPICS.customerFeatures.name, featuresEvent(c.id, agg, v, now)).then((value) => ({ key, value })))
       if (v.segment !== c.emittedSegment) changes.push(segmentChangedEvent(c.id, emittedOf(c), v, now))
       updates.push({ c, v, digest, version })
     }
@@ -640,10 +623,7 @@ export class FeatureEngine {
       if (!tenants.length) return { tenants: 0, changed: 0, segmentChanges: 0 }
       // Members another consumer owns may have new orders (it stores them; this consumer scores their profile).
       const multi = [...this.customers.values()].filter((c) => this.memberships.hasOthers(c.id.tenantId, c.id.customerId))
-      for (const c of await this.readForeign(multi, true)) {
-        c.dirty = true
-        this.refold(c, c.aggCutoff)
-      }
+      for (const c of await this.readForeign(multi, true)) c.dirty = true
       // Settings may have changed (PUT .../settings): read every tenant's reference again.
       const before = new Map(tenants.map((t) => [t, this.refs.get(t)]))
       await this.references(tenants, now, true)
@@ -668,7 +648,7 @@ export class FeatureEngine {
         modelRefreshes.inc({ pipeline: this.name, outcome: 'refreshed' })
         // A new cutoff changes every aggregate: score against the consumer's refolded customers
         // rather than the stored rows, which still hold the old cutoff.
-        const aggs = moved && prev ? [...this.customers.values()].filter((c) => c.id.tenantId === t && this.isProfile(c)).map((c) => this.aggregates(c, ref)) : await tenantAggregates(this.deps.store, t)
+        const aggs = moved && prev ? [...this.customers.values()].filter((c) => c.id.tenantId === t && this.isProfile(c)).map((c) => this.aggregates(c, ref.cutoffMs)) : await tenantAggregates(this.deps.store, t)
         const clv = current?.clv
         const refit = !clv || moved || now - clv.fittedAt >= this.refitMs || aggs.length >= 2 * clv.customers
         const m = await buildTenantModelParallel(aggs, now, { clvModel: this.clvModel, refitClv: refit, previous: current, referenceMs: ref.ms }, this.deps.logger)

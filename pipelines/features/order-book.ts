@@ -73,5 +73,30 @@ export function sameBook(a: OrderBook | undefined, b: OrderBook): boolean {
   return true
 }
 
-/** A copy without the spare capacity pushes leave (a restored book keeps its size). */
-export const trimmed = (book: OrderBook): OrderBook => book.slice()
+/**
+ * Builds the books of a restore, which gives a customer's facts together: each is collected in
+ * one reused array and handed over at its exact size. Pushing into each book instead left its
+ * outgrown copies and its spare capacity on the old generation's pages (a third of the heap's
+ * committed memory after a million customers were restored).
+ */
+export class BookBuilder {
+  private readonly buf: number[] = []
+  private n = 0
+
+  add(key: number, f: Omit<OrderFact, 'eventId'>): void {
+    const b = this.buf
+    let n = this.n
+    b[n++] = key
+    b[n++] = f.version
+    b[n++] = stampOf(f)
+    b[n++] = f.cents
+    this.n = n
+  }
+
+  /** The facts added since the last call, as a book of their size. */
+  take(): OrderBook {
+    const book = this.buf.slice(0, this.n)
+    this.n = 0
+    return book
+  }
+}

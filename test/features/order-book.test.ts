@@ -9,7 +9,7 @@ import { Hash53, hash53 } from '../../common/hash53.ts'
 import { insertJsonRows, loadMigrations, type Store } from '../../common/store/clickhouse.ts'
 import { eachPartitionFact, type StoredFact } from '../../pipelines/features/feature-store.ts'
 import { featuresDigest, computeFeatures } from '../../pipelines/features/features.ts'
-import { bookAppend, bookFacts, bookMerge, bookSize, emptyBook, orderKey, sameBook, trimmed } from '../../pipelines/features/order-book.ts'
+import { bookAppend, BookBuilder, bookFacts, bookMerge, bookSize, emptyBook, orderKey, sameBook } from '../../pipelines/features/order-book.ts'
 import { aggregate, EMPTY_AGGREGATES, mergeFact, newer, orderHistory, type OrderFact } from '../../pipelines/features/order-facts.ts'
 import { factRow } from '../../pipelines/features/rows.ts'
 import { rng, shuffle } from './histories.ts'
@@ -89,7 +89,7 @@ describe('order book', () => {
     expect(aggregate(bookFacts(book))).toEqual(EMPTY_AGGREGATES)
   })
 
-  it('keeps placement times, totals and flags exactly; trimmed and sameBook compare states, not positions', () => {
+  it('keeps placement times, totals and flags exactly; BookBuilder makes the same book; sameBook compares states, not positions', () => {
     const book = emptyBook()
     const at = Date.UTC(2099, 11, 31, 23, 59, 59, 999)
     bookAppend(book, 7, { version: Number.MAX_SAFE_INTEGER - 3, placedAt: at, cents: 2 ** 40 + 1, cancelled: true })
@@ -99,7 +99,15 @@ describe('order book', () => {
     bookAppend(swapped, 8, { version: 1, placedAt: 0, cents: -1, cancelled: false })
     bookAppend(swapped, 7, { version: Number.MAX_SAFE_INTEGER - 3, placedAt: at, cents: 2 ** 40 + 1, cancelled: true })
     expect(sameBook(book, swapped)).toBe(true)
-    expect(sameBook(trimmed(book), book)).toBe(true)
+    const builder = new BookBuilder()
+    builder.add(7, { version: Number.MAX_SAFE_INTEGER - 3, placedAt: at, cents: 2 ** 40 + 1, cancelled: true })
+    builder.add(8, { version: 1, placedAt: 0, cents: -1, cancelled: false })
+    const built = builder.take()
+    expect(built).toEqual(book)
+    expect(builder.take()).toEqual([]) // taken: the next customer starts empty
+    builder.add(8, { version: 1, placedAt: 0, cents: -1, cancelled: false })
+    expect(sameBook(builder.take(), swapped)).toBe(false) // one order of two
+    expect(built).toEqual(book) // a later take does not touch an earlier book
     bookMerge(swapped, 8, { version: 2, eventId: 'x', placedAt: 0, cents: -1, cancelled: false })
     expect(sameBook(book, swapped)).toBe(false)
     expect(sameBook(undefined, book)).toBe(false)
