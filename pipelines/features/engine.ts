@@ -24,6 +24,7 @@ import { modelRefreshes, segmentChangesEmitted } from './metrics.ts'
 import { randomUUID } from 'node:crypto'
 import { claimantId } from '../../common/jobs/lease.ts'
 import { WriteTurns } from '../../common/runtime/write-turns.ts'
+import { CustomerIndex } from './customer-index.ts'
 
 export const FEATURES_GROUP = 'cdp-features'
 
@@ -40,8 +41,7 @@ type EngineInput = InputEvent | { kind: 'profile'; event: ProfileChanged }
  * (docs/features.md, "State in memory"): the aggregates and the CLV part are computed from the
  * orders when the customer is scored, not kept.
  */
-interface CustomerState {
-  id: CustomerIdentity
+interface CustomerState extends CustomerIdentity {
   orders: OrderBook
   /** Segment and score last written and published: the "previous" of the next change. */
   emittedSegment: string | null
@@ -88,7 +88,7 @@ export interface FeatureEngineOptions {
  */
 export class FeatureEngine {
   readonly name: string
-  private readonly customers = new Map<string, CustomerState>()
+  private readonly customers = new CustomerIndex<CustomerState>()
   private readonly loaded = new Set<number>()
   /** Partitions this consumer owns (from the log's assignment); null until the first one. */
   private assigned: Set<number> | null = null
@@ -200,7 +200,7 @@ export class FeatureEngine {
   }
 
   private unload(p: number): void {
-    for (const [k, c] of this.customers) if (c.id.partition === p) this.customers.delete(k)
+    this.customers.deleteWhere((c) => c.partition === p)
     for (const k of this.nextOffset.keys()) if (k.endsWith(`:${p}`)) this.nextOffset.delete(k)
     this.memberships.forget((r) => this.partitionOf(r.tenantId, r.profileId) === p)
     this.loaded.delete(p)
@@ -212,15 +212,15 @@ export class FeatureEngine {
 
   /** A customer with its own row: not absorbed into another's profile. */
   private isProfile(c: CustomerState): boolean {
-    return this.memberships.isProfile(c.id.tenantId, c.id.customerId)
+    return this.memberships.isProfile(c.tenantId, c.customerId)
   }
 
   /** The orders a profile's features fold: its members', from memory where this consumer holds them, else from the state store. */
   private *profileFacts(c: CustomerState): Iterable<CountedFact> {
-    const t = c.id.tenantId
-    for (const m of this.memberships.membersOf(t, c.id.customerId)) {
-      if (m === c.id.customerId) yield* bookFacts(c.orders)
-      else if (this.loaded.has(this.partitionOf(t, m))) yield* bookFacts(this.customers.get(customerKey(t, m))?.orders ?? emptyBook())
+    const t = c.tenantId
+    for (const m of this.memberships.membersOf(t, c.customerId)) {
+      if (m === c.customerId) yield* bookFacts(c.orders)
+      else if (this.loaded.has(this.partitionOf(t, m))) yield* bookFacts(this.customers.get(t, m)?.orders ?? emptyBook())
       else yield* bookFacts(this.foreign.get(customerKey(t, m)) ?? emptyBook())
     }
   }
@@ -229,9 +229,9 @@ export class FeatureEngine {
   private foreignMembers(profiles: Iterable<CustomerState>): Map<number, Set<number>> {
     const out = new Map<number, Set<number>>()
     for (const c of profiles) {
-      const t = c.id.tenantId
-      for (const m of this.memberships.membersOf(t, c.id.customerId)) {
-        if (m === c.id.customerId || this.loaded.has(this.partitionOf(t, m))) continue
+      const t = c.tenantId
+      for (const m of this.memberships.membersOf(t, c.customerId)) {
+        if (m === c.customerId || this.loaded.has(this.partitionOf(t, m))) continue
         if (!out.has(t)) out.set(t, new Set())
         out.get(t)!.add(m)
       }
@@ -266,7 +266,7 @@ export class FeatureEngine {
         this.foreign.set(k, next)
       }
     }
-    return new Set(profiles.filter((c) => this.memberships.membersOf(c.id.tenantId, c.id.customerId).some((m) => changed.has(customerKey(c.id.tenantId, m)))))
+    return new Set(profiles.filter((c) => this.memberships.membersOf(c.tenantId, c.customerId).some((m) => changed.has(customerKey(c.tenantId, m)))))
   }
 
   private decode(record: LogRecord, codec: EventCodec): StepResult<EngineInput> | Promise<StepResult<EngineInput>> {
@@ -309,17 +309,17 @@ export class FeatureEngine {
     const started = Date.now()
     // Profiles held in other partitions may count members of this one, read from the store until
     // now: their aggregates before and after the load tell which ones this load moved.
-    const cutoffOf = (c: CustomerState) => this.refs.get(c.id.tenantId)?.cutoffMs ?? Infinity
+    const cutoffOf = (c: CustomerState) => this.refs.get(c.tenantId)?.cutoffMs ?? Infinity
     const held = new Map<CustomerState, string>()
     for (const c of this.customers.values()) {
-      if (c.id.partition !== p && this.memberships.hasOthers(c.id.tenantId, c.id.customerId)) held.set(c, JSON.stringify(this.aggregates(c, cutoffOf(c))))
+      if (c.partition !== p && this.memberships.hasOthers(c.tenantId, c.customerId)) held.set(c, JSON.stringify(this.aggregates(c, cutoffOf(c))))
     }
     this.unload(p)
     const [stored, profiles] = await Promise.all([loadPartitionCustomers(this.deps.store, p), loadPartitionProfiles(this.deps.store, p)])
     for (const s of stored) {
       const c = this.customer(s.tenantId, s.customerId, p)
-      c.id.email = s.email
-      c.id.emailVersion = s.emailVersion
+      c.email = s.email
+      c.emailVersion = s.emailVersion
       c.emittedSegment = sharedSegment(s.segment)
       c.emittedScore = sharedRfmKey(s.rfmScore)
       c.rowVersion = s.version
@@ -333,7 +333,7 @@ export class FeatureEngine {
       if (filling) filling.orders = filling.orders.length ? filling.orders.concat(books.take()) : books.take()
     }
     const facts = await eachPartitionFact(this.deps.store, p, (f) => {
-      if (filling?.id.customerId !== f.customerId || filling.id.tenantId !== f.tenantId) {
+      if (filling?.customerId !== f.customerId || filling.tenantId !== f.tenantId) {
         filled()
         filling = this.customer(f.tenantId, f.customerId, p)
       }
@@ -346,7 +346,7 @@ export class FeatureEngine {
     }
     this.loaded.add(p)
     // This partition's profiles may count members elsewhere, and profiles elsewhere members here.
-    const multi = new Set([...this.customers.values()].filter((c) => this.memberships.hasOthers(c.id.tenantId, c.id.customerId)))
+    const multi = new Set([...this.customers.values()].filter((c) => this.memberships.hasOthers(c.tenantId, c.customerId)))
     await this.readForeign([...multi], false)
     for (const [c, before] of held) {
       // A profile held before whose members here were read from the store: rescored with the next write.
@@ -359,11 +359,14 @@ export class FeatureEngine {
   }
 
   private customer(tenantId: number, customerId: number, partition: number): CustomerState {
-    const key = customerKey(tenantId, customerId)
-    let c = this.customers.get(key)
+    let c = this.customers.get(tenantId, customerId)
     if (!c) {
       c = {
-        id: { tenantId, customerId, partition, email: '', emailVersion: 0 },
+        tenantId,
+        customerId,
+        partition,
+        email: '',
+        emailVersion: 0,
         orders: emptyBook(),
         emittedSegment: null,
         emittedScore: null,
@@ -373,7 +376,7 @@ export class FeatureEngine {
         rowVersion: 0,
         deleted: false,
       }
-      this.customers.set(key, c)
+      this.customers.set(tenantId, customerId, c)
     }
     return c
   }
@@ -419,16 +422,16 @@ export class FeatureEngine {
         const ev = value.event
         // Latest profile wins by event time, ties by the larger email, whatever the arrival order.
         const email = ev.email ?? ''
-        if (ev.occurred_at > c.id.emailVersion || (ev.occurred_at === c.id.emailVersion && email > c.id.email)) {
-          c.id.email = email
-          c.id.emailVersion = ev.occurred_at
+        if (ev.occurred_at > c.emailVersion || (ev.occurred_at === c.emailVersion && email > c.email)) {
+          c.email = email
+          c.emailVersion = ev.occurred_at
         }
       }
       c.dirty = true
       touched.add(c)
     }
     await this.readForeign([...profiles], false)
-    for (const c of this.stale) if (this.customers.get(customerKey(c.id.tenantId, c.id.customerId)) === c) touched.add(c)
+    for (const c of this.stale) if (this.customers.get(c.tenantId, c.customerId) === c) touched.add(c)
     this.stale.clear()
     // A tenant aged to its data's end moves with its newest order.
     await this.references(latest.keys(), this.now())
@@ -471,7 +474,7 @@ export class FeatureEngine {
       return stored
     }
     const aggs: CustomerAggregates[] = []
-    for (const c of this.customers.values()) if (c.id.tenantId === tenantId && this.isProfile(c)) aggs.push(this.aggregates(c, ref.cutoffMs))
+    for (const c of this.customers.values()) if (c.tenantId === tenantId && this.isProfile(c)) aggs.push(this.aggregates(c, ref.cutoffMs))
     const m = await buildTenantModelParallel(aggs, now, { clvModel: this.clvModel, refitClv: true, referenceMs: ref.ms }, this.deps.logger)
     await saveModel(this.deps.store, tenantId, m)
     this.models.set(tenantId, m)
@@ -500,9 +503,9 @@ export class FeatureEngine {
    */
   private async flush(customers: CustomerState[], now: number, touched: boolean, tickEpoch?: number): Promise<{ changed: number; segmentChanges: number }> {
     const outsideBatch = tickEpoch !== undefined
-    const owns = (c: CustomerState) => !outsideBatch || this.owned === null || this.owned.has(c.id.partition)
+    const owns = (c: CustomerState) => !outsideBatch || this.owned === null || this.owned.has(c.partition)
     customers = customers.filter(owns)
-    const tenants = new Set(customers.map((c) => c.id.tenantId))
+    const tenants = new Set(customers.map((c) => c.tenantId))
     await this.references(tenants, now)
     const models = new Map<number, TenantModel | null>()
     const refs = new Map<number, Reference>()
@@ -536,7 +539,7 @@ export class FeatureEngine {
     { refs, models, memo }: { refs: Map<number, Reference>; models: Map<number, TenantModel | null>; memo: ClvMemo },
   ): Promise<{ changed: number; segmentChanges: number } | null> {
     const outsideBatch = tickEpoch !== undefined
-    const owns = (c: CustomerState) => !outsideBatch || this.owned === null || this.owned.has(c.id.partition)
+    const owns = (c: CustomerState) => !outsideBatch || this.owned === null || this.owned.has(c.partition)
     const facts: ReturnType<typeof factRow>[] = []
     // Live rows as values in FEATURE_ROW_COLUMNS' order (no object per row for the insert to take
     // apart again); delete markers, which carry is_deleted, as objects of their own insert.
@@ -546,31 +549,31 @@ export class FeatureEngine {
     const changes: ReturnType<typeof segmentChangedEvent>[] = []
     const updates: { c: CustomerState; v: FeatureValues | null; digest: number | null; version: number }[] = []
     for (const c of customers) {
-      const ref = refs.get(c.id.tenantId)!
+      const ref = refs.get(c.tenantId)!
       if (!this.isProfile(c)) {
         // Absorbed into another's profile: its facts are stored (the profile's owner reads them), its row is deleted once.
         if (!c.dirty && c.deleted) continue
-        for (const [orderId, f] of c.dirtyOrders ?? []) facts.push(factRow(c.id, orderId, f))
+        for (const [orderId, f] of c.dirtyOrders ?? []) facts.push(factRow(c, orderId, f))
         const version = c.deleted ? c.rowVersion : this.version(c, now)
         if (!c.deleted) {
           const empty = computeFeatures(EMPTY_AGGREGATES, null, ref.ms, this.opts, null)
-          markers.push(deletedFeatureRow(c.id, empty, now, version))
-          if (c.emittedSegment !== null) changes.push(segmentChangedEvent(c.id, emittedOf(c), empty, now))
+          markers.push(deletedFeatureRow(c, empty, now, version))
+          if (c.emittedSegment !== null) changes.push(segmentChangedEvent(c, emittedOf(c), empty, now))
         }
         updates.push({ c, v: null, digest: null, version })
         continue
       }
       const agg = this.aggregates(c, ref.cutoffMs)
-      const v = this.valuesOf(agg, models.get(c.id.tenantId) ?? null, ref, memo)
+      const v = this.valuesOf(agg, models.get(c.tenantId) ?? null, ref, memo)
       const digest = featuresDigest(v)
       const moved = c.last !== digest
       if (!touched && !moved && !c.dirty && !c.deleted) continue
-      for (const [orderId, f] of c.dirtyOrders ?? []) facts.push(factRow(c.id, orderId, f))
+      for (const [orderId, f] of c.dirtyOrders ?? []) facts.push(factRow(c, orderId, f))
       const version = this.version(c, now)
-      rows.push(featureRowValues(c.id, agg, orderHistory(this.profileFacts(c), ref.cutoffMs), v, now, version))
-      const key = customerKey(c.id.tenantId, c.id.customerId)
-      if (moved) featureRecords.push(this.deps.codec.encode(TOPICS.customerFeatures.name, featuresEvent(c.id, agg, v, now)).then((value) => ({ key, value })))
-      if (v.segment !== c.emittedSegment) changes.push(segmentChangedEvent(c.id, emittedOf(c), v, now))
+      rows.push(featureRowValues(c, agg, orderHistory(this.profileFacts(c), ref.cutoffMs), v, now, version))
+      const key = customerKey(c.tenantId, c.customerId)
+      if (moved) featureRecords.push(this.deps.codec.encode(TOPICS.customerFeatures.name, featuresEvent(c, agg, v, now)).then((value) => ({ key, value })))
+      if (v.segment !== c.emittedSegment) changes.push(segmentChangedEvent(c, emittedOf(c), v, now))
       updates.push({ c, v, digest, version })
     }
     const profileRows = this.pendingProfiles.map((p) => profileRow(p.partition, p.record))
@@ -619,10 +622,10 @@ export class FeatureEngine {
       const now = this.now()
       const epoch = this.ownershipEpoch
       for (const p of this.assigned ?? []) if (!this.loaded.has(p)) await this.loadPartition(p)
-      const tenants = [...new Set([...this.customers.values()].map((c) => c.id.tenantId))]
+      const tenants = this.customers.tenantIds()
       if (!tenants.length) return { tenants: 0, changed: 0, segmentChanges: 0 }
       // Members another consumer owns may have new orders (it stores them; this consumer scores their profile).
-      const multi = [...this.customers.values()].filter((c) => this.memberships.hasOthers(c.id.tenantId, c.id.customerId))
+      const multi = [...this.customers.values()].filter((c) => this.memberships.hasOthers(c.tenantId, c.customerId))
       for (const c of await this.readForeign(multi, true)) c.dirty = true
       // Settings may have changed (PUT .../settings): read every tenant's reference again.
       const before = new Map(tenants.map((t) => [t, this.refs.get(t)]))
@@ -648,7 +651,7 @@ export class FeatureEngine {
         modelRefreshes.inc({ pipeline: this.name, outcome: 'refreshed' })
         // A new cutoff changes every aggregate: score against the consumer's refolded customers
         // rather than the stored rows, which still hold the old cutoff.
-        const aggs = moved && prev ? [...this.customers.values()].filter((c) => c.id.tenantId === t && this.isProfile(c)).map((c) => this.aggregates(c, ref.cutoffMs)) : await tenantAggregates(this.deps.store, t)
+        const aggs = moved && prev ? [...this.customers.values()].filter((c) => c.tenantId === t && this.isProfile(c)).map((c) => this.aggregates(c, ref.cutoffMs)) : await tenantAggregates(this.deps.store, t)
         const clv = current?.clv
         const refit = !clv || moved || now - clv.fittedAt >= this.refitMs || aggs.length >= 2 * clv.customers
         const m = await buildTenantModelParallel(aggs, now, { clvModel: this.clvModel, refitClv: refit, previous: current, referenceMs: ref.ms }, this.deps.logger)
