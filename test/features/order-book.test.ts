@@ -162,6 +162,41 @@ describe('state store restore', () => {
     expect(restored.map((f) => f.orderId).sort()).toEqual(['a', 'b'])
   })
 
+  it('reads a partition in slices (small tenants together, a large one by ranges of its ids): the same facts, each once, a customer\'s together', async () => {
+    const facts: ReturnType<typeof factRow>[] = []
+    const fact = (tenantId: number, customerId: number, orderId: string, version: number, cents: number) =>
+      factRow({ tenantId, customerId, partition: 6, email: '', emailVersion: 0 }, orderId, { version, eventId: `e${version}`, placedAt: 86_400_000 * version, cents, cancelled: false })
+    // Tenant 7: 40 customers of 3 orders, ids spread up to 2^40; tenants 8 and 9: two customers each.
+    for (let i = 0; i < 40; i++) for (let o = 0; o < 3; o++) facts.push(fact(7, 1 + Math.floor((i * 2 ** 40) / 40), `t7-${i}-${o}`, 1 + o, 100 * i + o))
+    for (const t of [8, 9]) for (const c of [1, 2]) facts.push(fact(t, c, `t${t}-${c}`, 1, t * 10 + c))
+    facts.push(fact(7, 1, 't7-0-0', 9, 12_345)) // a newer fact of an order already stored: one fact restored
+    await insertJsonRows(store, 'feature_order_facts', facts)
+    const read = async (perRead: number) => {
+      const out: StoredFact[] = []
+      const n = await eachPartitionFact(store, 6, (f) => out.push(f), perRead)
+      expect(n).toBe(out.length)
+      return out
+    }
+    const whole = await read(1_000_000)
+    expect(whole).toHaveLength(40 * 3 + 4)
+    expect(whole.find((f) => f.orderId === 't7-0-0')).toMatchObject({ version: 9, cents: 12_345 })
+    const byOrder = (fs: StoredFact[]) => [...fs].sort((a, b) => (a.orderId < b.orderId ? -1 : 1))
+    for (const perRead of [1, 5, 30, 121]) {
+      const sliced = await read(perRead)
+      expect(byOrder(sliced)).toEqual(byOrder(whole))
+      const seen = new Set<string>()
+      let last = ''
+      for (const f of sliced) {
+        const k = `${f.tenantId}:${f.customerId}`
+        if (k === last) continue
+        expect(seen.has(k)).toBe(false) // each customer's facts come in one run
+        seen.add(k)
+        last = k
+      }
+      expect(seen.size).toBe(44)
+    }
+  })
+
   it('restores order ids exactly, tabs, newlines and backslashes included (the books key them by hash)', async () => {
     const id = { tenantId: 5, customerId: 10, partition: 4, email: '', emailVersion: 0 }
     const ids = ['tab\there', 'line\nbreak', 'back\\slash\\t', "quote'", 'ñandú-#1', '']
