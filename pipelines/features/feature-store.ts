@@ -65,11 +65,12 @@ export const FACTS_PER_READ = 250_000
 export async function eachPartitionFact(store: Store, partition: number, onFact: (f: StoredFact) => void, perRead = FACTS_PER_READ): Promise<number> {
   const tenants = await rows<[string, string, string, string]>(
     store,
-    `SELECT tenant_id, count(), min(customer_id), max(customer_id) FROM feature_order_facts WHERE partition = {p:UInt16} GROUP BY tenant_id ORDER BY tenant_id`,
+    // Ids as text: exact past 2^53, so that no range misses a customer.
+    `SELECT toString(tenant_id), toString(count()), toString(min(customer_id)), toString(max(customer_id)) FROM feature_order_facts WHERE partition = {p:UInt16} GROUP BY tenant_id ORDER BY tenant_id`,
     { p: partition },
   )
   let n = 0
-  let group: string[] = []
+  let group: bigint[] = []
   let size = 0
   const readGroup = async () => {
     if (group.length) n += await eachFact(store, 'partition = {p:UInt16} AND tenant_id IN {ts:Array(UInt64)}', { p: partition, ts: group }, onFact)
@@ -80,7 +81,7 @@ export async function eachPartitionFact(store: Store, partition: number, onFact:
     const facts = Number(count)
     if (facts <= perRead) {
       if (size + facts > perRead) await readGroup()
-      group.push(tenant)
+      group.push(BigInt(tenant))
       size += facts
       continue
     }

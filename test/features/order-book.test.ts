@@ -197,6 +197,21 @@ describe('state store restore', () => {
     }
   })
 
+  it('slices by exact ids: customers past 2^53 lose no fact to a range cut short', async () => {
+    // 2^60 + 1 and 2^60 + 3 read as one double; a range ending at that double would miss the second.
+    await store.command({
+      query: `INSERT INTO feature_order_facts (partition, tenant_id, customer_id, order_id, version, event_id, placed_at, total_cents, cancelled)
+              SELECT 7, 11, arrayJoin([{a:UInt64}, {b:UInt64}]) AS c, concat(toString(c), '-', toString(number)), 1, 'e', toDateTime64('2025-01-01 00:00:00', 3, 'UTC'), 100, 0
+              FROM numbers(2)`,
+      query_params: { a: (2n ** 60n + 1n).toString(), b: (2n ** 60n + 3n).toString() },
+    })
+    for (const perRead of [1, 3, 1_000]) {
+      const orders: string[] = []
+      await eachPartitionFact(store, 7, (f) => orders.push(f.orderId), perRead)
+      expect(orders.sort()).toEqual(['1152921504606846977-0', '1152921504606846977-1', '1152921504606846979-0', '1152921504606846979-1'])
+    }
+  })
+
   it('restores order ids exactly, tabs, newlines and backslashes included (the books key them by hash)', async () => {
     const id = { tenantId: 5, customerId: 10, partition: 4, email: '', emailVersion: 0 }
     const ids = ['tab\there', 'line\nbreak', 'back\\slash\\t', "quote'", 'ñandú-#1', '']
