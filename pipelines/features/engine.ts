@@ -46,8 +46,13 @@ interface CustomerState extends CustomerIdentity {
   /** Segment and score last written and published: the "previous" of the next change. */
   emittedSegment: string | null
   emittedScore: string | null
-  /** Digest of the values last written (featuresDigest): whether a tick's values moved. */
-  last: number | null
+  /**
+   * Digest of the values last written (featuresDigest; NaN: none): whether a tick's values moved.
+   * A number field throughout, so V8 writes each new digest into the field's own box; a field
+   * that also held null took a new heap number at every write, one per customer a tick, each
+   * keeping a page of the tick's garbage committed.
+   */
+  last: number
   /** Facts this consumer changed since the last write, by order id (null when none): stored with the next write. */
   dirtyOrders: Map<string, OrderFact> | null
   dirty: boolean
@@ -370,7 +375,7 @@ export class FeatureEngine {
         orders: emptyBook(),
         emittedSegment: null,
         emittedScore: null,
-        last: null,
+        last: NaN,
         dirtyOrders: null,
         dirty: false,
         rowVersion: 0,
@@ -602,7 +607,7 @@ export class FeatureEngine {
       c.rowVersion = version
       c.emittedSegment = v?.segment ?? null
       c.emittedScore = v?.rfm_score ?? null
-      c.last = digest
+      c.last = digest ?? NaN
       c.deleted = v === null
       c.dirtyOrders = null
       c.dirty = false
