@@ -43,6 +43,7 @@ import { simulateBgNbd } from '../pipelines/ingest/synthetic/bgnbd.ts'
 import { partitionFor } from '../common/eventlog/partitioner.ts'
 import { customerKey } from '../common/events.ts'
 import { UsageError } from '../cli/args.ts'
+import { sleep } from '../common/retry.ts'
 import { intFlag, percentile, progress, sig3, benchFlags } from './common.ts'
 
 const FLAGS = {
@@ -343,7 +344,7 @@ async function benchState(orders: number, customers: number, settleS: number) {
     })
     // The seeding's own working memory is returned first, so that the growth is the consumer's.
     progress(`(d) seeded; idle ${settleS} s before the baseline ...`)
-    await new Promise((r) => setTimeout(r, settleS * 1000))
+    await sleep(settleS * 1000)
     collectGarbage()
     const before = process.memoryUsage()
     const t = performance.now()
@@ -373,7 +374,7 @@ async function benchState(orders: number, customers: number, settleS: number) {
     }
     const loaded = measure()
     const settled = async () => {
-      await new Promise((r) => setTimeout(r, settleS * 1000))
+      await sleep(settleS * 1000)
       return mb(process.memoryUsage().rss - before.rss)
     }
     progress(`(d) loaded in ${secs(loadMs)} s; RSS grew ${loaded.rss_growth_mb} MB at once; idle ${settleS} s ...`)
