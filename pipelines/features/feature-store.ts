@@ -114,15 +114,16 @@ async function eachFact(store: Store, where: string, params: Record<string, unkn
   const text = await rs.text()
   let n = 0
   for (let at = 0; at < text.length; n++) {
+    let end = text.indexOf('\n', at)
+    if (end < 0) end = text.length
     const t1 = text.indexOf('\t', at)
     const t2 = text.indexOf('\t', t1 + 1)
     const t3 = text.indexOf('\t', t2 + 1)
     const t4 = text.indexOf('\t', t3 + 1)
     const t5 = text.indexOf('\t', t4 + 1)
     const t6 = text.indexOf('\t', t5 + 1)
-    let end = text.indexOf('\n', t6 + 1)
-    if (end < 0) end = text.length
-    if (t1 < 0 || t6 < 0) throw new Error(`unexpected fact row: ${JSON.stringify(text.slice(at, Math.min(end, at + 200)))}`)
+    // Seven fields on the line (a field's tabs and newlines are escaped): t1 < … < t6 < end.
+    if (t1 < 0 || t2 < t1 || t3 < t2 || t4 < t3 || t5 < t4 || t6 < t5 || t6 > end) throw new Error(`unexpected fact row: ${JSON.stringify(text.slice(at, Math.min(end, at + 200)))}`)
     onFact({
       tenantId: Number(text.slice(at, t1)),
       customerId: Number(text.slice(t1 + 1, t2)),
