@@ -8,7 +8,7 @@ import type { Logger } from '../logger.ts'
 import type { LRUCache } from 'lru-cache'
 import { lruCache } from '../lru.ts'
 import { parseNative, NativeUnsupported } from './native-format.ts'
-import { encodeRows, encoderFor, RowBinaryUnsupported, type Encoder } from './row-binary.ts'
+import { encodeRows, encoderFor, RowBinaryUnsupported, RowEncoder, type Encoder } from './row-binary.ts'
 
 export type Store = ClickHouseClient
 
@@ -196,6 +196,31 @@ export async function encodedInsertFor(store: Store, table: string, columns: rea
   const types = columns.map((c) => byName.get(c))
   if (!types.every((t): t is string => t !== undefined)) return null
   return { types, insert: (body) => fileInsert(chdb, columns, body, 'RowBinary') }
+}
+
+/**
+ * Rows of `table` encoded one by one as they are made (RowEncoder), inserted later as one body:
+ * for a consumer that holds its rows until a write. Null where encodedInsertFor is, or when a
+ * column's type has no RowBinary encoder; the caller then keeps the rows' values and inserts them
+ * with insertValueRows, as it does with a row the encoder refuses.
+ */
+export interface EncodingInsert {
+  rows: RowEncoder
+  /** One insert of rows made by `rows`, in this order. */
+  insert(rows: readonly Uint8Array[]): Promise<void>
+}
+
+export async function encodingInsertFor(store: Store, table: string, columns: readonly string[], opts: InsertOptions = {}): Promise<EncodingInsert | null> {
+  const encoded = await encodedInsertFor(store, table, columns, opts)
+  if (!encoded) return null
+  let encoders: Encoder[]
+  try {
+    encoders = encoded.types.map(encoderFor)
+  } catch (err) {
+    if (err instanceof RowBinaryUnsupported) return null
+    throw err
+  }
+  return { rows: new RowEncoder(encoders), insert: (rows) => encoded.insert(rows.length === 1 ? rows[0]! : Buffer.concat(rows)) }
 }
 
 function columnTypes(chdb: ChdbFiles & { name: string }): Promise<Map<string, string>> {

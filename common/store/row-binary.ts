@@ -360,3 +360,40 @@ export function encodeRows(encoders: readonly Encoder[], rows: readonly (readonl
   }
   return w.bytes()
 }
+
+/** The size of RowEncoder's slabs; a row that finds less than a 256th of one left starts another. */
+const SLAB_BYTES = 1 << 20
+
+/**
+ * Rows encoded one at a time, as each is made, each one a view of a shared slab of bytes. A
+ * consumer that holds rows until a later insert then holds their bytes, off V8's heap, instead of
+ * the objects they were made from: those die young, where collecting them costs nothing, rather
+ * than surviving into the old generation (docs/analytics-performance.md, "Ingest"). The views'
+ * bytes are never written again: a slab that fills up is left to its rows and a new one begun.
+ */
+export class RowEncoder {
+  private w: ByteWriter
+
+  constructor(
+    readonly encoders: readonly Encoder[],
+    private readonly slabBytes = SLAB_BYTES,
+  ) {
+    this.w = new ByteWriter(slabBytes)
+  }
+
+  /** One row's bytes; throws RowBinaryUnsupported, having kept nothing of the row, as encodeRows would for it. */
+  encode(values: readonly unknown[]): Uint8Array {
+    const encoders = this.encoders
+    if (values.length !== encoders.length) unsupported(`a row of ${values.length} values for ${encoders.length} columns`)
+    let w = this.w
+    if (w.buf.length - w.pos < this.slabBytes >> 8) w = this.w = new ByteWriter(this.slabBytes)
+    const start = w.pos
+    try {
+      for (let i = 0; i < encoders.length; i++) encoders[i]!(w, values[i])
+    } catch (err) {
+      w.pos = start
+      throw err
+    }
+    return w.buf.subarray(start, w.pos)
+  }
+}

@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { insertValueRows, migrate, openStore, type Store } from '../../common/store/clickhouse.ts'
-import { ByteWriter, encodeRows, encoderFor, isoMs, RowBinaryUnsupported, splitArgs } from '../../common/store/row-binary.ts'
+import { encodingInsertFor, insertValueRows, migrate, openStore, type Store } from '../../common/store/clickhouse.ts'
+import { ByteWriter, encodeRows, encoderFor, isoMs, RowBinaryUnsupported, RowEncoder, splitArgs } from '../../common/store/row-binary.ts'
 import { scaledUnits } from '../../common/decimal.ts'
 
 const bytes = (type: string, v: unknown): number[] => [...encodeRows([encoderFor(type)], [[v]])]
@@ -100,6 +100,28 @@ describe('RowBinary encoders', () => {
     expect(splitArgs("a String, b Tuple(x UInt8, y Decimal(15, 2)), c DateTime64(3, 'UTC')")).toEqual(['a String', 'b Tuple(x UInt8, y Decimal(15, 2))', "c DateTime64(3, 'UTC')"])
   })
 
+  it('encode rows one at a time as encodeRows encodes them together, each row keeping its bytes', () => {
+    const encoders = ['UInt32', 'String', 'Array(Tuple(sku String, quantity UInt32))', 'Decimal(15, 2)'].map(encoderFor)
+    const rows = Array.from({ length: 40 }, (_, k) => [k, 'x'.repeat(k * 7), Array.from({ length: k % 4 }, (_, i) => ({ sku: `s${i}`, quantity: i })), `${k}.05`])
+    // Slabs of 256 bytes: rows begin new slabs, and the longer rows outgrow one as they are written.
+    const enc = new RowEncoder(encoders, 256)
+    const refused = [3, 17, 18]
+    const views: Uint8Array[] = []
+    for (let k = 0; k < rows.length; k++) {
+      if (refused.includes(k)) {
+        // A quantity past UInt32, after the row's first values were written: none of them stay.
+        expect(() => enc.encode([k, 'y'.repeat(300), [{ sku: 'a', quantity: 2 ** 32 }], '1'])).toThrow(RowBinaryUnsupported)
+        continue
+      }
+      views.push(enc.encode(rows[k]!))
+    }
+    expect(() => enc.encode([1, 'a'])).toThrow(RowBinaryUnsupported)
+    const kept = rows.filter((_, k) => !refused.includes(k))
+    // Read after every row was written: no later row overwrote an earlier one's bytes.
+    expect(views.map((v) => [...encodeRows(encoders, [kept[views.indexOf(v)]!])])).toEqual(views.map((v) => [...v]))
+    expect([...Buffer.concat(views)]).toEqual([...encodeRows(encoders, kept)])
+  })
+
   it('grow the buffer past its first size', () => {
     const w = new ByteWriter(4)
     for (let i = 0; i < 100; i++) w.string('abcdefgh')
@@ -168,6 +190,33 @@ describe('insertValueRows on chdb: RowBinary stores what JSON stores', () => {
     await differ([row(105, { s: 42 }), row(106)])
     const got = await store.query({ query: `SELECT toString(m), toString(at), s FROM via_values WHERE k IN (101, 103, 105) ORDER BY k`, format: 'JSONCompactEachRow' }).then((r) => r.json<string[]>())
     expect(got).toEqual([['3.14', '2025-07-01 10:11:12.345', expect.any(String)], ['-12.05', '2025-07-01 07:11:12.000', expect.any(String)], ['-12.05', '2025-07-01 10:11:12.345', '42']])
+  })
+})
+
+describe('encodingInsertFor on chdb', () => {
+  it('inserts rows encoded one by one as insertValueRows inserts their values', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'row-binary-encoding-'))
+    const store = await openStore({ database: 'cdp', chdbPath: dir })
+    try {
+      const columns = "k UInt32, s String, m Nullable(Decimal(15, 2)), at DateTime64(3, 'UTC'), items Array(Tuple(sku String, quantity UInt32))"
+      for (const t of ['encoded', 'values']) await store.command({ query: `CREATE TABLE ${t} (${columns}) ENGINE = MergeTree ORDER BY k` })
+      const names = ['k', 's', 'm', 'at', 'items']
+      const rows = Array.from({ length: 30 }, (_, k) => [k, `ü ${k}`, k % 3 ? `${k}.5` : null, 1_751_364_672_345 + k, [{ sku: `s${k}`, quantity: k }]])
+      const encoding = await encodingInsertFor(store, 'encoded', names)
+      expect(encoding).not.toBeNull()
+      await encoding!.insert(rows.slice(0, 10).map((r) => encoding!.rows.encode(r)))
+      await encoding!.insert(rows.slice(10).map((r) => encoding!.rows.encode(r)))
+      await insertValueRows(store, 'values', names, rows)
+      const read = async (t: string) => (await store.query({ query: `SELECT ${names.map((c) => `toString(${c})`).join(', ')} FROM ${t} ORDER BY k`, format: 'JSONCompactEachRow' })).json<string[]>()
+      const got = await read('encoded')
+      expect(got).toHaveLength(30)
+      expect(got[1]).toEqual(['1', 'ü 1', '1.5', '2025-07-01 10:11:12.346', "[('s1',1)]"])
+      expect(got).toEqual(await read('values'))
+      expect(await encodingInsertFor(store, 'encoded', ['k', 'nope'])).toBeNull()
+    } finally {
+      await store.close()
+      fs.rmSync(dir, { recursive: true, force: true })
+    }
   })
 })
 
