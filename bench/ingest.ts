@@ -6,7 +6,7 @@
  *      (publishEvents, the importer's path: Avro encode + log.send, durable on return);
  *   B. pipeline: the projection pipeline (projectionPipeline + runPipeline, a fresh consumer group)
  *      from the beginning of the topic until `uniqExact(order_id)` of the bench tenant in `orders`
- *      reaches N (polled every 500 ms);
+ *      reaches N (polled every 100 ms);
  *   A+B: producer → rows, the two phases back to back;
  *   baselines: a bare kafkajs consumer that only Avro-decodes each value (no validation, no
  *      ClickHouse), and on the embedded runtime also the embedded log's consume + decode loop.
@@ -30,7 +30,7 @@ import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { performance } from 'node:perf_hooks'
 import { Kafka, logLevel as kafkaLogLevel } from 'kafkajs'
-import { loadConfig, type Config } from '../common/config.ts'
+import { loadConfig, PROJECTION_BATCH_SIZE, type Config } from '../common/config.ts'
 import { createLogger, type Logger } from '../common/logger.ts'
 import { openRuntime, type Runtime } from '../common/runtime/context.ts'
 import { runPipeline, type PipelineDefinition, type RunningPipeline } from '../common/runtime/pipeline.ts'
@@ -71,7 +71,7 @@ Measures events per second from the producer to ClickHouse rows for N order even
 
   --events N         order events per runtime (default 1000000)
   --runtime R        kafka | embedded | both (default both)
-  --batch N          pipeline maxBatch (records per sink write; default 10000)
+  --batch N          pipeline maxBatch (records per sink write; default 50000, the projection's CDP_PROJECTION_BATCH_SIZE)
   --chunk N          events per publishEvents call (default 10000)
   --partitions N     partitions of newly created topics (default CDP_PARTITIONS or 4)
   --stall-timeout S  fail when no progress is seen for S seconds (default 180)
@@ -560,7 +560,7 @@ async function pipelinePhase(rt: Runtime, logger: Logger, tenant: number, opts: 
     if (rows < opts.events) return { count: rows, done: false, note }
     const distinct = await tenantOrders(rt.store, tenant)
     return { count: distinct, done: distinct >= opts.events, note }
-  })
+  }, 100)
   const stats = phaseStats(mark, opts.events)
   const t0 = performance.now()
   await pipeline.stop()
@@ -766,7 +766,7 @@ export async function run(argv: string[]): Promise<number> {
   const opts: Options = {
     events: intFlag(values.events, 'events', 1_000_000),
     runtimes: runtimeFlag === 'both' ? ['kafka', 'embedded'] : [runtimeFlag as 'kafka' | 'embedded'],
-    batch: intFlag(values.batch, 'batch', 10_000),
+    batch: intFlag(values.batch, 'batch', PROJECTION_BATCH_SIZE),
     chunk: intFlag(values.chunk, 'chunk', 10_000),
     partitions: values.partitions === undefined ? undefined : intFlag(values.partitions, 'partitions', 4),
     stallMs: intFlag(values['stall-timeout'], 'stall-timeout', 180) * 1000,

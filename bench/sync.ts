@@ -125,7 +125,7 @@ export async function run(argv: string[]): Promise<number> {
       })
 
       if (withProjection) {
-        projection = await runPipeline(projectionPipeline(rt.store, { name: 'bench-sync-projection' }), { log: rt.log, codec: rt.codec, logger, fromBeginning: true, maxBatch: config.batchSize })
+        projection = await runPipeline(projectionPipeline(rt.store, { name: 'bench-sync-projection' }), { log: rt.log, codec: rt.codec, logger, fromBeginning: true, maxBatch: config.projectionBatchSize })
       }
       const analysed: number[] = []
       connectors = await runConnectors(rt, {

@@ -5,6 +5,9 @@ import { z } from 'zod'
  * The one configuration object of a process, read once from the environment and command-line
  * flags (flags win). Every knob of the product is here and documented in README.md.
  */
+/** The projection's largest batch unless CDP_PROJECTION_BATCH_SIZE says otherwise. */
+export const PROJECTION_BATCH_SIZE = 50_000
+
 /** Deployable roles. `features` also runs the raw projection pipeline (orders and customers → ClickHouse). */
 export const ROLES = ['api', 'features', 'audience-sync', 'connectors'] as const
 export type Role = (typeof ROLES)[number]
@@ -50,6 +53,12 @@ export const ConfigSchema = z
     /** Largest batch a consumer hands to its sink, and the longest it waits to fill one. */
     batchSize: z.coerce.number().int().min(1).max(100_000).default(5000),
     batchMaxWaitMs: z.coerce.number().int().min(1).max(60_000).default(200),
+    /**
+     * Largest batch of the projection (the raw tables' writer): its inserts follow ClickHouse's
+     * advice of 10,000–100,000 rows each, as fewer, larger parts leave less to merge
+     * (docs/analytics-performance.md, "Ingest").
+     */
+    projectionBatchSize: z.coerce.number().int().min(1).max(100_000).default(PROJECTION_BATCH_SIZE),
     demo: bool.default(false),
     /** How often the feature role rescores quiet customers, refreshes quintiles and snapshots segments (ms). */
     featuresTickMs: z.coerce.number().int().min(100).max(86_400_000).default(60_000),
@@ -161,6 +170,7 @@ export const ENV_NAMES: Record<keyof z.input<typeof ConfigSchema>, string> = {
   clickhouseDatabase: 'CLICKHOUSE_DATABASE',
   batchSize: 'CDP_BATCH_SIZE',
   batchMaxWaitMs: 'CDP_BATCH_MAX_WAIT_MS',
+  projectionBatchSize: 'CDP_PROJECTION_BATCH_SIZE',
   demo: 'CDP_DEMO',
   featuresTickMs: 'CDP_FEATURES_TICK_MS',
   featuresCatchUpTicks: 'CDP_FEATURES_CATCH_UP_TICKS',

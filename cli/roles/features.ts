@@ -24,7 +24,7 @@ export interface RunningFeaturesRole {
 export async function start(rt: Runtime): Promise<RunningFeaturesRole> {
   const { config, logger } = rt
   const deps = { log: rt.log, codec: rt.codec, logger, maxBatch: config.batchSize }
-  const projection = await runPipeline(projectionPipeline(rt.store, { name: config.consumerGroupPrefix + PROJECTION_GROUP }), deps)
+  const projection = await runPipeline(projectionPipeline(rt.store, { name: config.consumerGroupPrefix + PROJECTION_GROUP }), { ...deps, maxBatch: config.projectionBatchSize })
   const features = await runFeatures(rt)
   const reference = config.demographicsReferenceDir ? loadReferenceDirectory(config.demographicsReferenceDir) : undefined
   if (reference) logger.info({ dir: config.demographicsReferenceDir, files: reference.source.files }, 'demographic reference data loaded')

@@ -19,14 +19,14 @@ export async function replayPipeline<T>(
   rt: Runtime,
   def: PipelineDefinition<T>,
   tables: readonly string[],
-  opts: { onProgress?: (p: ReplayProgress) => void; timeoutMs?: number } = {},
+  opts: { onProgress?: (p: ReplayProgress) => void; timeoutMs?: number; /** Largest batch (default CDP_BATCH_SIZE). */ maxBatch?: number } = {},
 ): Promise<{ records: number; seconds: number }> {
   const started = Date.now()
   await truncateProjections(rt.store, tables)
   await rt.log.resetGroup(def.name, def.topics)
   const total = await consumerLag(rt.log, def.name, def.topics)
   opts.onProgress?.({ total, remaining: total })
-  const running = await runPipeline(def, { log: rt.log, codec: rt.codec, logger: rt.logger, maxBatch: rt.config.batchSize, fromBeginning: true })
+  const running = await runPipeline(def, { log: rt.log, codec: rt.codec, logger: rt.logger, maxBatch: opts.maxBatch ?? rt.config.batchSize, fromBeginning: true })
   try {
     const left = await waitForConsumer(rt.log, def.name, def.topics, { timeoutMs: opts.timeoutMs ?? 24 * 3600_000, onProgress: (remaining) => opts.onProgress?.({ total, remaining }) })
     if (left > 0) throw new Error(`replay of ${def.name} did not catch up in time (${left} records left)`)

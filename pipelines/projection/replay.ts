@@ -8,5 +8,5 @@ export type { ReplayProgress }
 /** `cdp replay`, raw projections: order_events, orders and customers rebuilt from the orders and customers topics. */
 export function replayProjections(rt: Runtime, opts: { group?: string; onProgress?: (p: ReplayProgress) => void; timeoutMs?: number } = {}) {
   const group = opts.group ?? rt.config.consumerGroupPrefix + PROJECTION_GROUP
-  return replayPipeline(rt, projectionPipeline(rt.store, { name: group }), PROJECTION_TABLES, opts)
+  return replayPipeline(rt, projectionPipeline(rt.store, { name: group }), PROJECTION_TABLES, { maxBatch: rt.config.projectionBatchSize, ...opts })
 }
