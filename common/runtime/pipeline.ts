@@ -31,6 +31,13 @@ export interface PipelineDefinition<T> {
   process(record: LogRecord, codec: EventCodec): StepResult<T> | Promise<StepResult<T>>
   /** Writes the kept values of a batch. Must be idempotent: a batch can be delivered again. */
   sink(items: { record: LogRecord; value: T }[]): Promise<void>
+  /**
+   * Hand the sink a batch in parts of this many kept records, each part's write started while the
+   * next part is processed (for sinks that write parts independently, such as the projection's).
+   * The batch still counts as handled, and its offsets are committed, only once every part is
+   * written; a part that fails fails the batch. Unset: one sink call per batch, after the batch.
+   */
+  sinkEvery?: number
   /** This consumer's partitions, on join and after every rebalance (stateful pipelines keep state per partition). */
   onAssign?(assignment: TopicPartition[]): void
   /** A rebalance has begun: this consumer may be losing partitions (EventLog's onRebalancing). */
@@ -74,21 +81,34 @@ export async function runPipeline<T>(def: PipelineDefinition<T>, deps: PipelineD
     onBatch: async (batch) => {
       running = true
       const end = batchDuration.startTimer({ pipeline: def.name })
-      const kept: { record: LogRecord; value: T }[] = []
+      let kept: { record: LogRecord; value: T }[] = []
+      // Parts already handed to the sink (sinkEvery); each has a handler so that one failing before
+      // the batch awaits it is not an unhandled rejection.
+      const parts: Promise<void>[] = []
       const dead: { record: LogRecord; result: Extract<StepResult<T>, { kind: 'dlq' }> }[] = []
       let lastBeat = Date.now()
       for (const record of batch.records) {
         let result = safeProcess(def, record, deps.codec)
         if (result instanceof Promise) result = await result
-        if (result.kind === 'ok') kept.push({ record, value: result.value })
-        else if (result.kind === 'dlq') dead.push({ record, result })
+        if (result.kind === 'ok') {
+          kept.push({ record, value: result.value })
+          if (kept.length === def.sinkEvery) {
+            const part = def.sink(kept)
+            part.catch(() => {})
+            parts.push(part)
+            kept = []
+            // A turn of the event loop, so that the part's write is sent before the next part is processed.
+            await new Promise<void>((resolve) => setImmediate(resolve))
+          }
+        } else if (result.kind === 'dlq') dead.push({ record, result })
         else logger.debug({ offset: record.offset, reason: result.reason }, 'record dropped')
         if (Date.now() - lastBeat > 1000) {
           await batch.heartbeat()
           lastBeat = Date.now()
         }
       }
-      if (kept.length) await def.sink(kept)
+      if (kept.length) parts.push(def.sink(kept))
+      await Promise.all(parts)
       if (dead.length) await sendDeadLetters(deps, def.name, dead)
       await batch.heartbeat()
       const n = batch.records.length
