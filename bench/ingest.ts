@@ -372,6 +372,17 @@ function instrument<T>(def: PipelineDefinition<T>, probe: PipelineProbe): Pipeli
       probe.process.leave()
       return result
     },
+    // The projection decodes order records in parts on its decode thread: the time a part is in flight.
+    processMany: def.processMany
+      ? async (records, codec) => {
+          probe.process.enter()
+          try {
+            return await def.processMany!(records, codec)
+          } finally {
+            probe.process.leave()
+          }
+        }
+      : undefined,
     async sink(items) {
       probe.sink.enter()
       try {

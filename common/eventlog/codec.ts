@@ -52,6 +52,11 @@ export class EventCodec {
     return this.registry.encode(this.schemaId(topic), value)
   }
 
+  /** The full name of the record type `topic` carries (a value of another type is a SchemaMismatchError). */
+  expectedType(topic: string): string | undefined {
+    return this.expected.get(topic)
+  }
+
   /** Decodes a value of `topic`; throws UndecodableRecordError or SchemaMismatchError for poison records. */
   async decode<T>(topic: string, value: Buffer | null): Promise<T> {
     if (value === null) throw new UndecodableRecordError('record has no value (tombstone)')
@@ -76,7 +81,7 @@ export class EventCodec {
 }
 
 /** avsc decodes records into instances of a generated class named after the record. */
-function typeNameOf(v: unknown): string | null {
+export function typeNameOf(v: unknown): string | null {
   const ctor = (v as { constructor?: { type?: { name?: string } } }).constructor
   return ctor?.type?.name ?? null
 }

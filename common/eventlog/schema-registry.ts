@@ -20,6 +20,11 @@ export interface SchemaRegistryPort {
    * their time. Throws UndecodableRecordError as decode rejects with it.
    */
   decodeKnown(buf: Buffer): { schemaId: number; value: unknown } | undefined
+  /**
+   * The writer schema of `id` when it is known here (its JSON, logical types' attributes
+   * included), else undefined: what another thread needs to decode values of that schema.
+   */
+  knownSchema(id: number): string | undefined
 }
 
 export class IncompatibleSchemaError extends Error {
@@ -119,6 +124,11 @@ abstract class AvroCodecBase implements SchemaRegistryPort {
     const schemaId = schemaIdOf(buf)
     const t = this.types.get(schemaId)
     return t && { schemaId, value: readPayload(t, schemaId, buf) }
+  }
+
+  knownSchema(id: number): string | undefined {
+    const t = this.types.get(id)
+    return t && JSON.stringify(t.schema({ exportAttrs: true }))
   }
 }
 

@@ -28,6 +28,13 @@ export const recordsProcessed = new client.Counter({
   registers: [registry],
 })
 
+export const decodedOffMain = new client.Counter({
+  name: 'cdp_records_decoded_off_main_total',
+  help: "Records a pipeline's decode thread decoded, checked and encoded (the rest of its records are decoded on the main thread).",
+  labelNames: ['pipeline'] as const,
+  registers: [registry],
+})
+
 export const deadLetters = new client.Counter({
   name: 'cdp_dead_letters_total',
   help: 'Records sent to the dead-letter topic, by reason code.',

@@ -38,6 +38,16 @@ export interface PipelineDefinition<T> {
    * written; a part that fails fails the batch. Unset: one sink call per batch, after the batch.
    */
   sinkEvery?: number
+  /**
+   * Process a part of a batch at once (sinkEvery records, or the whole batch): one result per
+   * record, in order. For steps that hand records to another thread: the runner asks for every
+   * part of a batch before it awaits the first, so later parts are processed while earlier ones
+   * are written. A rejection fails the batch (it is delivered again); a bad record is a result.
+   * Unset: `process`, record by record.
+   */
+  processMany?(records: readonly LogRecord[], codec: EventCodec): Promise<StepResult<T>[]>
+  /** Releases what the definition holds of its own (a thread), when the pipeline stops. */
+  close?(): Promise<void>
   /** This consumer's partitions, on join and after every rebalance (stateful pipelines keep state per partition). */
   onAssign?(assignment: TopicPartition[]): void
   /** A rebalance has begun: this consumer may be losing partitions (EventLog's onRebalancing). */
@@ -86,28 +96,50 @@ export async function runPipeline<T>(def: PipelineDefinition<T>, deps: PipelineD
       // the batch awaits it is not an unhandled rejection.
       const parts: Promise<void>[] = []
       const dead: { record: LogRecord; result: Extract<StepResult<T>, { kind: 'dlq' }> }[] = []
-      let lastBeat = Date.now()
-      for (const record of batch.records) {
-        let result = safeProcess(def, record, deps.codec)
-        if (result instanceof Promise) result = await result
-        if (result.kind === 'ok') {
-          kept.push({ record, value: result.value })
+      const sinkKept = () => {
+        const part = def.sink(kept)
+        part.catch(() => {})
+        parts.push(part)
+        kept = []
+      }
+      const take = (record: LogRecord, result: StepResult<T>) => {
+        if (result.kind === 'ok') kept.push({ record, value: result.value })
+        else if (result.kind === 'dlq') dead.push({ record, result })
+        else logger.debug({ offset: record.offset, reason: result.reason }, 'record dropped')
+      }
+      if (def.processMany) {
+        const size = def.sinkEvery ?? batch.records.length
+        const asked: [LogRecord[], Promise<StepResult<T>[]>][] = []
+        for (let i = 0; i < batch.records.length; i += size) {
+          const records = batch.records.slice(i, i + size)
+          const results = def.processMany(records, deps.codec)
+          results.catch(() => {})
+          asked.push([records, results])
+        }
+        for (const [records, results] of asked) {
+          const got = await results
+          for (let j = 0; j < records.length; j++) take(records[j]!, got[j]!)
+          if (kept.length) sinkKept()
+          await batch.heartbeat()
+        }
+      } else {
+        let lastBeat = Date.now()
+        for (const record of batch.records) {
+          let result = safeProcess(def, record, deps.codec)
+          if (result instanceof Promise) result = await result
+          take(record, result)
           if (kept.length === def.sinkEvery) {
-            const part = def.sink(kept)
-            part.catch(() => {})
-            parts.push(part)
-            kept = []
+            sinkKept()
             // A turn of the event loop, so that the part's write is sent before the next part is processed.
             await new Promise<void>((resolve) => setImmediate(resolve))
           }
-        } else if (result.kind === 'dlq') dead.push({ record, result })
-        else logger.debug({ offset: record.offset, reason: result.reason }, 'record dropped')
-        if (Date.now() - lastBeat > 1000) {
-          await batch.heartbeat()
-          lastBeat = Date.now()
+          if (Date.now() - lastBeat > 1000) {
+            await batch.heartbeat()
+            lastBeat = Date.now()
+          }
         }
+        if (kept.length) sinkKept()
       }
-      if (kept.length) parts.push(def.sink(kept))
       await Promise.all(parts)
       if (dead.length) await sendDeadLetters(deps, def.name, dead)
       await batch.heartbeat()
@@ -125,6 +157,7 @@ export async function runPipeline<T>(def: PipelineDefinition<T>, deps: PipelineD
     isRunning: () => running,
     stop: async () => {
       await handle.stop()
+      await def.close?.()
       running = false
       logger.info('pipeline stopped')
     },
@@ -136,6 +169,11 @@ const failed = (err: unknown) => dlq('process', 'step_error', (err as Error).mes
 
 // No closure is created per record here: tsx compiles with esbuild's keepNames, which names each
 // function as it is created, and that naming cost more than the rest of this function.
+/** `def.process` of one record as the runner calls it: a step that throws gives a dead letter. For `processMany` steps that process some records one by one. */
+export function processRecord<T>(def: PipelineDefinition<T>, record: LogRecord, codec: EventCodec): StepResult<T> | Promise<StepResult<T>> {
+  return safeProcess(def, record, codec)
+}
+
 function safeProcess<T>(def: PipelineDefinition<T>, record: LogRecord, codec: EventCodec): StepResult<T> | Promise<StepResult<T>> {
   try {
     const result = def.process(record, codec)

@@ -205,6 +205,8 @@ export async function encodedInsertFor(store: Store, table: string, columns: rea
  * with insertValueRows, as it does with a row the encoder refuses.
  */
 export interface EncodingInsert {
+  /** The columns' ClickHouse types: an encoder of the same rows on another thread is made from them (encoderFor). */
+  types: string[]
   rows: RowEncoder
   /** One insert of rows made by `rows`, in this order. */
   insert(rows: readonly Uint8Array[]): Promise<void>
@@ -220,7 +222,7 @@ export async function encodingInsertFor(store: Store, table: string, columns: re
     if (err instanceof RowBinaryUnsupported) return null
     throw err
   }
-  return { rows: new RowEncoder(encoders), insert: (rows) => encoded.insert(rows.length === 1 ? rows[0]! : Buffer.concat(rows)) }
+  return { types: encoded.types, rows: new RowEncoder(encoders), insert: (rows) => encoded.insert(rows.length === 1 ? rows[0]! : Buffer.concat(rows)) }
 }
 
 function columnTypes(chdb: ChdbFiles & { name: string }): Promise<Map<string, string>> {

@@ -383,10 +383,17 @@ export class RowEncoder {
 
   /** One row's bytes; throws RowBinaryUnsupported, having kept nothing of the row, as encodeRows would for it. */
   encode(values: readonly unknown[]): Uint8Array {
-    const encoders = this.encoders
-    if (values.length !== encoders.length) unsupported(`a row of ${values.length} values for ${encoders.length} columns`)
     let w = this.w
     if (w.buf.length - w.pos < this.slabBytes >> 8) w = this.w = new ByteWriter(this.slabBytes)
+    const start = w.pos
+    this.encodeInto(w, values)
+    return w.buf.subarray(start, w.pos)
+  }
+
+  /** One row written at the end of `w` (a body of rows built elsewhere); throws RowBinaryUnsupported, having written nothing. */
+  encodeInto(w: ByteWriter, values: readonly unknown[]): void {
+    const encoders = this.encoders
+    if (values.length !== encoders.length) unsupported(`a row of ${values.length} values for ${encoders.length} columns`)
     const start = w.pos
     try {
       for (let i = 0; i < encoders.length; i++) encoders[i]!(w, values[i])
@@ -394,6 +401,5 @@ export class RowEncoder {
       w.pos = start
       throw err
     }
-    return w.buf.subarray(start, w.pos)
   }
 }

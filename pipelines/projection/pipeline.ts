@@ -4,10 +4,14 @@ import { encodingInsertFor, insertJsonRows, insertValueRows, type EncodingInsert
 import { RowBinaryUnsupported } from '../../common/store/row-binary.ts'
 import { WriteTurns } from '../../common/runtime/write-turns.ts'
 import { decodeInputEvent, type InputEvent } from '../ingest/index.ts'
-import { ok, type PipelineDefinition, type StepResult } from '../../common/runtime/pipeline.ts'
+import { ok, processRecord, type PipelineDefinition, type StepResult } from '../../common/runtime/pipeline.ts'
+import type { EventCodec } from '../../common/eventlog/codec.ts'
+import type { LogRecord } from '../../common/eventlog/port.ts'
+import { OrderRowsThread } from './order-rows.ts'
 import { TenantCurrencies, TenantSettingsStore } from '../../common/store/tenant-settings.ts'
 import { customerRow, ORDER_EVENT_COLUMNS, orderEventValues } from './rows.ts'
 import { markTenantsChanged } from '../../common/store/data-changes.ts'
+import { decodedOffMain } from '../../common/runtime/metrics.ts'
 
 export const PROJECTION_GROUP = 'cdp-projection'
 
@@ -25,7 +29,11 @@ export const NO_MERGE_ON_INSERT = { settings: { optimize_on_insert: 0 } } as con
  * `order_events` row already encoded (chdb), or the event itself (on a ClickHouse server, for a
  * customer, and for a row RowBinary does not take exactly).
  */
-type Projected = InputEvent | { kind: 'row'; tenant: number; row: Uint8Array }
+type Projected =
+  | InputEvent
+  | { kind: 'row'; tenant: number; row: Uint8Array }
+  /** The rows of a part's records, encoded on the decode thread: one value, held by each of those records. */
+  | { kind: 'rows'; tenants: number[]; rows: Uint8Array[] }
 
 /**
  * orders and customers topics → ClickHouse raw projections (order_events, orders, customers).
@@ -37,7 +45,7 @@ type Projected = InputEvent | { kind: 'row'; tenant: number; row: Uint8Array }
  * write, a batch's events outlived a young-generation collection or two and were copied and
  * promoted, which took about a fifth of the main thread (docs/analytics-performance.md, "Ingest").
  */
-export function projectionPipeline(store: Store, opts: { now?: () => number; name?: string } = {}): PipelineDefinition<Projected> {
+export function projectionPipeline(store: Store, opts: { now?: () => number; name?: string; /** false: decode on the main thread (tests of that path). */ thread?: boolean } = {}): PipelineDefinition<Projected> {
   const now = opts.now ?? Date.now
   const currencies = new TenantCurrencies(new TenantSettingsStore(store))
   // undefined: not looked up yet; null: rows go as values (a server).
@@ -53,7 +61,8 @@ export function projectionPipeline(store: Store, opts: { now?: () => number; nam
   const encoded = (r: StepResult<InputEvent>): StepResult<Projected> => (r.kind === 'ok' && r.value.kind === 'order' && orderRows ? encodeOrder(orderRows, r.value.event) ?? r : r)
   // Batches of partitions consumed at once are written together when they meet (write-turns.ts).
   const writes = new WriteTurns<{ value: Projected }>((items) => writeProjections(store, items, orderRows ?? null))
-  return {
+  const thread = opts.thread === false ? null : new OrderRowsThread()
+  const def: PipelineDefinition<Projected> = {
     name: opts.name ?? PROJECTION_GROUP,
     topics: [TOPICS.orders.name, TOPICS.customers.name],
     process: (record, codec) => {
@@ -65,7 +74,66 @@ export function projectionPipeline(store: Store, opts: { now?: () => number; nam
     // A batch's rows are written in parts while the rest are decoded; the parts that wait for a
     // write go together, so inserts stay large once the writes are the slower side.
     sinkEvery: 10_000,
+    processMany: async (records, codec) => {
+      if (orderRows === undefined) await encoding()
+      const expected = codec.expectedType(TOPICS.orders.name)
+      if (!thread || !orderRows || !expected || records[0]?.topic !== TOPICS.orders.name) return processEach(def, records, codec)
+      const reply = await thread.rows(records, codec.registry, { types: orderRows.types, expected })
+      const n = records.length
+      const kept = new Uint8Array(n)
+      const tenants = new Set<number>()
+      let all = true
+      let keptCount = 0
+      for (let i = 0; i < n; i++) {
+        if (!reply.handled[i]) continue
+        const tenant = reply.tenants[i]!
+        const currency = reply.currencies[reply.currencyOf[i]!]!
+        // Money of one tenant is in one currency (checkInputEvent's rule, with the main thread's cache).
+        const held = currencies.settled(tenant) ?? (await currencies.of(tenant, currency))
+        if (held === currency) {
+          kept[i] = 1
+          keptCount++
+          tenants.add(tenant)
+        } else all = false
+      }
+      decodedOffMain.inc({ pipeline: def.name }, keptCount)
+      // One value for the part's rows, held by each of its records: no object per record here.
+      const rows = all ? [reply.body] : keptRows(reply, kept)
+      const part = ok<Projected>({ kind: 'rows', tenants: [...tenants], rows })
+      const out: StepResult<Projected>[] = new Array(n)
+      for (let i = 0; i < n; i++) {
+        if (kept[i]) {
+          out[i] = part
+          continue
+        }
+        // Left to this thread (a poison record, a broken rule, another currency): decoded again here, which says why.
+        const r = processRecord(def, records[i]!, codec)
+        out[i] = r instanceof Promise ? await r : r
+      }
+      return out
+    },
+    close: async () => {
+      await thread?.close()
+    },
   }
+  return def
+}
+
+/** The rows of the kept records, where some of the thread's rows are not kept (another currency than the tenant's). */
+function keptRows(reply: { body: Uint8Array; rowEnds: Int32Array }, kept: Uint8Array): Uint8Array[] {
+  const rows: Uint8Array[] = []
+  for (let i = 0; i < kept.length; i++) if (kept[i]) rows.push(reply.body.subarray(i ? reply.rowEnds[i - 1]! : 0, reply.rowEnds[i]!))
+  return rows
+}
+
+/** Records processed one by one (customers, a server without RowBinary). */
+async function processEach<T>(def: PipelineDefinition<T>, records: readonly LogRecord[], codec: EventCodec): Promise<StepResult<T>[]> {
+  const out: StepResult<T>[] = new Array(records.length)
+  for (let i = 0; i < records.length; i++) {
+    const r = processRecord(def, records[i]!, codec)
+    out[i] = r instanceof Promise ? await r : r
+  }
+  return out
 }
 
 /** The event's row as bytes, or null for a value RowBinary would not store as ClickHouse reads its JSON (kept as values). */
@@ -84,7 +152,16 @@ async function writeProjections(store: Store, items: { value: Projected }[], ord
   const orders: OrderEvent[] = []
   const customers: CustomerUpserted[] = []
   const tenants = new Set<number>()
+  // A part's value is held by each of its records; its rows go once.
+  const parts = new Set<Projected>()
   for (const { value } of items) {
+    if (value.kind === 'rows') {
+      if (parts.has(value)) continue
+      parts.add(value)
+      for (const r of value.rows) rows.push(r)
+      for (const t of value.tenants) tenants.add(t)
+      continue
+    }
     if (value.kind === 'row') {
       rows.push(value.row)
       tenants.add(value.tenant)

@@ -1,0 +1,118 @@
+import { parentPort } from 'node:worker_threads'
+import type avsc from 'avsc'
+import type { OrderEvent } from '../../common/events.ts'
+import { typeNameOf } from '../../common/eventlog/codec.ts'
+import { avroType } from '../../common/eventlog/schema-registry.ts'
+import { ByteWriter, encoderFor, RowBinaryUnsupported, RowEncoder } from '../../common/store/row-binary.ts'
+import { orderSemanticErrors } from '../ingest/index.ts'
+import { orderEventValues } from './rows.ts'
+
+/**
+ * The decode thread of the projection (order-rows.ts): order records' values in, their
+ * `order_events` rows out as one RowBinary body. Only what is certain is done here: a record whose
+ * schema this thread was not given, that does not decode exactly, is of another type, breaks an
+ * order rule or has a value RowBinary does not take is left to the main thread (`handled` 0),
+ * which decodes it again and says why. The currency check needs the store: the main thread does
+ * it, from each row's tenant and currency.
+ */
+export interface OrderRowsJob {
+  kind: 'rows'
+  id: number
+  /** The records' values one after another; record i's ends at ends[i] (a record without a value is empty). */
+  values: Uint8Array
+  ends: Int32Array
+  /** Writer schemas (id, JSON) this thread has not been sent yet. */
+  schemas: [number, string][]
+  /** Sent with a thread's first job: the row's column types and the record type the orders topic carries. */
+  setup: { types: string[]; expected: string } | null
+  /** The time the order rules judge by (occurred_at not in the future), as the main thread's check would. */
+  now: number
+}
+
+export interface OrderRowsReply {
+  id: number
+  /** The rows of the handled records, one after another; record i's ends at rowEnds[i] (empty when not handled). */
+  body: Uint8Array
+  rowEnds: Int32Array
+  /** 1: record i's row is in body; 0: left to the main thread. */
+  handled: Uint8Array
+  tenants: Float64Array
+  /** Record i's currency is currencies[currencyOf[i]]. */
+  currencyOf: Uint16Array
+  currencies: string[]
+}
+
+interface Setup {
+  rows: RowEncoder
+  expected: string
+}
+
+export class OrderRowsDecoder {
+  private setup: Setup | null = null
+  private readonly types = new Map<number, avsc.Type>()
+
+  /** The job's rows; pure apart from the schemas and setup it keeps for the next jobs. */
+  rows(job: OrderRowsJob): OrderRowsReply {
+    if (job.setup) this.setup = { rows: new RowEncoder(job.setup.types.map(encoderFor)), expected: job.setup.expected }
+    for (const [id, schema] of job.schemas) this.types.set(id, avroType(schema))
+    const setup = this.setup
+    if (!setup) throw new Error('no setup sent to the order rows thread')
+    const n = job.ends.length
+    const values = Buffer.from(job.values.buffer, job.values.byteOffset, job.values.length)
+    const w = new ByteWriter(Math.max(1 << 16, values.length * 2))
+    const rowEnds = new Int32Array(n)
+    const handled = new Uint8Array(n)
+    const tenants = new Float64Array(n)
+    const currencyOf = new Uint16Array(n)
+    const currencies: string[] = []
+    let start = 0
+    for (let i = 0; i < n; i++) {
+      const end = job.ends[i]!
+      const event = this.decode(values, start, end, setup.expected, job.now)
+      start = end
+      if (event) {
+        try {
+          setup.rows.encodeInto(w, orderEventValues(event))
+          handled[i] = 1
+          tenants[i] = event.tenant_id
+          let c = currencies.indexOf(event.currency)
+          if (c < 0) c = currencies.push(event.currency) - 1
+          currencyOf[i] = c
+        } catch (err) {
+          if (!(err instanceof RowBinaryUnsupported)) throw err
+        }
+      }
+      rowEnds[i] = w.pos
+    }
+    return { id: job.id, body: w.buf.subarray(0, w.pos), rowEnds, handled, tenants, currencyOf, currencies }
+  }
+
+  /** The order event of values[start, end), or null for anything the main thread must look at. */
+  private decode(values: Buffer, start: number, end: number, expected: string, now: number): OrderEvent | null {
+    if (end - start < 5 || values[start] !== 0) return null
+    const t = this.types.get(values.readUInt32BE(start + 1))
+    if (!t) return null
+    let read: { value: unknown; offset: number }
+    try {
+      read = t.decode(values, start + 5)
+    } catch {
+      return null
+    }
+    if (read.offset !== end || read.value === null || typeof read.value !== 'object' || typeNameOf(read.value) !== expected) return null
+    const event = read.value as OrderEvent
+    return orderSemanticErrors(event, now).length ? null : event
+  }
+}
+
+const decoder = new OrderRowsDecoder()
+parentPort?.on('message', (job: OrderRowsJob) => {
+  let reply: OrderRowsReply
+  try {
+    reply = decoder.rows(job)
+  } catch (err) {
+    parentPort!.postMessage({ id: job.id, error: (err as Error).message ?? String(err) })
+    return
+  }
+  // The body's buffer is this reply's own (a ByteWriter per job): handed over, not copied.
+  parentPort!.postMessage(reply, [reply.body, reply.rowEnds, reply.handled, reply.tenants, reply.currencyOf].map((a) => a.buffer as ArrayBuffer))
+})
