@@ -84,13 +84,22 @@ export function projectionPipeline(store: Store, opts: { now?: () => number; nam
       const tenants = new Set<number>()
       let all = true
       let keptCount = 0
+      // The last tenant and currency looked up: a part's records are mostly of one tenant.
+      let lastTenant = -1
+      let lastCurrency = -1
+      let lastOk = false
       for (let i = 0; i < n; i++) {
         if (!reply.handled[i]) continue
         const tenant = reply.tenants[i]!
-        const currency = reply.currencies[reply.currencyOf[i]!]!
-        // Money of one tenant is in one currency (checkInputEvent's rule, with the main thread's cache).
-        const held = currencies.settled(tenant) ?? (await currencies.of(tenant, currency))
-        if (held === currency) {
+        const c = reply.currencyOf[i]!
+        if (tenant !== lastTenant || c !== lastCurrency) {
+          const currency = reply.currencies[c]!
+          // Money of one tenant is in one currency (checkInputEvent's rule, with the main thread's cache).
+          lastOk = (currencies.settled(tenant) ?? (await currencies.of(tenant, currency))) === currency
+          lastTenant = tenant
+          lastCurrency = c
+        }
+        if (lastOk) {
           kept[i] = 1
           keptCount++
           tenants.add(tenant)
