@@ -10,24 +10,34 @@
  */
 export class WriteTurns<T> {
   private waiting: { items: T[]; resolve: () => void; reject: (err: unknown) => void }[] = []
+  private waitingItems = 0
   private chain: Promise<unknown> = Promise.resolve()
+  /** Wakes a turn that waits to gather more items (gather). */
+  private enough: (() => void) | null = null
 
   /**
    * @param write writes the items of one or more batches, in the order the batches arrived.
    * @param exclusive runs `fn` in turn with whatever else must not overlap a write (default: only
    *   the writes themselves).
+   * @param gather a turn that finds fewer than `items` waiting waits up to `waitMs` for more
+   *   before it writes (ClickHouse: fewer, larger inserts leave fewer parts to merge).
    */
   constructor(
     private readonly write: (items: T[]) => Promise<void>,
     private readonly exclusive: (fn: () => Promise<void>) => Promise<void> = (fn) => this.inTurn(fn),
+    private readonly gather: { items: number; waitMs: number } | null = null,
   ) {}
 
   /** Resolves once a write holding `items` has succeeded. */
   submit(items: T[]): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       this.waiting.push({ items, resolve, reject })
+      this.waitingItems += items.length
+      if (this.enough && this.gather && this.waitingItems >= this.gather.items) this.enough()
       void this.exclusive(async () => {
+        if (this.gather && this.waiting.length && this.waitingItems < this.gather.items) await this.gathered(this.gather.waitMs)
         const group = this.waiting.splice(0)
+        this.waitingItems = 0
         if (!group.length) return // an earlier turn wrote this batch with its own
         try {
           await this.write(group.length === 1 ? group[0]!.items : group.flatMap((g) => g.items))
@@ -36,6 +46,19 @@ export class WriteTurns<T> {
           for (const g of group) g.reject(err)
         }
       })
+    })
+  }
+
+  /** Resolves once enough items wait, or after `ms`. */
+  private gathered(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer)
+        this.enough = null
+        resolve()
+      }
+      const timer = setTimeout(done, ms)
+      this.enough = done
     })
   }
 

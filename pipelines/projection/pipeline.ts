@@ -60,7 +60,9 @@ export function projectionPipeline(store: Store, opts: { now?: () => number; nam
     ))
   const encoded = (r: StepResult<InputEvent>): StepResult<Projected> => (r.kind === 'ok' && r.value.kind === 'order' && orderRows ? encodeOrder(orderRows, r.value.event) ?? r : r)
   // Batches of partitions consumed at once are written together when they meet (write-turns.ts).
-  const writes = new WriteTurns<{ value: Projected }>((items) => writeProjections(store, items, orderRows ?? null))
+  // A write with fewer than 40,000 rows waiting waits up to 50 ms for more: on a backlog the next
+  // parts come within that, and the inserts stay large; caught up, a write waits 50 ms at most.
+  const writes = new WriteTurns<{ value: Projected }>((items) => writeProjections(store, items, orderRows ?? null), undefined, { items: 40_000, waitMs: 50 })
   const thread = opts.thread === false ? null : new OrderRowsThread()
   const def: PipelineDefinition<Projected> = {
     name: opts.name ?? PROJECTION_GROUP,

@@ -80,4 +80,27 @@ describe('WriteTurns', () => {
     await Promise.all([a, other, b])
     expect(log).toEqual(['write a start', 'write a end', 'tick start', 'tick end', 'write b start', 'write b end'])
   })
+  it('gathers: a turn with fewer items than asked waits for more, up to its wait; enough items write at once', async () => {
+    // Enough: the second submit brings the waiting items to 4, and the write goes without waiting a minute.
+    const a = gatedWriter()
+    const gathering = new WriteTurns<number>(a.write, undefined, { items: 4, waitMs: 60_000 })
+    const p1 = gathering.submit([1, 2])
+    await tick()
+    expect(a.writes).toEqual([]) // two of four: still gathering
+    const p2 = gathering.submit([3, 4])
+    await tick()
+    expect(a.writes).toEqual([[1, 2, 3, 4]])
+    a.gates[0]!.open()
+    expect(await Promise.all([settled(p1), settled(p2)])).toEqual(['ok', 'ok'])
+
+    // Not enough: written after the wait, with whatever arrived meanwhile, and failures still reach each batch.
+    const b = gatedWriter()
+    const short = new WriteTurns<number>(b.write, undefined, { items: 100, waitMs: 30 })
+    const q1 = settled(short.submit([1]))
+    const q2 = settled(short.submit([2]))
+    await new Promise((r) => setTimeout(r, 200))
+    expect(b.writes).toEqual([[1, 2]])
+    b.gates[0]!.fail(new Error('insert failed'))
+    expect(await Promise.all([q1, q2])).toEqual(['failed: insert failed', 'failed: insert failed'])
+  })
 })
