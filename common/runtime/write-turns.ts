@@ -20,19 +20,22 @@ export class WriteTurns<T> {
    * @param exclusive runs `fn` in turn with whatever else must not overlap a write (default: only
    *   the writes themselves).
    * @param gather a turn that finds fewer than `items` waiting waits up to `waitMs` for more
-   *   before it writes (ClickHouse: fewer, larger inserts leave fewer parts to merge).
+   *   before it writes (ClickHouse: fewer, larger inserts leave fewer parts to merge). `weigh`
+   *   counts what an item stands for (one by default).
    */
   constructor(
     private readonly write: (items: T[]) => Promise<void>,
     private readonly exclusive: (fn: () => Promise<void>) => Promise<void> = (fn) => this.inTurn(fn),
-    private readonly gather: { items: number; waitMs: number } | null = null,
+    private readonly gather: { items: number; waitMs: number; weigh?: (item: T) => number } | null = null,
   ) {}
 
   /** Resolves once a write holding `items` has succeeded. */
   submit(items: T[]): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       this.waiting.push({ items, resolve, reject })
-      this.waitingItems += items.length
+      const weigh = this.gather?.weigh
+      if (weigh) for (const item of items) this.waitingItems += weigh(item)
+      else this.waitingItems += items.length
       if (this.enough && this.gather && this.waitingItems >= this.gather.items) this.enough()
       void this.exclusive(async () => {
         if (this.gather && this.waiting.length && this.waitingItems < this.gather.items) await this.gathered(this.gather.waitMs)

@@ -33,7 +33,7 @@ type Projected =
   | InputEvent
   | { kind: 'row'; tenant: number; row: Uint8Array }
   /** The rows of a part's records, encoded on the decode thread: one value, held by each of those records. */
-  | { kind: 'rows'; tenants: number[]; rows: Uint8Array[] }
+  | { kind: 'rows'; tenants: number[]; rows: Uint8Array[]; count: number }
 
 /**
  * orders and customers topics → ClickHouse raw projections (order_events, orders, customers).
@@ -62,7 +62,7 @@ export function projectionPipeline(store: Store, opts: { now?: () => number; nam
   // Batches of partitions consumed at once are written together when they meet (write-turns.ts).
   // A write with fewer than 40,000 rows waiting waits up to 50 ms for more: on a backlog the next
   // parts come within that, and the inserts stay large; caught up, a write waits 50 ms at most.
-  const writes = new WriteTurns<{ value: Projected }>((items) => writeProjections(store, items, orderRows ?? null), undefined, { items: 40_000, waitMs: 50 })
+  const writes = new WriteTurns<Projected>((values) => writeProjections(store, values, orderRows ?? null), undefined, { items: 40_000, waitMs: 50, weigh: (v) => (v.kind === 'rows' ? v.count : 1) })
   const thread = opts.thread === false ? null : new OrderRowsThread()
   const def: PipelineDefinition<Projected> = {
     name: opts.name ?? PROJECTION_GROUP,
@@ -72,7 +72,7 @@ export function projectionPipeline(store: Store, opts: { now?: () => number; nam
       const r = decodeInputEvent(record, codec, now(), currencies)
       return r instanceof Promise ? r.then(encoded) : encoded(r)
     },
-    sink: (items) => writes.submit(items),
+    sink: (items) => writes.submit(distinctValues(items)),
     // A batch's rows are written in parts while the rest are decoded; the parts that wait for a
     // write go together, so inserts stay large once the writes are the slower side.
     sinkEvery: 10_000,
@@ -110,7 +110,7 @@ export function projectionPipeline(store: Store, opts: { now?: () => number; nam
       decodedOffMain.inc({ pipeline: def.name }, keptCount)
       // One value for the part's rows, held by each of its records: no object per record here.
       const rows = all ? [reply.body] : keptRows(reply, kept)
-      const part = ok<Projected>({ kind: 'rows', tenants: [...tenants], rows })
+      const part = ok<Projected>({ kind: 'rows', tenants: [...tenants], rows, count: keptCount })
       const out: StepResult<Projected>[] = new Array(n)
       for (let i = 0; i < n; i++) {
         if (kept[i]) {
@@ -157,15 +157,27 @@ function encodeOrder(orderRows: EncodingInsert, event: OrderEvent): StepResult<P
   }
 }
 
+/** The sink's values, a part's value once (each of the part's records holds it, one after another). */
+function distinctValues(items: readonly { value: Projected }[]): Projected[] {
+  const out: Projected[] = []
+  let last: Projected | null = null
+  for (const { value } of items) {
+    if (value === last && value.kind === 'rows') continue
+    out.push(value)
+    last = value
+  }
+  return out
+}
+
 /** The rows of the batches' events, one insert per table for all of them; then their tenants' data marked changed. */
-async function writeProjections(store: Store, items: { value: Projected }[], orderRows: EncodingInsert | null): Promise<void> {
+async function writeProjections(store: Store, values: Projected[], orderRows: EncodingInsert | null): Promise<void> {
   const rows: Uint8Array[] = []
   const orders: OrderEvent[] = []
   const customers: CustomerUpserted[] = []
   const tenants = new Set<number>()
-  // A part's value is held by each of its records; its rows go once.
+  // A part's value stands for all its records; should it come twice, its rows go once.
   const parts = new Set<Projected>()
-  for (const { value } of items) {
+  for (const value of values) {
     if (value.kind === 'rows') {
       if (parts.has(value)) continue
       parts.add(value)
