@@ -52,6 +52,12 @@ export class EventCodec {
     return this.registry.encode(this.schemaId(topic), value)
   }
 
+  /** `encode`, or a promise of it only when the topic's schema must be fetched first: a producer of many records awaits nothing per record. */
+  encodeSoon(topic: string, value: unknown): Buffer | Promise<Buffer> {
+    const id = this.schemaId(topic)
+    return this.registry.encodeKnown(id, value) ?? this.registry.encode(id, value)
+  }
+
   /** The full name of the record type `topic` carries (a value of another type is a SchemaMismatchError). */
   expectedType(topic: string): string | undefined {
     return this.expected.get(topic)

@@ -13,6 +13,8 @@ export interface SchemaRegistryPort {
   /** Registers `schema` under `subject` with BACKWARD compatibility; returns its id. Throws IncompatibleSchemaError. */
   register(subject: string, schema: string): Promise<number>
   encode(id: number, value: unknown): Promise<Buffer>
+  /** `encode` without a promise when schema `id` is known here (undefined when it must be fetched first). */
+  encodeKnown(id: number, value: unknown): Buffer | undefined
   decode(buf: Buffer): Promise<{ schemaId: number; value: unknown }>
   /**
    * `decode` without a promise when the value's schema is already known here (undefined when it
@@ -105,6 +107,11 @@ abstract class AvroCodecBase implements SchemaRegistryPort {
   async encode(id: number, value: unknown): Promise<Buffer> {
     const t = this.types.get(id) ?? (await this.typeFor(id))
     return frame(id, t, value)
+  }
+
+  encodeKnown(id: number, value: unknown): Buffer | undefined {
+    const t = this.types.get(id)
+    return t && frame(id, t, value)
   }
 
   async decode(buf: Buffer): Promise<{ schemaId: number; value: unknown }> {

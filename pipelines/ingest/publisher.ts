@@ -15,9 +15,19 @@ export const TOPIC_OF: Record<IngestKind, string> = { orders: TOPICS.orders.name
 export async function publishEvents(log: EventLog, codec: EventCodec, kind: IngestKind, events: (OrderEvent | CustomerUpserted)[]): Promise<void> {
   if (events.length === 0) return
   const topic = TOPIC_OF[kind]
-  const records = await Promise.all(
-    events.map(async (e) => ({ key: customerKey(e.tenant_id, e.customer_id), value: await codec.encode(topic, e) })),
-  )
+  // Encoded without a promise per event when the schema is known here (the usual case).
+  const records: { key: string; value: Buffer<ArrayBufferLike> }[] = new Array(events.length)
+  let fetching: Promise<unknown>[] | null = null
+  for (let i = 0; i < events.length; i++) {
+    const e = events[i]!
+    const value = codec.encodeSoon(topic, e)
+    if (value instanceof Promise) {
+      const record: { key: string; value: Buffer<ArrayBufferLike> } = { key: customerKey(e.tenant_id, e.customer_id), value: Buffer.alloc(0) }
+      ;(fetching ??= []).push(value.then((v) => (record.value = v)))
+      records[i] = record
+    } else records[i] = { key: customerKey(e.tenant_id, e.customer_id), value }
+  }
+  if (fetching) await Promise.all(fetching)
   await log.send(topic, records)
   eventsIngested.inc({ kind, source: events[0]!.source }, events.length)
 }
