@@ -169,30 +169,45 @@ const NO_HEADERS: Record<string, string> = Object.freeze({}) as Record<string, s
  * The chunk is never written again, so every view of it reads the same bytes.
  */
 class ChunkRecord implements LogRecord {
+  // Private (#): a record spread or logged shows its own fields, never the 4 MB chunk under them.
+  readonly #n: number
+  readonly #chunk: Buffer
+  /** Where the key's bytes start, and their count (-1: no key); the same for the value. */
+  readonly #keyAt: number
+  readonly #keyLength: number
+  readonly #valueAt: number
+  readonly #valueLength: number
+
   constructor(
     readonly topic: string,
     readonly partition: number,
-    private readonly n: number,
-    private readonly chunk: Buffer,
-    /** Where the key's bytes start, and their count (-1: no key). */
-    private readonly keyAt: number,
-    private readonly keyLength: number,
-    private readonly valueAt: number,
-    private readonly valueLength: number,
+    n: number,
+    chunk: Buffer,
+    keyAt: number,
+    keyLength: number,
+    valueAt: number,
+    valueLength: number,
     readonly headers: Record<string, string>,
     readonly timestamp: number,
-  ) {}
+  ) {
+    this.#n = n
+    this.#chunk = chunk
+    this.#keyAt = keyAt
+    this.#keyLength = keyLength
+    this.#valueAt = valueAt
+    this.#valueLength = valueLength
+  }
 
   get offset(): string {
-    return String(this.n)
+    return String(this.#n)
   }
 
   get key(): Buffer | null {
-    return this.keyLength < 0 ? null : this.chunk.subarray(this.keyAt, this.keyAt + this.keyLength)
+    return this.#keyLength < 0 ? null : this.#chunk.subarray(this.#keyAt, this.#keyAt + this.#keyLength)
   }
 
   get value(): Buffer | null {
-    return this.valueLength < 0 ? null : this.chunk.subarray(this.valueAt, this.valueAt + this.valueLength)
+    return this.#valueLength < 0 ? null : this.#chunk.subarray(this.#valueAt, this.#valueAt + this.#valueLength)
   }
 }
 

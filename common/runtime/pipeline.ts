@@ -77,6 +77,7 @@ export const DLQ_HEADERS = { reason: 'x-dlq-reason', step: 'x-dlq-step', time: '
  * handler resolves). A sink failure throws, so the whole batch is delivered again.
  */
 export async function runPipeline<T>(def: PipelineDefinition<T>, deps: PipelineDeps): Promise<RunningPipeline> {
+  if (def.sinkEvery !== undefined && !(Number.isSafeInteger(def.sinkEvery) && def.sinkEvery > 0)) throw new Error(`${def.name}: sinkEvery must be a positive integer, got ${def.sinkEvery}`)
   const logger = deps.logger.child({ pipeline: def.name })
   const meter = new RateMeter()
   let running = false
@@ -156,8 +157,11 @@ export async function runPipeline<T>(def: PipelineDefinition<T>, deps: PipelineD
     name: def.name,
     isRunning: () => running,
     stop: async () => {
-      await handle.stop()
-      await def.close?.()
+      try {
+        await handle.stop()
+      } finally {
+        await def.close?.()
+      }
       running = false
       logger.info('pipeline stopped')
     },

@@ -3,7 +3,7 @@ import type avsc from 'avsc'
 import type { OrderEvent } from '../../common/events.ts'
 import { typeNameOf } from '../../common/eventlog/codec.ts'
 import { avroType } from '../../common/eventlog/schema-registry.ts'
-import { ByteWriter, encoderFor, RowBinaryUnsupported, RowEncoder } from '../../common/store/row-binary.ts'
+import { ByteWriter, encoderFor, RowEncoder } from '../../common/store/row-binary.ts'
 import { orderSemanticErrors } from '../ingest/index.ts'
 import { orderEventValues } from './rows.ts'
 
@@ -68,20 +68,21 @@ export class OrderRowsDecoder {
     let start = 0
     for (let i = 0; i < n; i++) {
       const end = job.ends[i]!
-      const event = this.decode(values, start, end, setup.expected, job.now)
-      start = end
-      if (event) {
-        try {
+      try {
+        const event = this.decode(values, start, end, setup.expected, job.now)
+        if (event) {
           setup.rows.encodeInto(w, orderEventValues(event))
           handled[i] = 1
           tenants[i] = event.tenant_id
           let c = currencies.indexOf(event.currency)
           if (c < 0) c = currencies.push(event.currency) - 1
           currencyOf[i] = c
-        } catch (err) {
-          if (!(err instanceof RowBinaryUnsupported)) throw err
         }
+      } catch {
+        // Whatever failed (RowBinaryUnsupported, or a rule that threw) is the main thread's to judge,
+        // as its own decode would: encodeInto wrote nothing of a row it refused.
       }
+      start = end
       rowEnds[i] = w.pos
     }
     return { id: job.id, body: w.buf.subarray(0, w.pos), rowEnds, handled, tenants, currencyOf, currencies }

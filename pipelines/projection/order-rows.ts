@@ -70,7 +70,13 @@ export class OrderRowsThread {
     this.setupSent = true
     return new Promise<OrderRowsReply>((resolve, reject) => {
       this.pending.set(id, { resolve, reject })
-      worker.postMessage(job, [values.buffer, ends.buffer])
+      try {
+        worker.postMessage(job, [values.buffer, ends.buffer])
+      } catch (err) {
+        this.pending.delete(id)
+        if (this.pending.size === 0 && this.worker === worker) this.idle(worker)
+        reject(err as Error)
+      }
     })
   }
 
@@ -92,8 +98,15 @@ export class OrderRowsThread {
       const waiting = this.pending.get(reply.id)
       if (!waiting) return
       this.pending.delete(reply.id)
-      if ('error' in reply) waiting.reject(new Error(`order rows thread: ${reply.error}`))
-      else waiting.resolve(reply)
+      if ('error' in reply) {
+        // A job the thread could not do at all: this thread is done with (what it holds fails too),
+        // and the next job starts another, sent its setup and schemas afresh.
+        waiting.reject(new Error(`order rows thread: ${reply.error}`))
+        if (this.worker === worker) this.forget(new Error(`order rows thread: ${reply.error}`))
+        void worker.terminate()
+        return
+      }
+      waiting.resolve(reply)
       if (this.pending.size === 0 && this.worker === worker) this.idle(worker)
     })
     const fail = (err: Error) => {

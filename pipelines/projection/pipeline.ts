@@ -7,7 +7,7 @@ import { decodeInputEvent, type InputEvent } from '../ingest/index.ts'
 import { ok, processRecord, type PipelineDefinition, type StepResult } from '../../common/runtime/pipeline.ts'
 import type { EventCodec } from '../../common/eventlog/codec.ts'
 import type { LogRecord } from '../../common/eventlog/port.ts'
-import { OrderRowsThread } from './order-rows.ts'
+import { OrderRowsThread, type OrderRowsReply } from './order-rows.ts'
 import { TenantCurrencies, TenantSettingsStore } from '../../common/store/tenant-settings.ts'
 import { customerRow, ORDER_EVENT_COLUMNS, orderEventValues } from './rows.ts'
 import { markTenantsChanged } from '../../common/store/data-changes.ts'
@@ -64,6 +64,56 @@ export function projectionPipeline(store: Store, opts: { now?: () => number; nam
   // parts come within that, and the inserts stay large; caught up, a write waits 50 ms at most.
   const writes = new WriteTurns<Projected>((values) => writeProjections(store, values, orderRows ?? null), undefined, { items: 40_000, waitMs: 50, weigh: (v) => (v.kind === 'rows' ? v.count : 1) })
   const thread = opts.thread === false ? null : new OrderRowsThread()
+  // The parts' main-thread stages run one after another, in the order their parts were asked for:
+  // a tenant's first order adopts its currency in log order, as record by record.
+  let stages: Promise<unknown> = Promise.resolve()
+  const inStages = <R>(stage: () => Promise<R>): Promise<R> => {
+    const run = stages.then(stage)
+    stages = run.catch(() => {})
+    return run
+  }
+  /** A part's results from the thread's reply: its rows kept where the tenant's currency agrees, every other record processed here, in order. */
+  const mainStage = async (records: readonly LogRecord[], codec: EventCodec, reply: OrderRowsReply): Promise<StepResult<Projected>[]> => {
+    const n = records.length
+    const kept = new Uint8Array(n)
+    const out: StepResult<Projected>[] = new Array(n)
+    const tenants = new Set<number>()
+    let all = true
+    let keptCount = 0
+    // The last tenant and currency looked up: a part's records are mostly of one tenant. A tenant's
+    // held currency never changes once held, so an answer stays right for the rest of the part.
+    let lastTenant = -1
+    let lastCurrency = -1
+    let lastOk = false
+    for (let i = 0; i < n; i++) {
+      if (reply.handled[i]) {
+        const tenant = reply.tenants[i]!
+        const c = reply.currencyOf[i]!
+        if (tenant !== lastTenant || c !== lastCurrency) {
+          const currency = reply.currencies[c]!
+          // Money of one tenant is in one currency (checkInputEvent's rule, with the main thread's cache).
+          lastOk = (currencies.settled(tenant) ?? (await currencies.of(tenant, currency))) === currency
+          lastTenant = tenant
+          lastCurrency = c
+        }
+        if (lastOk) {
+          kept[i] = 1
+          keptCount++
+          tenants.add(tenant)
+          continue
+        }
+        all = false
+      }
+      // Left to this thread (a poison record, a broken rule, another currency): decoded again here, which says why.
+      const r = processRecord(def, records[i]!, codec)
+      out[i] = r instanceof Promise ? await r : r
+    }
+    decodedOffMain.inc({ pipeline: def.name }, keptCount)
+    // One value for the part's rows, held by each of its records: no object per record here.
+    const part = ok<Projected>({ kind: 'rows', tenants: [...tenants], rows: all ? [reply.body] : keptRows(reply, kept), count: keptCount })
+    for (let i = 0; i < n; i++) if (kept[i]) out[i] = part
+    return out
+  }
   const def: PipelineDefinition<Projected> = {
     name: opts.name ?? PROJECTION_GROUP,
     topics: [TOPICS.orders.name, TOPICS.customers.name],
@@ -79,49 +129,15 @@ export function projectionPipeline(store: Store, opts: { now?: () => number; nam
     processMany: async (records, codec) => {
       if (orderRows === undefined) await encoding()
       const expected = codec.expectedType(TOPICS.orders.name)
-      if (!thread || !orderRows || !expected || records[0]?.topic !== TOPICS.orders.name) return processEach(def, records, codec)
-      const reply = await thread.rows(records, codec.registry, { types: orderRows.types, expected })
-      const n = records.length
-      const kept = new Uint8Array(n)
-      const tenants = new Set<number>()
-      let all = true
-      let keptCount = 0
-      // The last tenant and currency looked up: a part's records are mostly of one tenant.
-      let lastTenant = -1
-      let lastCurrency = -1
-      let lastOk = false
-      for (let i = 0; i < n; i++) {
-        if (!reply.handled[i]) continue
-        const tenant = reply.tenants[i]!
-        const c = reply.currencyOf[i]!
-        if (tenant !== lastTenant || c !== lastCurrency) {
-          const currency = reply.currencies[c]!
-          // Money of one tenant is in one currency (checkInputEvent's rule, with the main thread's cache).
-          lastOk = (currencies.settled(tenant) ?? (await currencies.of(tenant, currency))) === currency
-          lastTenant = tenant
-          lastCurrency = c
-        }
-        if (lastOk) {
-          kept[i] = 1
-          keptCount++
-          tenants.add(tenant)
-        } else all = false
+      if (!thread || !orderRows || !expected || records[0]?.topic !== TOPICS.orders.name) return inStages(() => processEach(def, records, codec))
+      let reply: OrderRowsReply
+      try {
+        reply = await thread.rows(records, codec.registry, { types: orderRows.types, expected })
+      } catch {
+        // The thread failed (the next part starts another): this part is decoded here.
+        return inStages(() => processEach(def, records, codec))
       }
-      decodedOffMain.inc({ pipeline: def.name }, keptCount)
-      // One value for the part's rows, held by each of its records: no object per record here.
-      const rows = all ? [reply.body] : keptRows(reply, kept)
-      const part = ok<Projected>({ kind: 'rows', tenants: [...tenants], rows, count: keptCount })
-      const out: StepResult<Projected>[] = new Array(n)
-      for (let i = 0; i < n; i++) {
-        if (kept[i]) {
-          out[i] = part
-          continue
-        }
-        // Left to this thread (a poison record, a broken rule, another currency): decoded again here, which says why.
-        const r = processRecord(def, records[i]!, codec)
-        out[i] = r instanceof Promise ? await r : r
-      }
-      return out
+      return inStages(() => mainStage(records, codec, reply))
     },
     close: async () => {
       await thread?.close()

@@ -92,4 +92,42 @@ describe('pipeline runner: a batch handed to the sink in parts', () => {
     expect(written.filter((v) => v < 20)).toHaveLength(40)
     expect([...new Set(written)].sort((a, b) => a - b)).toEqual(Array.from({ length: 50 }, (_, i) => i))
   })
+  it('processMany: asks for every part before awaiting the first, and a part that fails fails the whole batch', async () => {
+    const topic = await topicWith(60)
+    const group = uniqueName('g')
+    const asked: string[] = []
+    const written: number[] = []
+    let failOnce = true
+    const running = await runPipeline(
+      {
+        name: group,
+        topics: [topic],
+        process: () => {
+          throw new Error('processMany is used instead')
+        },
+        processMany: async (records: readonly LogRecord[]) => {
+          asked.push(`${records[0]!.offset}..${records.at(-1)!.offset}`)
+          // Answered later (as a thread answers): the next part is asked for meanwhile.
+          await new Promise((r) => setTimeout(r, 5))
+          if (records[0]!.offset === '25' && failOnce) {
+            failOnce = false
+            throw new Error('the decode thread failed')
+          }
+          return records.map((r) => ok(Number(r.value!.toString())))
+        },
+        sink: async (items) => {
+          written.push(...items.map((i) => i.value))
+        },
+        sinkEvery: 25,
+      },
+      { log, codec, logger: silentLogger, maxBatch: 100, fromBeginning: true },
+    )
+    await waitFor(async () => (await log.committedOffsets(group, topic))[0]!.offset === '60', { what: 'offset 60 committed', timeoutMs: 20_000 })
+    await running.stop()
+    // First delivery: three parts asked at once; the second fails, so the batch came again whole.
+    expect(asked).toEqual(['0..24', '25..49', '50..59', '0..24', '25..49', '50..59'])
+    // Nothing lost; the first part was written on both deliveries (at least once).
+    expect([...new Set(written)].sort((a, b) => a - b)).toEqual(Array.from({ length: 60 }, (_, i) => i))
+    expect(written.filter((v) => v < 25)).toHaveLength(50)
+  })
 })

@@ -57,8 +57,9 @@ function record(value: Buffer | null, offset = 0): LogRecord {
 
 describe('OrderRowsDecoder (the thread side)', () => {
   it("encodes a valid order's row as the main thread does, and leaves every doubtful record to it", async () => {
-    const encoding = await encodingInsertFor(store, 'order_events', ORDER_EVENT_COLUMNS, NO_MERGE_ON_INSERT)
-    if (!encoding) return // a ClickHouse server: the projection has no decode thread
+    // chdb (this file's own store): the projection's rows go as RowBinary, and so through the thread.
+    const encoding = (await encodingInsertFor(store, 'order_events', ORDER_EVENT_COLUMNS, NO_MERGE_ON_INSERT))!
+    expect(encoding).not.toBeNull()
     const valid = [
       order(5, 1, 1),
       order(5, 2, 2, { event_type: 'refunded', status: 'refunded', total: '0.00', refunded_amount: '100.50' }),
@@ -107,8 +108,8 @@ describe('OrderRowsDecoder (the thread side)', () => {
 
 describe('OrderRowsThread', () => {
   it('answers in order, fails what it holds when closed, and starts again on the next job', async () => {
-    const encoding = await encodingInsertFor(store, 'order_events', ORDER_EVENT_COLUMNS, NO_MERGE_ON_INSERT)
-    if (!encoding) return
+    const encoding = (await encodingInsertFor(store, 'order_events', ORDER_EVENT_COLUMNS, NO_MERGE_ON_INSERT))!
+    expect(encoding).not.toBeNull()
     const setup = { types: encoding.types, expected: codec.expectedType(TOPICS.orders.name)! }
     const batch = async (from: number) => Promise.all(Array.from({ length: 50 }, async (_, i) => record(await codec.encode(TOPICS.orders.name, order(9, from + i + 1, i)), i)))
     const thread = new OrderRowsThread()
