@@ -141,7 +141,7 @@ export class KafkaEventLog implements EventLog {
             offset: m.offset,
             key: m.key ?? null,
             value: m.value ?? null,
-            headers: Object.fromEntries(Object.entries(m.headers ?? {}).map(([k, v]) => [k, v === undefined ? '' : String(v)])),
+            headers: headersOf(m.headers),
             timestamp: Number(m.timestamp),
           }))
           try {
@@ -197,3 +197,21 @@ export class KafkaEventLog implements EventLog {
     this.admin = null
   }
 }
+
+/** The headers of every record that has none: one frozen object, not one per record. */
+const NO_HEADERS: Record<string, string> = Object.freeze({}) as Record<string, string>
+
+/**
+ * A message's headers as text. In a loop, not entries mapped through a closure: the closure was
+ * made per record (tsx's keepNames names each as it is made), and most records have no headers.
+ */
+function headersOf(headers: Record<string, Buffer | string | (Buffer | string)[] | undefined> | undefined): Record<string, string> {
+  if (!headers) return NO_HEADERS
+  let out: Record<string, string> | null = null
+  for (const k in headers) {
+    const v = headers[k]
+    ;(out ??= {})[k] = v === undefined ? '' : String(v)
+  }
+  return out ?? NO_HEADERS
+}
+
