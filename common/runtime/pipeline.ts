@@ -168,8 +168,20 @@ export async function runPipeline<T>(def: PipelineDefinition<T>, deps: PipelineD
   }
 }
 
-/** A step that throws on a record is a bug or a poison record; either way the record goes aside. */
-const failed = (err: unknown) => dlq('process', 'step_error', (err as Error).message ?? String(err))
+/**
+ * Thrown by a step that cannot judge a record now, through no fault of the record (a store it
+ * reads is unavailable): the batch fails and is delivered again, instead of a valid record being
+ * dead-lettered for an outage.
+ */
+export class RedeliverError extends Error {
+  override name = 'RedeliverError'
+}
+
+/** A step that throws on a record is a bug or a poison record; either way the record goes aside (RedeliverError: the batch comes again). */
+const failed = (err: unknown) => {
+  if (err instanceof RedeliverError) throw err
+  return dlq('process', 'step_error', (err as Error).message ?? String(err))
+}
 
 // No closure is created per record here: tsx compiles with esbuild's keepNames, which names each
 // function as it is created, and that naming cost more than the rest of this function.

@@ -1,6 +1,6 @@
 import type { CustomerUpserted, OrderEvent } from '../../common/events.ts'
 import { TOPICS } from '../../common/topics.ts'
-import { dlq, ok, type StepResult } from '../../common/runtime/pipeline.ts'
+import { dlq, ok, RedeliverError, type StepResult } from '../../common/runtime/pipeline.ts'
 import { SchemaMismatchError, type EventCodec } from '../../common/eventlog/codec.ts'
 import { UndecodableRecordError } from '../../common/eventlog/schema-registry.ts'
 import type { LogRecord } from '../../common/eventlog/port.ts'
@@ -51,7 +51,15 @@ function checkInputEvent(topic: string, r: StepResult<OrderEvent | CustomerUpser
     if (errors.length) return invalid(errors, event.tenant_id)
     // Money of one tenant is in one currency: another is never summed with it.
     const held = currencies ? currencies.settled(event.tenant_id) ?? currencies.of(event.tenant_id, event.currency) : event.currency
-    return typeof held === 'string' ? currencyChecked(event, held) : held.then((h) => currencyChecked(event, h))
+    // A tenant's currency that cannot be read now (the store is down) fails the batch, to come again.
+    return typeof held === 'string'
+      ? currencyChecked(event, held)
+      : held.then(
+          (h) => currencyChecked(event, h),
+          (err: Error) => {
+            throw new RedeliverError(`the currency of tenant ${event.tenant_id} could not be read: ${err.message}`)
+          },
+        )
   }
   const event = r.value as CustomerUpserted
   const errors = customerSemanticErrors(event)
