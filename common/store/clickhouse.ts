@@ -8,7 +8,7 @@ import type { Logger } from '../logger.ts'
 import type { LRUCache } from 'lru-cache'
 import { lruCache } from '../lru.ts'
 import { parseNative, NativeUnsupported } from './native-format.ts'
-import { encodeRows, encoderFor, RowBinaryUnsupported, RowEncoder, type Encoder } from './row-binary.ts'
+import { encodeRows, encodersFor, RowBinaryUnsupported, RowEncoder, type Encoder } from './row-binary.ts'
 
 export type Store = ClickHouseClient
 
@@ -214,14 +214,8 @@ export interface EncodingInsert {
 
 export async function encodingInsertFor(store: Store, table: string, columns: readonly string[], opts: InsertOptions = {}): Promise<EncodingInsert | null> {
   const encoded = await encodedInsertFor(store, table, columns, opts)
-  if (!encoded) return null
-  let encoders: Encoder[]
-  try {
-    encoders = encoded.types.map(encoderFor)
-  } catch (err) {
-    if (err instanceof RowBinaryUnsupported) return null
-    throw err
-  }
+  const encoders = encoded && encodersFor(encoded.types)
+  if (!encoded || !encoders) return null
   return { types: encoded.types, rows: new RowEncoder(encoders), insert: (rows) => encoded.insert(rows.length === 1 ? rows[0]! : Buffer.concat(rows)) }
 }
 
@@ -238,16 +232,8 @@ function columnTypes(chdb: ChdbFiles & { name: string }): Promise<Map<string, st
 /** The RowBinary encoders of these columns of the table, or null when one's type has none (or is not a column: JSON then says why). */
 async function encodersOf(chdb: ChdbFiles & { name: string }, columns: readonly string[]): Promise<Encoder[] | null> {
   const byName = await columnTypes(chdb)
-  try {
-    return columns.map((c) => {
-      const type = byName.get(c)
-      if (type === undefined) throw new RowBinaryUnsupported(`no column ${c}`)
-      return encoderFor(type)
-    })
-  } catch (err) {
-    if (err instanceof RowBinaryUnsupported) return null
-    throw err
-  }
+  const types = columns.map((c) => byName.get(c))
+  return types.every((t): t is string => t !== undefined) ? encodersFor(types) : null
 }
 
 async function readColumnTypes(chdb: ChdbFiles, table: string): Promise<Map<string, string>> {

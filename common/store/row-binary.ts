@@ -351,13 +351,26 @@ function dayNumber(v: unknown): number {
   return ms / 86_400_000
 }
 
+/** The encoders of these column types, or null when one of them has none (the caller sends JSON instead). */
+export function encodersFor(types: readonly string[]): Encoder[] | null {
+  try {
+    return types.map(encoderFor)
+  } catch (err) {
+    if (err instanceof RowBinaryUnsupported) return null
+    throw err
+  }
+}
+
+/** One row (values in the encoders' order) written at the end of `w`; throws RowBinaryUnsupported part-way. */
+function writeRow(w: ByteWriter, encoders: readonly Encoder[], row: readonly unknown[]): void {
+  if (row.length !== encoders.length) unsupported(`a row of ${row.length} values for ${encoders.length} columns`)
+  for (let i = 0; i < encoders.length; i++) encoders[i]!(w, row[i])
+}
+
 /** The rows (values in the encoders' order) as RowBinary. */
 export function encodeRows(encoders: readonly Encoder[], rows: readonly (readonly unknown[])[]): Buffer {
   const w = new ByteWriter(Math.max(1 << 16, rows.length * encoders.length * 8))
-  for (const row of rows) {
-    if (row.length !== encoders.length) unsupported(`a row of ${row.length} values for ${encoders.length} columns`)
-    for (let i = 0; i < encoders.length; i++) encoders[i]!(w, row[i])
-  }
+  for (const row of rows) writeRow(w, encoders, row)
   return w.bytes()
 }
 
@@ -392,11 +405,9 @@ export class RowEncoder {
 
   /** One row written at the end of `w` (a body of rows built elsewhere); throws RowBinaryUnsupported, having written nothing. */
   encodeInto(w: ByteWriter, values: readonly unknown[]): void {
-    const encoders = this.encoders
-    if (values.length !== encoders.length) unsupported(`a row of ${values.length} values for ${encoders.length} columns`)
     const start = w.pos
     try {
-      for (let i = 0; i < encoders.length; i++) encoders[i]!(w, values[i])
+      writeRow(w, this.encoders, values)
     } catch (err) {
       w.pos = start
       throw err

@@ -3,7 +3,7 @@ import { fitGammaGamma, fitMbgNbdSeeded, type Patterns, type TransactionFitOptio
 import { clvSumsOf, type ClvSumsJob } from './clv-sums.ts'
 import { customersOf, scoreBatch, ScoreTally, type FeatureRowsJob, type FeatureRowsReply } from './feature-batches.ts'
 import { ClvMemo } from './features.ts'
-import { encodeRows, encoderFor, RowBinaryUnsupported, type Encoder } from '../../common/store/row-binary.ts'
+import { encodeRows, encodersFor, RowBinaryUnsupported, type Encoder } from '../../common/store/row-binary.ts'
 import type { TenantModel } from './model.ts'
 
 /**
@@ -24,13 +24,7 @@ let rowRun: { id: string; model: TenantModel; memo: ClvMemo; encoders: Encoder[]
 
 function featureRows(job: FeatureRowsJob): { reply: FeatureRowsReply; transfer: ArrayBuffer[] } {
   if (rowRun?.id !== job.run) {
-    let encoders: Encoder[] | null = null
-    try {
-      encoders = job.types ? job.types.map(encoderFor) : null
-    } catch (err) {
-      if (!(err instanceof RowBinaryUnsupported)) throw err
-    }
-    rowRun = { id: job.run, model: job.scoring.model, memo: new ClvMemo(), encoders }
+    rowRun = { id: job.run, model: job.scoring.model, memo: new ClvMemo(), encoders: job.types ? encodersFor(job.types) : null }
   }
   const tally = new ScoreTally()
   const customers = customersOf(job.customers)
