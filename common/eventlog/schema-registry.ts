@@ -66,26 +66,30 @@ export function frame(id: number, t: avsc.Type, value: unknown): Buffer {
   return out
 }
 
-/** The schema id of a value in the Confluent wire format; its Avro payload starts at byte 5. */
-function schemaIdOf(buf: Buffer): number {
-  if (!Buffer.isBuffer(buf) || buf.length < 5 || buf[0] !== 0) {
+/**
+ * The schema id of a value in the Confluent wire format, the value being buf[start, end) (the
+ * whole buffer by default); its Avro payload starts 5 bytes in.
+ */
+export function schemaIdOf(buf: Buffer, start = 0, end = buf.length): number {
+  if (!Buffer.isBuffer(buf) || end - start < 5 || buf[start] !== 0) {
     throw new UndecodableRecordError('value is not in the Confluent wire format (magic byte 0 + schema id)')
   }
-  return buf.readUInt32BE(1)
+  return buf.readUInt32BE(start + 1)
 }
 
 /**
- * The Avro value after a framed value's header, read in place (no view of the payload per record),
- * and exactly to its end, as `fromBuffer` would: a truncated or overlong payload is undecodable.
+ * The Avro value after the header of the framed value buf[start, end), read in place (no view of
+ * the payload per record), and exactly to its end, as `fromBuffer` would: a truncated or overlong
+ * payload is undecodable.
  */
-function readPayload(t: avsc.Type, schemaId: number, framed: Buffer): unknown {
+export function readPayload(t: avsc.Type, schemaId: number, framed: Buffer, start = 0, end = framed.length): unknown {
   let read: { value: unknown; offset: number }
   try {
-    read = t.decode(framed, 5)
+    read = t.decode(framed, start + 5)
   } catch (e) {
     throw new UndecodableRecordError(`Avro payload does not match schema ${schemaId}: ${(e as Error).message}`)
   }
-  if (read.offset !== framed.length) throw new UndecodableRecordError(`Avro payload does not match schema ${schemaId}: ${read.offset < 0 ? 'truncated buffer' : 'trailing data'}`)
+  if (read.offset !== end) throw new UndecodableRecordError(`Avro payload does not match schema ${schemaId}: ${read.offset < 0 ? 'truncated buffer' : 'trailing data'}`)
   return read.value
 }
 

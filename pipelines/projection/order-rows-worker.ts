@@ -2,7 +2,7 @@ import { parentPort } from 'node:worker_threads'
 import type avsc from 'avsc'
 import type { OrderEvent } from '../../common/events.ts'
 import { typeNameOf } from '../../common/eventlog/codec.ts'
-import { avroType } from '../../common/eventlog/schema-registry.ts'
+import { avroType, readPayload, schemaIdOf } from '../../common/eventlog/schema-registry.ts'
 import { ByteWriter, encoderFor, RowEncoder } from '../../common/store/row-binary.ts'
 import { orderSemanticErrors } from '../ingest/index.ts'
 import { orderEventValues } from './rows.ts'
@@ -88,19 +88,18 @@ export class OrderRowsDecoder {
     return { id: job.id, body: w.buf.subarray(0, w.pos), rowEnds, handled, tenants, currencyOf, currencies }
   }
 
-  /** The order event of values[start, end), or null for anything the main thread must look at. */
+  /**
+   * The order event of values[start, end), or null for anything the main thread must look at; a
+   * value the registry's own reading refuses throws (UndecodableRecordError), and the caller leaves
+   * that record to the main thread too.
+   */
   private decode(values: Buffer, start: number, end: number, expected: string, now: number): OrderEvent | null {
-    if (end - start < 5 || values[start] !== 0) return null
-    const t = this.types.get(values.readUInt32BE(start + 1))
+    const id = schemaIdOf(values, start, end)
+    const t = this.types.get(id)
     if (!t) return null
-    let read: { value: unknown; offset: number }
-    try {
-      read = t.decode(values, start + 5)
-    } catch {
-      return null
-    }
-    if (read.offset !== end || read.value === null || typeof read.value !== 'object' || typeNameOf(read.value) !== expected) return null
-    const event = read.value as OrderEvent
+    const value = readPayload(t, id, values, start, end)
+    if (value === null || typeof value !== 'object' || typeNameOf(value) !== expected) return null
+    const event = value as OrderEvent
     return orderSemanticErrors(event, now).length ? null : event
   }
 }
