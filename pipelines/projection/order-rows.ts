@@ -39,15 +39,17 @@ export class OrderRowsThread {
     this.idleTimer = null
     worker.ref()
     const n = records.length
+    // Each value read once: an embedded log record makes a view of its chunk at every read.
+    const read: (Buffer | null)[] = new Array(n)
     let total = 0
-    for (let i = 0; i < n; i++) total += records[i]!.value?.length ?? 0
+    for (let i = 0; i < n; i++) total += (read[i] = records[i]!.value)?.length ?? 0
     const values = new Uint8Array(total)
     const ends = new Int32Array(n)
     const schemas: [number, string][] = []
     let pos = 0
     let lastId = -1
     for (let i = 0; i < n; i++) {
-      const v = records[i]!.value
+      const v = read[i]
       if (v) {
         values.set(v, pos)
         pos += v.length

@@ -173,14 +173,21 @@ function encodeOrder(orderRows: EncodingInsert, event: OrderEvent): StepResult<P
   }
 }
 
-/** The sink's values, a part's value once (each of the part's records holds it, one after another). */
+/**
+ * The sink's values, a part's value once: each of the part's records holds it, mostly one after
+ * another, but records the main thread decoded may stand between them.
+ */
 function distinctValues(items: readonly { value: Projected }[]): Projected[] {
   const out: Projected[] = []
+  const parts = new Set<Projected>()
   let last: Projected | null = null
   for (const { value } of items) {
-    if (value === last && value.kind === 'rows') continue
+    if (value.kind === 'rows') {
+      if (value === last || parts.has(value)) continue
+      parts.add(value)
+      last = value
+    }
     out.push(value)
-    last = value
   }
   return out
 }
@@ -191,12 +198,9 @@ async function writeProjections(store: Store, values: Projected[], orderRows: En
   const orders: OrderEvent[] = []
   const customers: CustomerUpserted[] = []
   const tenants = new Set<number>()
-  // A part's value stands for all its records; should it come twice, its rows go once.
-  const parts = new Set<Projected>()
+  // A part's value comes once (distinctValues).
   for (const value of values) {
     if (value.kind === 'rows') {
-      if (parts.has(value)) continue
-      parts.add(value)
       for (const r of value.rows) rows.push(r)
       for (const t of value.tenants) tenants.add(t)
       continue
