@@ -289,6 +289,14 @@ const tenantRows = (store: Store, t: number) => scalar(store, 'SELECT count() AS
 /** What the bench waits for: distinct orders of the tenant. Only run once the row count says it can be N. */
 const tenantOrders = (store: Store, t: number) => scalar(store, 'SELECT uniqExact(order_id) AS n FROM orders WHERE tenant_id = {t:UInt64}', t)
 
+/** How far the tenant's n orders are stored: rows counted cheaply until they could be n, then its distinct orders. */
+async function ordersStored(store: Store, tenant: number, n: number): Promise<{ rows: number; count: number; done: boolean }> {
+  const rows = await tenantRows(store, tenant)
+  if (rows < n) return { rows, count: rows, done: false }
+  const distinct = await tenantOrders(store, tenant)
+  return { rows, count: distinct, done: distinct >= n }
+}
+
 function deadLetterCount(): Promise<number> {
   return deadLetters.get().then((m) => m.values.reduce((s, v) => s + v.value, 0))
 }
@@ -571,12 +579,10 @@ async function pipelinePhase(rt: Runtime, logger: Logger, tenant: number, opts: 
   const started = performance.now()
   let rows = 0
   const { firstAt } = await waitUntil(`${label} pipeline rows`, opts.events, opts.stallMs, async () => {
-    rows = await tenantRows(rt.store, tenant)
+    const stored = await ordersStored(rt.store, tenant, opts.events)
+    rows = stored.rows
     const dlq = (await deadLetterCount()) - dlqBefore
-    const note = dlq > 0 ? `${fmtInt(dlq)} dead-lettered` : undefined
-    if (rows < opts.events) return { count: rows, done: false, note }
-    const distinct = await tenantOrders(rt.store, tenant)
-    return { count: distinct, done: distinct >= opts.events, note }
+    return { ...stored, note: dlq > 0 ? `${fmtInt(dlq)} dead-lettered` : undefined }
   }, 100)
   const stats = phaseStats(mark, opts.events)
   const t0 = performance.now()
@@ -627,12 +633,7 @@ async function livePhase(rt: Runtime, logger: Logger, opts: Options, label: stri
   progress(`${label} C live: producing ${fmtInt(opts.events)} events of tenant ${tenant} while the projection runs (group ${group}) ...`)
   const mark = cpuMark()
   const produced = await produce(rt, tenant, opts, `${label} C`)
-  await waitUntil(`${label} live rows`, opts.events, opts.stallMs, async () => {
-    const rows = await tenantRows(rt.store, tenant)
-    if (rows < opts.events) return { count: rows, done: false }
-    const distinct = await tenantOrders(rt.store, tenant)
-    return { count: distinct, done: distinct >= opts.events }
-  }, 100)
+  await waitUntil(`${label} live rows`, opts.events, opts.stallMs, () => ordersStored(rt.store, tenant, opts.events), 100)
   const stats = phaseStats(mark, opts.events)
   await pipeline.stop()
   stopped()
