@@ -30,8 +30,25 @@ export const FEATURES_GROUP = 'cdp-features'
 
 const FLUSH_CHUNK = 10_000
 
-/** What the consumer folds: the input topics' events and the identity lane's profile records. */
-type EngineInput = InputEvent | { kind: 'profile'; event: ProfileChanged }
+/**
+ * What the consumer folds, made as soon as a record is decoded: of an input event only the fields
+ * the fold reads, so the decoded event (its items, its strings) dies young instead of being copied
+ * by every scavenge while its batch waits its turn; and the identity lane's profile records.
+ */
+export type EngineInput =
+  | { kind: 'order'; tenantId: number; customerId: number; orderId: string; occurredAt: number; fact: OrderFact }
+  | { kind: 'customer'; tenantId: number; customerId: number; email: string; occurredAt: number }
+  | { kind: 'profile'; event: ProfileChanged }
+
+/** An input event as the fold keeps it. */
+export function engineInput(v: InputEvent): EngineInput {
+  const e = v.event
+  return v.kind === 'order'
+    ? { kind: 'order', tenantId: e.tenant_id, customerId: e.customer_id, orderId: v.event.order_id, occurredAt: e.occurred_at, fact: factOf(v.event) }
+    : { kind: 'customer', tenantId: e.tenant_id, customerId: e.customer_id, email: v.event.email ?? '', occurredAt: e.occurred_at }
+}
+
+const kept = (r: StepResult<InputEvent>): StepResult<EngineInput> => (r.kind === 'ok' ? ok(engineInput(r.value)) : r)
 
 /**
  * One source customer's state, owned by the partition its key hashes to. A customer that is a
@@ -275,7 +292,10 @@ export class FeatureEngine {
   }
 
   private decode(record: LogRecord, codec: EventCodec): StepResult<EngineInput> | Promise<StepResult<EngineInput>> {
-    if (record.topic !== TOPICS.profileChanges.name) return decodeInputEvent(record, codec, this.now(), this.currencies)
+    if (record.topic !== TOPICS.profileChanges.name) {
+      const r = decodeInputEvent(record, codec, this.now(), this.currencies)
+      return r instanceof Promise ? r.then(kept) : kept(r)
+    }
     const r = decodeRecord<ProfileChanged>(record, codec)
     const profile = (d: StepResult<ProfileChanged>): StepResult<EngineInput> => (d.kind === 'ok' ? ok({ kind: 'profile' as const, event: d.value }) : d)
     return r instanceof Promise ? r.then(profile) : profile(r)
@@ -403,33 +423,30 @@ export class FeatureEngine {
         profiles.add(c)
         continue
       }
-      const e = value.event
-      const c = this.customer(e.tenant_id, e.customer_id, record.partition)
+      const { tenantId, customerId } = value
+      const c = this.customer(tenantId, customerId, record.partition)
       // The profile this customer's orders count for, when it is another customer's and held here.
-      const owner = this.memberships.profileOf(e.tenant_id, e.customer_id)
-      if (owner !== undefined && owner !== e.customer_id && this.assigned?.has(this.partitionOf(e.tenant_id, owner)) !== false) {
-        const op = this.partitionOf(e.tenant_id, owner)
+      const owner = this.memberships.profileOf(tenantId, customerId)
+      if (owner !== undefined && owner !== customerId && this.assigned?.has(this.partitionOf(tenantId, owner)) !== false) {
+        const op = this.partitionOf(tenantId, owner)
         if (!this.loaded.has(op)) await this.loadPartition(op)
-        const o = this.customer(e.tenant_id, owner, op)
+        const o = this.customer(tenantId, owner, op)
         o.dirty = true
         touched.add(o)
         profiles.add(o)
       }
       if (value.kind === 'order') {
-        const fact = factOf(value.event)
-        if (bookMerge(c.orders, orderKey(value.event.order_id), fact)) {
+        if (bookMerge(c.orders, orderKey(value.orderId), value.fact)) {
           profiles.add(c)
           // Newer than the book's, so newer than any fact pending for the order.
-          ;(c.dirtyOrders ??= new Map()).set(value.event.order_id, fact)
+          ;(c.dirtyOrders ??= new Map()).set(value.orderId, value.fact)
         }
-        latest.set(e.tenant_id, Math.max(latest.get(e.tenant_id) ?? 0, e.occurred_at))
+        latest.set(tenantId, Math.max(latest.get(tenantId) ?? 0, value.occurredAt))
       } else {
-        const ev = value.event
         // Latest profile wins by event time, ties by the larger email, whatever the arrival order.
-        const email = ev.email ?? ''
-        if (ev.occurred_at > c.emailVersion || (ev.occurred_at === c.emailVersion && email > c.email)) {
-          c.email = email
-          c.emailVersion = ev.occurred_at
+        if (value.occurredAt > c.emailVersion || (value.occurredAt === c.emailVersion && value.email > c.email)) {
+          c.email = value.email
+          c.emailVersion = value.occurredAt
         }
       }
       c.dirty = true

@@ -11,6 +11,7 @@ import { customerKey, type OrderEvent } from '../../common/events.ts'
 import { partitionFor } from '../../common/eventlog/partitioner.ts'
 import type { LogRecord } from '../../common/eventlog/port.ts'
 import { runFeatures } from '../../pipelines/features/run.ts'
+import { engineInput } from '../../pipelines/features/engine.ts'
 import { silentLogger, testConfig, uniqueName } from '../helpers.ts'
 import { history, NOW } from './histories.ts'
 
@@ -44,15 +45,15 @@ describe('batches of several partitions at once', () => {
       const batches = [...byPartition].flatMap(([partition, events]) => {
         const half = Math.ceil(events.length / 2)
         // Two batches a partition: the second only after the first settles, as a consumer delivers them.
-        const item = (e: OrderEvent, offset: number) => ({ record: { topic: TOPICS.orders.name, partition, offset: String(offset), key: null, value: null, headers: {}, timestamp: NOW } as LogRecord, value: { kind: 'order' as const, event: e } })
-        return [{ partition, items: events.slice(0, half).map((e, k) => item(e, k)) }, { partition, items: events.slice(half).map((e, k) => item(e, half + k)) }]
+        const item = (e: OrderEvent, offset: number) => ({ record: { topic: TOPICS.orders.name, partition, offset: String(offset), key: null, value: null, headers: {}, timestamp: NOW } as LogRecord, value: engineInput({ kind: 'order', event: e }) })
+        return [{ partition, events: events.slice(0, half), items: events.slice(0, half).map((e, k) => item(e, k)) }, { partition, events: events.slice(half), items: events.slice(half).map((e, k) => item(e, half + k)) }]
       })
       const settledWith = new Map<number, number[]>()
       await Promise.all(
         [...byPartition.keys()].map(async (partition) => {
           for (const [k, b] of batches.filter((x) => x.partition === partition).entries()) {
             await sink(b.items)
-            const customers = [...new Set(b.items.map((i) => i.value.event.customer_id))]
+            const customers = [...new Set(b.events.map((e) => e.customer_id))]
             // Settled: every customer of the batch has its row already.
             expect(await stored(customers), `partition ${partition} batch ${k}`).toEqual(customers.sort((a, c) => a - c))
             settledWith.set(partition, [...(settledWith.get(partition) ?? []), b.items.length])
