@@ -1,8 +1,5 @@
-import { parentPort } from 'node:worker_threads'
-import type avsc from 'avsc'
 import type { OrderEvent } from '../../common/events.ts'
-import { typeNameOf } from '../../common/eventlog/codec.ts'
-import { avroType, readPayload, schemaIdOf } from '../../common/eventlog/schema-registry.ts'
+import { serveDecodeJobs, ThreadSchemas, type DecodeJob } from '../../common/runtime/decode-thread-worker.ts'
 import { ByteWriter, encoderFor, RowEncoder } from '../../common/store/row-binary.ts'
 import { orderSemanticErrors } from '../ingest/index.ts'
 import { orderEventValues } from './rows.ts'
@@ -14,19 +11,12 @@ import { orderEventValues } from './rows.ts'
  * order rule or has a value RowBinary does not take is left to the main thread (`handled` 0),
  * which decodes it again and says why. The currency check needs the store: the main thread does
  * it, from each row's tenant and currency.
+ *
+ * Sent with a thread's first job: the row's column types and the record type the orders topic carries.
  */
-export interface OrderRowsJob {
-  kind: 'rows'
-  id: number
-  /** The records' values one after another; record i's ends at ends[i] (a record without a value is empty). */
-  values: Uint8Array
-  ends: Int32Array
-  /** Writer schemas (id, JSON) this thread has not been sent yet. */
-  schemas: [number, string][]
-  /** Sent with a thread's first job: the row's column types and the record type the orders topic carries. */
-  setup: { types: string[]; expected: string } | null
-  /** The time the order rules judge by (occurred_at not in the future), as the main thread's check would. */
-  now: number
+export interface OrderRowsSetup {
+  types: string[]
+  expected: string
 }
 
 export interface OrderRowsReply {
@@ -49,12 +39,12 @@ interface Setup {
 
 export class OrderRowsDecoder {
   private setup: Setup | null = null
-  private readonly types = new Map<number, avsc.Type>()
+  private readonly schemas = new ThreadSchemas()
 
   /** The job's rows; pure apart from the schemas and setup it keeps for the next jobs. */
-  rows(job: OrderRowsJob): OrderRowsReply {
+  rows(job: DecodeJob<OrderRowsSetup>): OrderRowsReply {
     if (job.setup) this.setup = { rows: new RowEncoder(job.setup.types.map(encoderFor)), expected: job.setup.expected }
-    for (const [id, schema] of job.schemas) this.types.set(id, avroType(schema))
+    this.schemas.add(job.schemas)
     const setup = this.setup
     if (!setup) throw new Error('no setup sent to the order rows thread')
     const n = job.ends.length
@@ -88,31 +78,16 @@ export class OrderRowsDecoder {
     return { id: job.id, body: w.buf.subarray(0, w.pos), rowEnds, handled, tenants, currencyOf, currencies }
   }
 
-  /**
-   * The order event of values[start, end), or null for anything the main thread must look at; a
-   * value the registry's own reading refuses throws (UndecodableRecordError), and the caller leaves
-   * that record to the main thread too.
-   */
+  /** The order event of values[start, end), or null for anything the main thread must look at (ThreadSchemas.read). */
   private decode(values: Buffer, start: number, end: number, expected: string, now: number): OrderEvent | null {
-    const id = schemaIdOf(values, start, end)
-    const t = this.types.get(id)
-    if (!t) return null
-    const value = readPayload(t, id, values, start, end)
-    if (value === null || typeof value !== 'object' || typeNameOf(value) !== expected) return null
-    const event = value as OrderEvent
-    return orderSemanticErrors(event, now).length ? null : event
+    const event = this.schemas.read(values, start, end, expected) as OrderEvent | null
+    return event && !orderSemanticErrors(event, now).length ? event : null
   }
 }
 
 const decoder = new OrderRowsDecoder()
-parentPort?.on('message', (job: OrderRowsJob) => {
-  let reply: OrderRowsReply
-  try {
-    reply = decoder.rows(job)
-  } catch (err) {
-    parentPort!.postMessage({ id: job.id, error: (err as Error).message ?? String(err) })
-    return
-  }
-  // The body's buffer is this reply's own (a ByteWriter per job): handed over, not copied.
-  parentPort!.postMessage(reply, [reply.body, reply.rowEnds, reply.handled, reply.tenants, reply.currencyOf].map((a) => a.buffer as ArrayBuffer))
-})
+// The body's buffer is this reply's own (a ByteWriter per job): handed over, not copied.
+serveDecodeJobs<OrderRowsSetup, OrderRowsReply>(
+  (job) => decoder.rows(job),
+  (reply) => [reply.body, reply.rowEnds, reply.handled, reply.tenants, reply.currencyOf].map((a) => a.buffer),
+)

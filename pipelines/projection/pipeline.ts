@@ -132,7 +132,7 @@ export function projectionPipeline(store: Store, opts: { now?: () => number; nam
       if (!thread || !orderRows || !expected || records[0]?.topic !== TOPICS.orders.name) return inStages(() => processEach(def, records, codec))
       let reply: OrderRowsReply
       try {
-        reply = await thread.rows(records, codec.registry, { types: orderRows.types, expected })
+        reply = await thread.run(records, codec.registry, { types: orderRows.types, expected })
       } catch {
         // The thread failed (the next part starts another): this part is decoded here.
         return inStages(() => processEach(def, records, codec))

@@ -88,7 +88,7 @@ describe('OrderRowsDecoder (the thread side)', () => {
     const schemaId = good.readUInt32BE(1)
     const decoder = new OrderRowsDecoder()
     const reply = decoder.rows({
-      kind: 'rows', id: 1, values: bytes, ends, now: Date.now(),
+      id: 1, topic: TOPICS.orders.name, values: bytes, ends, now: Date.now(),
       schemas: [[schemaId, codec.registry.knownSchema(schemaId)!]],
       setup: { types: encoding.types, expected: codec.expectedType(TOPICS.orders.name)! },
     })
@@ -102,7 +102,7 @@ describe('OrderRowsDecoder (the thread side)', () => {
     expect(reply.rowEnds[1]).toBe(reply.rowEnds[0])
     expect(reply.rowEnds[9]).toBe(reply.body.length)
     // Without a setup first, nothing is guessed.
-    expect(() => new OrderRowsDecoder().rows({ kind: 'rows', id: 2, values: bytes, ends, now: 0, schemas: [], setup: null })).toThrow(/no setup/)
+    expect(() => new OrderRowsDecoder().rows({ id: 2, topic: TOPICS.orders.name, values: bytes, ends, now: 0, schemas: [], setup: null })).toThrow(/no setup/)
   })
 })
 
@@ -114,15 +114,15 @@ describe('OrderRowsThread', () => {
     const batch = async (from: number) => Promise.all(Array.from({ length: 50 }, async (_, i) => record(await codec.encode(TOPICS.orders.name, order(9, from + i + 1, i)), i)))
     const thread = new OrderRowsThread()
     try {
-      const [a, b] = await Promise.all([thread.rows(await batch(0), codec.registry, setup), thread.rows(await batch(100), codec.registry, setup)])
+      const [a, b] = await Promise.all([thread.run(await batch(0), codec.registry, setup), thread.run(await batch(100), codec.registry, setup)])
       expect([...a.handled].every((h) => h === 1) && [...b.handled].every((h) => h === 1)).toBe(true)
       expect(a.id).toBeLessThan(b.id)
-      const held = thread.rows(await batch(200), codec.registry, setup).catch((err: Error) => err)
+      const held = thread.run(await batch(200), codec.registry, setup).catch((err: Error) => err)
       await thread.close()
       expect(await held).toBeInstanceOf(Error)
       expect(String(await held)).toMatch(/closed/)
       // A new thread: sent the setup and the schema again.
-      const again = await thread.rows(await batch(300), codec.registry, setup)
+      const again = await thread.run(await batch(300), codec.registry, setup)
       expect([...again.handled].every((h) => h === 1)).toBe(true)
     } finally {
       await thread.close()

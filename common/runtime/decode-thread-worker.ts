@@ -1,0 +1,61 @@
+import { parentPort } from 'node:worker_threads'
+import type avsc from 'avsc'
+import { typeNameOf } from '../eventlog/codec.ts'
+import { avroType, readPayload, schemaIdOf } from '../eventlog/schema-registry.ts'
+
+/** One job of a decode thread (decode-thread.ts): a part of a batch, the records' values one after another. */
+export interface DecodeJob<Setup> {
+  id: number
+  /** The records' topic (a batch is of one topic). */
+  topic: string
+  /** The records' values one after another; record i's ends at ends[i] (a record without a value is empty). */
+  values: Uint8Array
+  ends: Int32Array
+  /** Writer schemas (id, JSON) this thread has not been sent yet. */
+  schemas: [number, string][]
+  /** Sent with a thread's first job. */
+  setup: Setup | null
+  /** The time rules judge by (occurred_at not in the future), as the main thread's check would. */
+  now: number
+}
+
+/**
+ * The writer schemas a decode thread was sent, and the reading of a value by them. Only what is
+ * certain is read here: a value whose schema this thread was not given, or that is not a record of
+ * the expected type, is null (left to the main thread, which decodes it again and says why); a
+ * value the registry's own reading refuses throws (UndecodableRecordError), and the caller leaves
+ * that record to the main thread too.
+ */
+export class ThreadSchemas {
+  private readonly types = new Map<number, avsc.Type>()
+
+  add(schemas: readonly [number, string][]): void {
+    for (const [id, schema] of schemas) this.types.set(id, avroType(schema))
+  }
+
+  read(values: Buffer, start: number, end: number, expected: string): object | null {
+    const id = schemaIdOf(values, start, end)
+    const t = this.types.get(id)
+    if (!t) return null
+    const value = readPayload(t, id, values, start, end)
+    return value !== null && typeof value === 'object' && typeNameOf(value) === expected ? value : null
+  }
+}
+
+/**
+ * Serves a decode thread's jobs with `handle`: a reply is posted with the buffers of `transfer`
+ * handed over, not copied; a job that throws is answered with its error (the main thread then
+ * ends this thread and starts another).
+ */
+export function serveDecodeJobs<Setup, Reply extends { id: number }>(handle: (job: DecodeJob<Setup>) => Reply, transfer: (reply: Reply) => ArrayBufferLike[]): void {
+  parentPort?.on('message', (job: DecodeJob<Setup>) => {
+    let reply: Reply
+    try {
+      reply = handle(job)
+    } catch (err) {
+      parentPort!.postMessage({ id: job.id, error: (err as Error).message ?? String(err) })
+      return
+    }
+    parentPort!.postMessage(reply, transfer(reply) as ArrayBuffer[])
+  })
+}

@@ -1,0 +1,149 @@
+import { Worker } from 'node:worker_threads'
+import type { LogRecord } from '../eventlog/port.ts'
+import type { SchemaRegistryPort } from '../eventlog/schema-registry.ts'
+import type { DecodeJob } from './decode-thread-worker.ts'
+
+export type { DecodeJob }
+
+/** An idle thread ends after this long; the next job starts another. */
+const IDLE_MS = 30_000
+
+/**
+ * A consumer's decode thread: record values go to a worker (its entry module serves them with
+ * `serveDecodeJobs`, decode-thread-worker.ts), which decodes and checks them while the main thread
+ * reads the log and writes to the store. On two cores the main thread did all of it, and was the
+ * bottleneck of the projection and of the feature consumer (docs/analytics-performance.md,
+ * "Ingest"). Jobs are answered in the order they are sent. A thread that fails fails the jobs it
+ * holds (their batches are delivered again) and the next job starts a new one.
+ *
+ * `Setup` is what a thread needs once (sent with its first job); `Reply` what the worker answers.
+ */
+export class DecodeThread<Setup, Reply extends { id: number }> {
+  private worker: Worker | null = null
+  private seq = 0
+  private readonly pending = new Map<number, { resolve: (r: Reply) => void; reject: (err: Error) => void }>()
+  /** Schema ids the current thread has been sent. */
+  private sent = new Set<number>()
+  private setupSent = false
+  private idleTimer: NodeJS.Timeout | null = null
+
+  /** @param entry the worker's entry module; @param label names the thread in errors. */
+  constructor(
+    private readonly entry: URL,
+    private readonly label: string,
+  ) {}
+
+  /** Starts the thread ahead of its first job (it loads its modules meanwhile). */
+  start(): void {
+    if (!this.worker) this.spawn()
+  }
+
+  /** The worker's answer for these records' values (schemas the registry knows are sent along; `setup` with a thread's first job). */
+  run(records: readonly LogRecord[], registry: SchemaRegistryPort, setup: Setup): Promise<Reply> {
+    const worker = this.worker ?? this.spawn()
+    if (this.idleTimer) clearTimeout(this.idleTimer)
+    this.idleTimer = null
+    worker.ref()
+    const n = records.length
+    // Each value read once: an embedded log record makes a view of its chunk at every read.
+    const read: (Buffer | null)[] = new Array(n)
+    let total = 0
+    for (let i = 0; i < n; i++) total += (read[i] = records[i]!.value)?.length ?? 0
+    const values = new Uint8Array(total)
+    const ends = new Int32Array(n)
+    const schemas: [number, string][] = []
+    let pos = 0
+    let lastId = -1
+    for (let i = 0; i < n; i++) {
+      const v = read[i]
+      if (v) {
+        values.set(v, pos)
+        pos += v.length
+        if (v.length >= 5 && v[0] === 0) {
+          const id = v.readUInt32BE(1)
+          if (id !== lastId && !this.sent.has(id)) {
+            const schema = registry.knownSchema(id)
+            if (schema !== undefined) {
+              schemas.push([id, schema])
+              this.sent.add(id)
+            }
+          }
+          lastId = id
+        }
+      }
+      ends[i] = pos
+    }
+    const id = ++this.seq
+    const job: DecodeJob<Setup> = { id, topic: records[0]?.topic ?? '', values, ends, schemas, setup: this.setupSent ? null : setup, now: Date.now() }
+    this.setupSent = true
+    return new Promise<Reply>((resolve, reject) => {
+      this.pending.set(id, { resolve, reject })
+      try {
+        worker.postMessage(job, [values.buffer, ends.buffer])
+      } catch (err) {
+        this.pending.delete(id)
+        if (this.pending.size === 0 && this.worker === worker) this.idle(worker)
+        reject(err as Error)
+      }
+    })
+  }
+
+  async close(): Promise<void> {
+    if (this.idleTimer) clearTimeout(this.idleTimer)
+    this.idleTimer = null
+    const worker = this.worker
+    this.forget(new Error(`the ${this.label} thread was closed`))
+    await worker?.terminate()
+  }
+
+  private spawn(): Worker {
+    const worker = new Worker(this.entry)
+    this.worker = worker
+    this.sent = new Set()
+    this.setupSent = false
+    worker.unref()
+    worker.on('message', (reply: Reply | { id: number; error: string }) => {
+      const waiting = this.pending.get(reply.id)
+      if (!waiting) return
+      this.pending.delete(reply.id)
+      if ('error' in reply) {
+        // A job the thread could not do at all: this thread is done with (what it holds fails too),
+        // and the next job starts another, sent its setup and schemas afresh.
+        const err = new Error(`${this.label} thread: ${reply.error}`)
+        waiting.reject(err)
+        if (this.worker === worker) this.forget(err)
+        void worker.terminate()
+        return
+      }
+      waiting.resolve(reply)
+      if (this.pending.size === 0 && this.worker === worker) this.idle(worker)
+    })
+    const fail = (err: Error) => {
+      if (this.worker === worker) this.forget(err)
+    }
+    worker.on('error', fail)
+    worker.once('exit', (code) => fail(new Error(`the ${this.label} thread exited (code ${code})`)))
+    this.idle(worker)
+    return worker
+  }
+
+  /** No job held: the thread no longer keeps the process alive, and ends if none comes. */
+  private idle(worker: Worker): void {
+    worker.unref()
+    if (this.idleTimer) clearTimeout(this.idleTimer)
+    this.idleTimer = setTimeout(() => {
+      if (this.worker !== worker || this.pending.size) return
+      this.worker = null
+      void worker.terminate()
+    }, IDLE_MS)
+    this.idleTimer.unref()
+  }
+
+  /** The thread is gone: its jobs fail, and the next job starts a new one. */
+  private forget(err: Error): void {
+    this.worker = null
+    const waiting = [...this.pending.values()]
+    this.pending.clear()
+    for (const w of waiting) w.reject(err)
+  }
+}
