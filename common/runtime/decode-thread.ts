@@ -38,8 +38,11 @@ export class DecodeThread<Setup, Reply extends { id: number }> {
     if (!this.worker) this.spawn()
   }
 
-  /** The worker's answer for these records' values (schemas the registry knows are sent along; `setup` with a thread's first job). */
-  run(records: readonly LogRecord[], registry: SchemaRegistryPort, setup: Setup): Promise<Reply> {
+  /**
+   * The worker's answer for these records' values (schemas the registry knows are sent along;
+   * `setup` with a thread's first job); `now` is the time the worker's rules judge by.
+   */
+  run(records: readonly LogRecord[], registry: SchemaRegistryPort, setup: Setup, now = Date.now()): Promise<Reply> {
     const worker = this.worker ?? this.spawn()
     if (this.idleTimer) clearTimeout(this.idleTimer)
     this.idleTimer = null
@@ -74,7 +77,7 @@ export class DecodeThread<Setup, Reply extends { id: number }> {
       ends[i] = pos
     }
     const id = ++this.seq
-    const job: DecodeJob<Setup> = { id, topic: records[0]?.topic ?? '', values, ends, schemas, setup: this.setupSent ? null : setup, now: Date.now() }
+    const job: DecodeJob<Setup> = { id, topic: records[0]?.topic ?? '', values, ends, schemas, setup: this.setupSent ? null : setup, now }
     this.setupSent = true
     return new Promise<Reply>((resolve, reject) => {
       this.pending.set(id, { resolve, reject })

@@ -190,6 +190,16 @@ export function processRecord<T>(def: PipelineDefinition<T>, record: LogRecord, 
   return safeProcess(def, record, codec)
 }
 
+/** Records processed one by one with `processRecord`, in order: for `processMany` steps, on the records (or the parts) they do not hand elsewhere. */
+export async function processEach<T>(def: PipelineDefinition<T>, records: readonly LogRecord[], codec: EventCodec): Promise<StepResult<T>[]> {
+  const out: StepResult<T>[] = new Array(records.length)
+  for (let i = 0; i < records.length; i++) {
+    const r = safeProcess(def, records[i]!, codec)
+    out[i] = r instanceof Promise ? await r : r
+  }
+  return out
+}
+
 function safeProcess<T>(def: PipelineDefinition<T>, record: LogRecord, codec: EventCodec): StepResult<T> | Promise<StepResult<T>> {
   try {
     const result = def.process(record, codec)

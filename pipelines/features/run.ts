@@ -19,7 +19,7 @@ const CATCH_UP_WAIT_MS = 8_000
 const CATCH_UP_MAX_MS = 120_000
 
 /** Composition of the feature role: the consumer plus its wall-clock punctuator. */
-export async function runFeatures(rt: Runtime, opts: { now?: () => number; tickMs?: number; name?: string; flushChunk?: number } = {}): Promise<RunningFeatures> {
+export async function runFeatures(rt: Runtime, opts: { now?: () => number; tickMs?: number; name?: string; flushChunk?: number; /** false: decode on the main thread (tests of that path). */ decodeThread?: boolean } = {}): Promise<RunningFeatures> {
   const c = rt.config
   const engine = new FeatureEngine({
     store: rt.store,
@@ -35,6 +35,7 @@ export async function runFeatures(rt: Runtime, opts: { now?: () => number; tickM
     boundaryMaxAgeMs: Math.floor((opts.tickMs ?? c.featuresTickMs) / 2),
     refreshIntervalMs: opts.tickMs ?? c.featuresTickMs,
     flushChunk: opts.flushChunk,
+    decodeThread: opts.decodeThread,
   })
   const logger = rt.logger.child({ pipeline: engine.name })
   const pipeline = await runPipeline(engine.definition(), { log: rt.log, codec: rt.codec, logger: rt.logger, maxBatch: c.batchSize })

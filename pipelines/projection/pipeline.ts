@@ -4,7 +4,7 @@ import { encodingInsertFor, insertJsonRows, insertValueRows, type EncodingInsert
 import { RowBinaryUnsupported } from '../../common/store/row-binary.ts'
 import { WriteTurns } from '../../common/runtime/write-turns.ts'
 import { decodeInputEvent, type InputEvent } from '../ingest/index.ts'
-import { ok, processRecord, type PipelineDefinition, type StepResult } from '../../common/runtime/pipeline.ts'
+import { ok, processEach, processRecord, type PipelineDefinition, type StepResult } from '../../common/runtime/pipeline.ts'
 import type { EventCodec } from '../../common/eventlog/codec.ts'
 import type { LogRecord } from '../../common/eventlog/port.ts'
 import { OrderRowsThread, type OrderRowsReply } from './order-rows.ts'
@@ -132,7 +132,7 @@ export function projectionPipeline(store: Store, opts: { now?: () => number; nam
       if (!thread || !orderRows || !expected || records[0]?.topic !== TOPICS.orders.name) return inStages(() => processEach(def, records, codec))
       let reply: OrderRowsReply
       try {
-        reply = await thread.run(records, codec.registry, { types: orderRows.types, expected })
+        reply = await thread.run(records, codec.registry, { types: orderRows.types, expected }, now())
       } catch {
         // The thread failed (the next part starts another): this part is decoded here.
         return inStages(() => processEach(def, records, codec))
@@ -151,16 +151,6 @@ function keptRows(reply: { body: Uint8Array; rowEnds: Int32Array }, kept: Uint8A
   const rows: Uint8Array[] = []
   for (let i = 0; i < kept.length; i++) if (kept[i]) rows.push(reply.body.subarray(i ? reply.rowEnds[i - 1]! : 0, reply.rowEnds[i]!))
   return rows
-}
-
-/** Records processed one by one (customers, a server without RowBinary). */
-async function processEach<T>(def: PipelineDefinition<T>, records: readonly LogRecord[], codec: EventCodec): Promise<StepResult<T>[]> {
-  const out: StepResult<T>[] = new Array(records.length)
-  for (let i = 0; i < records.length; i++) {
-    const r = processRecord(def, records[i]!, codec)
-    out[i] = r instanceof Promise ? await r : r
-  }
-  return out
 }
 
 /** The event's row as bytes, or null for a value RowBinary would not store as ClickHouse reads its JSON (kept as values). */

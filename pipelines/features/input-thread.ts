@@ -1,0 +1,15 @@
+import { DecodeThread } from '../../common/runtime/decode-thread.ts'
+import type { InputsReply, InputsSetup } from './input-worker.ts'
+
+export type { InputsReply, InputsSetup }
+export { CUSTOMER, LEFT, ORDER, STRIDE } from './input-worker.ts'
+
+/**
+ * The feature consumer's decode thread (common/runtime/decode-thread.ts): decodes order and
+ * customer records and checks them (input-worker.ts) while the main thread folds and writes.
+ */
+export class InputsThread extends DecodeThread<InputsSetup, InputsReply> {
+  constructor() {
+    super(new URL('./input-worker.mjs', import.meta.url), 'feature inputs')
+  }
+}
