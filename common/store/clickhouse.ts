@@ -8,7 +8,7 @@ import type { Logger } from '../logger.ts'
 import type { LRUCache } from 'lru-cache'
 import { lruCache } from '../lru.ts'
 import { parseNative, NativeUnsupported } from './native-format.ts'
-import { encodeRows, encodersFor, RowBinaryUnsupported, RowEncoder, type Encoder } from './row-binary.ts'
+import { ByteWriter, encodeRows, encodersFor, RowBinaryUnsupported, RowEncoder, type Encoder } from './row-binary.ts'
 
 export type Store = ClickHouseClient
 
@@ -217,6 +217,56 @@ export async function encodingInsertFor(store: Store, table: string, columns: re
   const encoders = encoded && encodersFor(encoded.types)
   if (!encoded || !encoders) return null
   return { types: encoded.types, rows: new RowEncoder(encoders), insert: (rows) => encoded.insert(rows.length === 1 ? rows[0]! : Buffer.concat(rows)) }
+}
+
+/**
+ * The rows of one insert, gathered as they are made: encoded as RowBinary into one body at once
+ * where chdb takes them (`encoding`, from encodingInsertFor), kept as values where not (a server,
+ * a value RowBinary refuses). A writer that holds its rows across awaits (a publish, another
+ * insert) then holds bytes, not each row's array and objects, which a young-generation collection
+ * would copy and promote (docs/analytics-performance.md, "Streaming").
+ */
+export class InsertRows {
+  private readonly body: ByteWriter | null
+  private readonly values: unknown[][] = []
+  private count = 0
+
+  constructor(
+    private readonly store: Store,
+    private readonly table: string,
+    private readonly columns: readonly string[],
+    private readonly encoding: EncodingInsert | null,
+    private readonly opts: InsertOptions = {},
+  ) {
+    this.body = encoding ? new ByteWriter() : null
+  }
+
+  /** One row, its values in `columns`' order. */
+  add(values: readonly unknown[]): void {
+    this.count++
+    if (this.body) {
+      try {
+        this.encoding!.rows.encodeInto(this.body, values)
+        return
+      } catch (err) {
+        if (!(err instanceof RowBinaryUnsupported)) throw err
+      }
+    }
+    this.values.push(values as unknown[])
+  }
+
+  get length(): number {
+    return this.count
+  }
+
+  /** One insert of the encoded rows, and one of those kept as values. */
+  async insert(): Promise<void> {
+    const body = this.body
+    await Promise.all([
+      body && body.pos ? this.encoding!.insert([body.buf.subarray(0, body.pos)]) : undefined,
+      this.values.length ? insertValueRows(this.store, this.table, this.columns, this.values, this.opts) : undefined,
+    ])
+  }
 }
 
 function columnTypes(chdb: ChdbFiles & { name: string }): Promise<Map<string, string>> {

@@ -1,6 +1,6 @@
 import { customerKey, type ProfileChanged } from '../../common/events.ts'
 import { TOPICS } from '../../common/topics.ts'
-import { insertJsonRows, insertValueRows, type Store } from '../../common/store/clickhouse.ts'
+import { encodingInsertFor, InsertRows, insertJsonRows, type EncodingInsert, type Store } from '../../common/store/clickhouse.ts'
 import type { EventLog, LogRecord, OutRecord } from '../../common/eventlog/port.ts'
 import type { EventCodec } from '../../common/eventlog/codec.ts'
 import type { Logger } from '../../common/logger.ts'
@@ -15,7 +15,7 @@ import { bookAppend, BookBuilder, bookFacts, bookMerge, emptyBook, orderKey, sam
 import { ClvMemo, clvFeatures, computeFeatures, DEFAULT_FEATURE_OPTIONS, featuresDigest, type FeatureOptions, type FeatureValues } from './features.ts'
 import type { TenantModel } from './model.ts'
 import { buildTenantModelParallel } from './parallel-fit.ts'
-import { customerPartition, deletedFeatureRow, factRow, FEATURE_ROW_COLUMNS, featureRowValues, featuresEvent, segmentChangedEvent, segmentChangeRow, type CustomerIdentity } from './rows.ts'
+import { customerPartition, deletedFeatureRow, FACT_ROW_COLUMNS, factRowValues, FEATURE_ROW_COLUMNS, featureRowValues, featuresEvent, segmentChangedEvent, segmentChangeRow, type CustomerIdentity } from './rows.ts'
 import { claimModelRefresh, eachPartitionFact, loadCustomerFacts, loadModels, loadPartitionCustomers, loadPartitionProfiles, profileRow, saveModel, tenantAggregates, writeSegmentSnapshot } from './feature-store.ts'
 import { ProfileMemberships, type ProfileRecord } from './profiles.ts'
 import { sharedRfmKey } from './rfm.ts'
@@ -168,6 +168,8 @@ export class FeatureEngine {
    * on two cores the decode took a sixth of the main thread (docs/analytics-performance.md, "Streaming").
    */
   private readonly inputs: InputsThread | null
+  /** How the writes encode feature rows and facts (InsertRows), looked up once; null: kept as values. */
+  private encodings: Promise<{ features: EncodingInsert | null; facts: EncodingInsert | null }> | null = null
 
   constructor(private readonly deps: FeatureEngineOptions) {
     this.name = deps.name ?? FEATURES_GROUP
@@ -620,6 +622,22 @@ export class FeatureEngine {
     return out
   }
 
+  /** An event as a record of `topic`: encoded now when its schema is known here, else once it is registered. */
+  private outRecord(topic: string, key: string, event: unknown): OutRecord | Promise<OutRecord> {
+    const value = this.deps.codec.encodeSoon(topic, event)
+    return value instanceof Promise ? value.then((v) => ({ key, value: v })) : { key, value }
+  }
+
+  /** The RowBinary encodings of feature rows and facts, looked up at the first write (a lookup that fails is asked again at the next). */
+  private rowEncodings(): Promise<{ features: EncodingInsert | null; facts: EncodingInsert | null }> {
+    const store = this.deps.store
+    this.encodings ??= Promise.all([encodingInsertFor(store, 'customer_features', FEATURE_ROW_COLUMNS), encodingInsertFor(store, 'feature_order_facts', FACT_ROW_COLUMNS)]).then(
+      ([features, facts]) => ({ features, facts }),
+      () => ((this.encodings = null), { features: null, facts: null }),
+    )
+    return this.encodings
+  }
+
   /** Scores, publishes and stores one chunk of a flush; null when a rebalance began meanwhile (nothing of it written). */
   private async write(
     customers: CustomerState[],
@@ -630,12 +648,14 @@ export class FeatureEngine {
   ): Promise<{ changed: number; segmentChanges: number } | null> {
     const outsideBatch = tickEpoch !== undefined
     const owns = (c: CustomerState) => !outsideBatch || this.owned === null || this.owned.has(c.partition)
-    const facts: ReturnType<typeof factRow>[] = []
-    // Live rows as values in FEATURE_ROW_COLUMNS' order (no object per row for the insert to take
-    // apart again); delete markers, which carry is_deleted, as objects of their own insert.
-    const rows: unknown[][] = []
+    // Facts and live rows encoded as they are made (InsertRows); delete markers, which carry
+    // is_deleted, as objects of their own insert.
+    const encodings = await this.rowEncodings()
+    const facts = new InsertRows(this.deps.store, 'feature_order_facts', FACT_ROW_COLUMNS, encodings.facts)
+    const rows = new InsertRows(this.deps.store, 'customer_features', FEATURE_ROW_COLUMNS, encodings.features)
     const markers: ReturnType<typeof deletedFeatureRow>[] = []
-    const featureRecords: Promise<OutRecord>[] = []
+    // Encoded as they are made (at once when the schema is known here, which is the rule), so an event object dies young.
+    const featureRecords: (OutRecord | Promise<OutRecord>)[] = []
     const changes: ReturnType<typeof segmentChangedEvent>[] = []
     const updates: { c: CustomerState; v: FeatureValues | null; digest: number | null; version: number }[] = []
     for (const c of customers) {
@@ -643,7 +663,7 @@ export class FeatureEngine {
       if (!this.isProfile(c)) {
         // Absorbed into another's profile: its facts are stored (the profile's owner reads them), its row is deleted once.
         if (!c.dirty && c.deleted) continue
-        for (const [orderId, f] of c.dirtyOrders ?? []) facts.push(factRow(c, orderId, f))
+        for (const [orderId, f] of c.dirtyOrders ?? []) facts.add(factRowValues(c, orderId, f))
         const version = c.deleted ? c.rowVersion : this.version(c, now)
         if (!c.deleted) {
           const empty = computeFeatures(EMPTY_AGGREGATES, null, ref.ms, this.opts, null)
@@ -658,19 +678,19 @@ export class FeatureEngine {
       const digest = featuresDigest(v)
       const moved = c.last !== digest
       if (!touched && !moved && !c.dirty && !c.deleted) continue
-      for (const [orderId, f] of c.dirtyOrders ?? []) facts.push(factRow(c, orderId, f))
+      for (const [orderId, f] of c.dirtyOrders ?? []) facts.add(factRowValues(c, orderId, f))
       const version = this.version(c, now)
-      rows.push(featureRowValues(c, agg, orderHistory(this.profileFacts(c), ref.cutoffMs), v, now, version))
+      rows.add(featureRowValues(c, agg, orderHistory(this.profileFacts(c), ref.cutoffMs), v, now, version))
       const key = customerKey(c.tenantId, c.customerId)
-      if (moved) featureRecords.push(this.deps.codec.encode(TOPICS.customerFeatures.name, featuresEvent(c, agg, v, now)).then((value) => ({ key, value })))
+      if (moved) featureRecords.push(this.outRecord(TOPICS.customerFeatures.name, key, featuresEvent(c, agg, v, now)))
       if (v.segment !== c.emittedSegment) changes.push(segmentChangedEvent(c, emittedOf(c), v, now))
       updates.push({ c, v, digest, version })
     }
     const profileRows = this.pendingProfiles.map((p) => profileRow(p.partition, p.record))
     if (!updates.length && !profileRows.length) return { changed: 0, segmentChanges: 0 }
     // Publish before storing: a crash in between re-publishes (at least once) instead of losing a change.
-    const changeRecords = await Promise.all(changes.map(async (e) => ({ key: customerKey(e.tenant_id, e.customer_id), value: await this.deps.codec.encode(TOPICS.segmentChanges.name, e) })))
-    const encodedFeatures = await Promise.all(featureRecords)
+    const changeRecords = await settled(changes.map((e) => this.outRecord(TOPICS.segmentChanges.name, customerKey(e.tenant_id, e.customer_id), e)))
+    const encodedFeatures = await settled(featureRecords)
     // A rebalance began while this tick computed: write nothing (the next tick, or the new owner, does).
     if (outsideBatch && (this.ownershipEpoch !== tickEpoch || !updates.every(({ c }) => owns(c)))) {
       this.deps.logger.info({ pipeline: this.name }, 'tick writes dropped: the group changed while it ran (the next tick or the new owner writes them)')
@@ -681,8 +701,8 @@ export class FeatureEngine {
       encodedFeatures.length ? this.deps.log.send(TOPICS.customerFeatures.name, encodedFeatures) : undefined,
     ])
     await Promise.all([
-      insertJsonRows(this.deps.store, 'feature_order_facts', facts),
-      insertValueRows(this.deps.store, 'customer_features', FEATURE_ROW_COLUMNS, rows),
+      facts.insert(),
+      rows.insert(),
       insertJsonRows(this.deps.store, 'customer_features', markers),
       insertJsonRows(this.deps.store, 'segment_changes', changes.map(segmentChangeRow)),
       insertJsonRows(this.deps.store, 'feature_profiles', profileRows),
@@ -759,6 +779,11 @@ export class FeatureEngine {
     this.models.delete(tenantId)
   }
 
+}
+
+/** The records, waiting only when one of them is still being encoded. */
+function settled(records: (OutRecord | Promise<OutRecord>)[]): OutRecord[] | Promise<OutRecord[]> {
+  return records.some((r) => r instanceof Promise) ? Promise.all(records) : (records as OutRecord[])
 }
 
 const emittedOf = (c: CustomerState) => ({ segment: c.emittedSegment, rfmScore: c.emittedScore })

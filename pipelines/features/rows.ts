@@ -27,18 +27,18 @@ export function customerIdentity(tenantId: number, customerId: number, partition
   return { tenantId, customerId, partition: customerPartition(tenantId, customerId, partitions), email, emailVersion }
 }
 
-export function factRow(c: CustomerIdentity, orderId: string, f: OrderFact) {
-  return {
-    partition: c.partition,
-    tenant_id: c.tenantId,
-    customer_id: c.customerId,
-    order_id: orderId,
-    version: f.version,
-    event_id: f.eventId,
-    placed_at: storedTime(f.placedAt),
-    total_cents: f.cents,
-    cancelled: f.cancelled ? 1 : 0,
-  }
+/** feature_order_facts' columns, in the order `factRowValues` gives them. */
+export const FACT_ROW_COLUMNS = ['partition', 'tenant_id', 'customer_id', 'order_id', 'version', 'event_id', 'placed_at', 'total_cents', 'cancelled'] as const
+
+/** A fact's feature_order_facts row as values in FACT_ROW_COLUMNS' order. */
+export function factRowValues(c: CustomerIdentity, orderId: string, f: OrderFact): unknown[] {
+  return [c.partition, c.tenantId, c.customerId, orderId, f.version, f.eventId, storedTime(f.placedAt), f.cents, f.cancelled ? 1 : 0]
+}
+
+/** The same row as an object. */
+export function factRow(c: CustomerIdentity, orderId: string, f: OrderFact): Record<(typeof FACT_ROW_COLUMNS)[number], unknown> {
+  const values = factRowValues(c, orderId, f)
+  return Object.fromEntries(FACT_ROW_COLUMNS.map((k, i) => [k, values[i]])) as Record<(typeof FACT_ROW_COLUMNS)[number], unknown>
 }
 
 /** customer_features' columns, in the order `featureRowValues` gives them. */
