@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { encodingInsertFor, insertValueRows, migrate, openStore, type Store } from '../../common/store/clickhouse.ts'
+import { encodingInsertFor, InsertRows, insertValueRows, migrate, openStore, type Store } from '../../common/store/clickhouse.ts'
 import { ByteWriter, encodeRows, encoderFor, isoMs, RowBinaryUnsupported, RowEncoder, splitArgs } from '../../common/store/row-binary.ts'
 import { scaledUnits } from '../../common/decimal.ts'
 
@@ -213,6 +213,23 @@ describe('encodingInsertFor on chdb', () => {
       expect(got[1]).toEqual(['1', 'ü 1', '1.5', '2025-07-01 10:11:12.346', "[('s1',1)]"])
       expect(got).toEqual(await read('values'))
       expect(await encodingInsertFor(store, 'encoded', ['k', 'nope'])).toBeNull()
+
+      // InsertRows: encoded as added, a row RowBinary refuses (a rounded decimal) kept as values;
+      // without an encoding (a server) every row goes as values. Both store what insertValueRows does.
+      for (const t of ['gathered', 'plain']) await store.command({ query: `CREATE TABLE ${t} (${columns}) ENGINE = MergeTree ORDER BY k` })
+      const odd = [100, 'odd', '2.345', 1_751_364_672_345, []]
+      const gathered = new InsertRows(store, 'gathered', names, await encodingInsertFor(store, 'gathered', names))
+      const plain = new InsertRows(store, 'plain', names, null)
+      for (const r of [...rows, odd]) {
+        gathered.add(r)
+        plain.add(r)
+      }
+      expect([gathered.length, plain.length]).toEqual([31, 31])
+      await Promise.all([gathered.insert(), plain.insert()])
+      await insertValueRows(store, 'values', names, [odd])
+      expect(await read('gathered')).toEqual(await read('values'))
+      expect(await read('plain')).toEqual(await read('values'))
+      expect((await read('gathered')).at(-1)).toEqual(['100', 'odd', '2.34', '2025-07-01 10:11:12.345', '[]']) // as ClickHouse reads the JSON: cut, not rounded
     } finally {
       await store.close()
       fs.rmSync(dir, { recursive: true, force: true })
