@@ -1,4 +1,4 @@
-import { customerKey, type ProfileChanged } from '../../common/events.ts'
+import { customerKey, type ProfileChanged, type SegmentChanged } from '../../common/events.ts'
 import { TOPICS } from '../../common/topics.ts'
 import { encodingInsertFor, InsertRows, insertJsonRows, type EncodingInsert, type Store } from '../../common/store/clickhouse.ts'
 import type { EventLog, LogRecord, OutRecord } from '../../common/eventlog/port.ts'
@@ -15,7 +15,7 @@ import { bookAppend, BookBuilder, bookFacts, bookMerge, emptyBook, orderKey, sam
 import { ClvMemo, clvFeatures, computeFeatures, DEFAULT_FEATURE_OPTIONS, featuresDigest, type FeatureOptions, type FeatureValues } from './features.ts'
 import type { TenantModel } from './model.ts'
 import { buildTenantModelParallel } from './parallel-fit.ts'
-import { customerPartition, deletedFeatureRow, FACT_ROW_COLUMNS, factRowValues, FEATURE_ROW_COLUMNS, featureRowValues, featuresEvent, segmentChangedEvent, segmentChangeRow, type CustomerIdentity } from './rows.ts'
+import { customerPartition, deletedFeatureRow, FACT_ROW_COLUMNS, factRowValues, FEATURE_ROW_COLUMNS, featureRowValues, featuresEvent, SEGMENT_CHANGE_COLUMNS, segmentChangedEvent, segmentChangeRowValues, type CustomerIdentity } from './rows.ts'
 import { claimModelRefresh, eachPartitionFact, loadCustomerFacts, loadModels, loadPartitionCustomers, loadPartitionProfiles, profileRow, saveModel, tenantAggregates, writeSegmentSnapshot } from './feature-store.ts'
 import { ProfileMemberships, type ProfileRecord } from './profiles.ts'
 import { sharedRfmKey } from './rfm.ts'
@@ -41,6 +41,11 @@ export type EngineInput =
   | { kind: 'order'; tenantId: number; customerId: number; orderId: string; occurredAt: number; fact: OrderFact }
   | { kind: 'customer'; tenantId: number; customerId: number; email: string; occurredAt: number }
   | { kind: 'profile'; event: ProfileChanged }
+  /**
+   * The records of a batch the decode thread read (input-thread.ts), kept as its reply: one value,
+   * held by each of those records (`keep`), so the main thread makes no object per record.
+   */
+  | { kind: 'inputs'; partition: number; reply: InputsReply; keep: Uint8Array }
 
 /** An input event as the fold keeps it. */
 export function engineInput(v: InputEvent): EngineInput {
@@ -128,7 +133,8 @@ export class FeatureEngine {
   private owned: Set<number> | null = null
   /** Bumped at every change of `owned`: a tick that saw another value writes nothing (a partition lost and regained meanwhile had its state replaced). */
   private ownershipEpoch = 0
-  private readonly nextOffset = new Map<string, bigint>()
+  /** The next offset expected, by partition and topic (a number: exact below 2^53, far beyond any log's offsets). */
+  private readonly nextOffset = new Map<number, Map<string, number>>()
   private readonly models = new Map<number, TenantModel>()
   /** Each tenant's reference date (the "today" its customers age against), refreshed by the tick. */
   private readonly refs = new Map<number, Reference>()
@@ -169,7 +175,7 @@ export class FeatureEngine {
    */
   private readonly inputs: InputsThread | null
   /** How the writes encode feature rows and facts (InsertRows), looked up once; null: kept as values. */
-  private encodings: Promise<{ features: EncodingInsert | null; facts: EncodingInsert | null }> | null = null
+  private encodings: Promise<RowEncodings> | null = null
 
   constructor(private readonly deps: FeatureEngineOptions) {
     this.name = deps.name ?? FEATURES_GROUP
@@ -247,14 +253,15 @@ export class FeatureEngine {
   private async takeInputs(def: PipelineDefinition<EngineInput>, records: readonly LogRecord[], codec: EventCodec, reply: InputsReply): Promise<StepResult<EngineInput>[]> {
     const n = records.length
     const out: StepResult<EngineInput>[] = new Array(n)
-    const { kind, nums, texts } = reply
+    const keep = new Uint8Array(n)
+    const kept = ok<EngineInput>({ kind: 'inputs', partition: records[0]?.partition ?? 0, reply, keep })
+    const { kind, nums } = reply
     let handled = 0
     for (let i = 0; i < n; i++) {
       const record = records[i]!
       const k = kind[i]!
-      const at = i * STRIDE
-      const tenantId = nums[at]!
       // Money of one tenant is in one currency (checkInputEvent's rule; a lookup that fails fails the batch).
+      const tenantId = nums[i * STRIDE]!
       const currency = k === ORDER ? reply.currencies[reply.currencyOf[i]!]! : null
       if (k === LEFT || (currency !== null && (this.currencies.settled(tenantId) ?? (await this.currencies.of(tenantId, currency))) !== currency)) {
         const r = processRecord(def, record, codec)
@@ -262,18 +269,9 @@ export class FeatureEngine {
         continue
       }
       if (!this.observeNow(record)) await this.exclusive(() => this.observe(record))
+      keep[i] = 1
       handled++
-      out[i] =
-        k === CUSTOMER
-          ? ok({ kind: 'customer', tenantId, customerId: nums[at + 1]!, email: texts[2 * i]!, occurredAt: nums[at + 2]! })
-          : ok({
-              kind: 'order',
-              tenantId,
-              customerId: nums[at + 1]!,
-              orderId: texts[2 * i]!,
-              occurredAt: nums[at + 2]!,
-              fact: { version: nums[at + 3]!, eventId: texts[2 * i + 1]!, placedAt: nums[at + 4]!, cents: nums[at + 5]!, cancelled: reply.cancelled[i] === 1 },
-            })
+      out[i] = kept
     }
     decodedOffMain.inc({ pipeline: this.name }, handled)
     return out
@@ -293,7 +291,7 @@ export class FeatureEngine {
 
   private unload(p: number): void {
     this.customers.deleteWhere((c) => c.partition === p)
-    for (const k of this.nextOffset.keys()) if (k.endsWith(`:${p}`)) this.nextOffset.delete(k)
+    this.nextOffset.delete(p)
     this.memberships.forget((r) => this.partitionOf(r.tenantId, r.profileId) === p)
     this.loaded.delete(p)
   }
@@ -379,12 +377,18 @@ export class FeatureEngine {
    */
   private observeNow(record: LogRecord): boolean {
     if (this.assignsPending > 0 || !this.loaded.has(record.partition)) return false
-    const key = `${record.topic}:${record.partition}`
-    const offset = BigInt(record.offset)
-    const expected = this.nextOffset.get(key)
+    const offsets = this.offsetsOf(record.partition)
+    const offset = Number(record.offset)
+    const expected = offsets.get(record.topic)
     if (expected !== undefined && offset > expected) return false
-    this.nextOffset.set(key, offset + 1n)
+    offsets.set(record.topic, offset + 1)
     return true
+  }
+
+  private offsetsOf(partition: number): Map<string, number> {
+    let offsets = this.nextOffset.get(partition)
+    if (!offsets) this.nextOffset.set(partition, (offsets = new Map()))
+    return offsets
   }
 
   /**
@@ -393,11 +397,10 @@ export class FeatureEngine {
    * needs nothing: folding an event twice changes nothing.
    */
   private async observe(record: LogRecord): Promise<void> {
-    const key = `${record.topic}:${record.partition}`
-    const offset = BigInt(record.offset)
-    const expected = this.nextOffset.get(key)
+    const offset = Number(record.offset)
+    const expected = this.nextOffset.get(record.partition)?.get(record.topic)
     if (!this.loaded.has(record.partition) || (expected !== undefined && offset > expected)) await this.loadPartition(record.partition)
-    this.nextOffset.set(key, offset + 1n)
+    this.offsetsOf(record.partition).set(record.topic, offset + 1)
   }
 
   private async loadPartition(p: number): Promise<void> {
@@ -477,10 +480,10 @@ export class FeatureEngine {
   }
 
   private async apply(items: { record: LogRecord; value: EngineInput }[]): Promise<void> {
-    const touched = new Set<CustomerState>()
-    const latest = new Map<number, number>()
-    /** Profiles whose orders or members changed: their members' facts may need reading. */
-    const profiles = new Set<CustomerState>()
+    const f: Folding = { touched: new Set(), latest: new Map(), profiles: new Set() }
+    const { touched, latest, profiles } = f
+    // A part read by the decode thread is held by each of its records: folded once.
+    const parts = new Set<EngineInput>()
     for (const { record, value } of items) {
       if (value.kind === 'profile') {
         const e = value.event
@@ -493,34 +496,31 @@ export class FeatureEngine {
         profiles.add(c)
         continue
       }
-      const { tenantId, customerId } = value
-      const c = this.customer(tenantId, customerId, record.partition)
-      // The profile this customer's orders count for, when it is another customer's and held here.
-      const owner = this.memberships.profileOf(tenantId, customerId)
-      if (owner !== undefined && owner !== customerId && this.assigned?.has(this.partitionOf(tenantId, owner)) !== false) {
-        const op = this.partitionOf(tenantId, owner)
-        if (!this.loaded.has(op)) await this.loadPartition(op)
-        const o = this.customer(tenantId, owner, op)
-        o.dirty = true
-        touched.add(o)
-        profiles.add(o)
-      }
-      if (value.kind === 'order') {
-        if (bookMerge(c.orders, orderKey(value.orderId), value.fact)) {
-          profiles.add(c)
-          // Newer than the book's, so newer than any fact pending for the order.
-          ;(c.dirtyOrders ??= new Map()).set(value.orderId, value.fact)
+      if (value.kind === 'inputs') {
+        if (parts.has(value)) continue
+        parts.add(value)
+        const { kind, nums, texts, cancelled } = value.reply
+        for (let i = 0; i < value.keep.length; i++) {
+          if (!value.keep[i]) continue
+          const at = i * STRIDE
+          const tenantId = nums[at]!
+          const customerId = nums[at + 1]!
+          const load = this.ownerToLoad(tenantId, customerId)
+          if (load !== null) await this.loadPartition(load)
+          const c = this.touch(f, tenantId, customerId, value.partition)
+          if (kind[i] === CUSTOMER) this.foldEmail(c, texts[2 * i]!, nums[at + 2]!)
+          else {
+            const fact: OrderFact = { version: nums[at + 3]!, eventId: texts[2 * i + 1]!, placedAt: nums[at + 4]!, cents: nums[at + 5]!, cancelled: cancelled[i] === 1 }
+            this.foldOrder(f, c, texts[2 * i]!, nums[at + 6]!, fact, nums[at + 2]!)
+          }
         }
-        latest.set(tenantId, Math.max(latest.get(tenantId) ?? 0, value.occurredAt))
-      } else {
-        // Latest profile wins by event time, ties by the larger email, whatever the arrival order.
-        if (value.occurredAt > c.emailVersion || (value.occurredAt === c.emailVersion && value.email > c.email)) {
-          c.email = value.email
-          c.emailVersion = value.occurredAt
-        }
+        continue
       }
-      c.dirty = true
-      touched.add(c)
+      const load = this.ownerToLoad(value.tenantId, value.customerId)
+      if (load !== null) await this.loadPartition(load)
+      const c = this.touch(f, value.tenantId, value.customerId, record.partition)
+      if (value.kind === 'order') this.foldOrder(f, c, value.orderId, orderKey(value.orderId), value.fact, value.occurredAt)
+      else this.foldEmail(c, value.email, value.occurredAt)
     }
     await this.readForeign([...profiles], false)
     for (const c of this.stale) if (this.customers.get(c.tenantId, c.customerId) === c) touched.add(c)
@@ -534,6 +534,49 @@ export class FeatureEngine {
       if (r?.setting === 'data_end' && r.ms !== end) this.refs.set(t, { ...r, ms: end })
     }
     await this.flush([...touched], this.now(), true)
+  }
+
+  /** The partition to load before a customer's input is folded: its profile's owner's, held by this consumer and not loaded yet (else null). */
+  private ownerToLoad(tenantId: number, customerId: number): number | null {
+    const owner = this.memberships.profileOf(tenantId, customerId)
+    if (owner === undefined || owner === customerId) return null
+    const op = this.partitionOf(tenantId, owner)
+    return this.assigned?.has(op) !== false && !this.loaded.has(op) ? op : null
+  }
+
+  /** The customer an input is about, touched, and the profile its orders count for when it is another customer's held here. */
+  private touch(f: Folding, tenantId: number, customerId: number, partition: number): CustomerState {
+    const c = this.customer(tenantId, customerId, partition)
+    const owner = this.memberships.profileOf(tenantId, customerId)
+    if (owner !== undefined && owner !== customerId) {
+      const op = this.partitionOf(tenantId, owner)
+      if (this.assigned?.has(op) !== false) {
+        const o = this.customer(tenantId, owner, op)
+        o.dirty = true
+        f.touched.add(o)
+        f.profiles.add(o)
+      }
+    }
+    c.dirty = true
+    f.touched.add(c)
+    return c
+  }
+
+  private foldOrder(f: Folding, c: CustomerState, orderId: string, key: number, fact: OrderFact, occurredAt: number): void {
+    if (bookMerge(c.orders, key, fact)) {
+      f.profiles.add(c)
+      // Newer than the book's, so newer than any fact pending for the order.
+      ;(c.dirtyOrders ??= new Map()).set(orderId, fact)
+    }
+    f.latest.set(c.tenantId, Math.max(f.latest.get(c.tenantId) ?? 0, occurredAt))
+  }
+
+  /** Latest profile wins by event time, ties by the larger email, whatever the arrival order. */
+  private foldEmail(c: CustomerState, email: string, occurredAt: number): void {
+    if (occurredAt > c.emailVersion || (occurredAt === c.emailVersion && email > c.email)) {
+      c.email = email
+      c.emailVersion = occurredAt
+    }
   }
 
   /** The tenants' references: cached, else read (settings and data end) once. */
@@ -623,17 +666,21 @@ export class FeatureEngine {
   }
 
   /** An event as a record of `topic`: encoded now when its schema is known here, else once it is registered. */
-  private outRecord(topic: string, key: string, event: unknown): OutRecord | Promise<OutRecord> {
+  outRecord(topic: string, key: string, event: unknown): OutRecord | Promise<OutRecord> {
     const value = this.deps.codec.encodeSoon(topic, event)
     return value instanceof Promise ? value.then((v) => ({ key, value: v })) : { key, value }
   }
 
-  /** The RowBinary encodings of feature rows and facts, looked up at the first write (a lookup that fails is asked again at the next). */
-  private rowEncodings(): Promise<{ features: EncodingInsert | null; facts: EncodingInsert | null }> {
+  /** The RowBinary encodings of the written rows, looked up at the first write (a lookup that fails is asked again at the next). */
+  private rowEncodings(): Promise<RowEncodings> {
     const store = this.deps.store
-    this.encodings ??= Promise.all([encodingInsertFor(store, 'customer_features', FEATURE_ROW_COLUMNS), encodingInsertFor(store, 'feature_order_facts', FACT_ROW_COLUMNS)]).then(
-      ([features, facts]) => ({ features, facts }),
-      () => ((this.encodings = null), { features: null, facts: null }),
+    this.encodings ??= Promise.all([
+      encodingInsertFor(store, 'customer_features', FEATURE_ROW_COLUMNS),
+      encodingInsertFor(store, 'feature_order_facts', FACT_ROW_COLUMNS),
+      encodingInsertFor(store, 'segment_changes', SEGMENT_CHANGE_COLUMNS),
+    ]).then(
+      ([features, facts, changes]) => ({ features, facts, changes }),
+      () => ((this.encodings = null), { features: null, facts: null, changes: null }),
     )
     return this.encodings
   }
@@ -654,10 +701,12 @@ export class FeatureEngine {
     const facts = new InsertRows(this.deps.store, 'feature_order_facts', FACT_ROW_COLUMNS, encodings.facts)
     const rows = new InsertRows(this.deps.store, 'customer_features', FEATURE_ROW_COLUMNS, encodings.features)
     const markers: ReturnType<typeof deletedFeatureRow>[] = []
-    // Encoded as they are made (at once when the schema is known here, which is the rule), so an event object dies young.
+    // Events encoded as they are made (at once when the schema is known here, which is the rule), and
+    // what the state takes after the inserts kept small: a write holds no event or feature values
+    // across its awaits.
     const featureRecords: (OutRecord | Promise<OutRecord>)[] = []
-    const changes: ReturnType<typeof segmentChangedEvent>[] = []
-    const updates: { c: CustomerState; v: FeatureValues | null; digest: number | null; version: number }[] = []
+    const changes = new SegmentChanges(this, new InsertRows(this.deps.store, 'segment_changes', SEGMENT_CHANGE_COLUMNS, encodings.changes))
+    const updates: { c: CustomerState; segment: string | null; score: string | null; digest: number; version: number; deleted: boolean }[] = []
     for (const c of customers) {
       const ref = refs.get(c.tenantId)!
       if (!this.isProfile(c)) {
@@ -668,9 +717,9 @@ export class FeatureEngine {
         if (!c.deleted) {
           const empty = computeFeatures(EMPTY_AGGREGATES, null, ref.ms, this.opts, null)
           markers.push(deletedFeatureRow(c, empty, now, version))
-          if (c.emittedSegment !== null) changes.push(segmentChangedEvent(c, emittedOf(c), empty, now))
+          if (c.emittedSegment !== null) changes.add(segmentChangedEvent(c, emittedOf(c), empty, now))
         }
-        updates.push({ c, v: null, digest: null, version })
+        updates.push({ c, segment: null, score: null, digest: NaN, version, deleted: true })
         continue
       }
       const agg = this.aggregates(c, ref.cutoffMs)
@@ -683,13 +732,13 @@ export class FeatureEngine {
       rows.add(featureRowValues(c, agg, orderHistory(this.profileFacts(c), ref.cutoffMs), v, now, version))
       const key = customerKey(c.tenantId, c.customerId)
       if (moved) featureRecords.push(this.outRecord(TOPICS.customerFeatures.name, key, featuresEvent(c, agg, v, now)))
-      if (v.segment !== c.emittedSegment) changes.push(segmentChangedEvent(c, emittedOf(c), v, now))
-      updates.push({ c, v, digest, version })
+      if (v.segment !== c.emittedSegment) changes.add(segmentChangedEvent(c, emittedOf(c), v, now))
+      updates.push({ c, segment: v.segment, score: v.rfm_score, digest, version, deleted: false })
     }
     const profileRows = this.pendingProfiles.map((p) => profileRow(p.partition, p.record))
     if (!updates.length && !profileRows.length) return { changed: 0, segmentChanges: 0 }
     // Publish before storing: a crash in between re-publishes (at least once) instead of losing a change.
-    const changeRecords = await settled(changes.map((e) => this.outRecord(TOPICS.segmentChanges.name, customerKey(e.tenant_id, e.customer_id), e)))
+    const changeRecords = await settled(changes.records)
     const encodedFeatures = await settled(featureRecords)
     // A rebalance began while this tick computed: write nothing (the next tick, or the new owner, does).
     if (outsideBatch && (this.ownershipEpoch !== tickEpoch || !updates.every(({ c }) => owns(c)))) {
@@ -704,21 +753,21 @@ export class FeatureEngine {
       facts.insert(),
       rows.insert(),
       insertJsonRows(this.deps.store, 'customer_features', markers),
-      insertJsonRows(this.deps.store, 'segment_changes', changes.map(segmentChangeRow)),
+      changes.rows.insert(),
       insertJsonRows(this.deps.store, 'feature_profiles', profileRows),
     ])
     this.pendingProfiles = this.pendingProfiles.slice(profileRows.length)
-    for (const { c, v, digest, version } of updates) {
+    for (const { c, segment, score, digest, version, deleted } of updates) {
       c.rowVersion = version
-      c.emittedSegment = v?.segment ?? null
-      c.emittedScore = v?.rfm_score ?? null
-      c.last = digest ?? NaN
-      c.deleted = v === null
+      c.emittedSegment = segment
+      c.emittedScore = score
+      c.last = digest
+      c.deleted = deleted
       c.dirtyOrders = null
       c.dirty = false
     }
-    for (const e of changes) segmentChangesEmitted.inc({ pipeline: this.name, to: e.segment ?? 'none' })
-    return { changed: rows.length + markers.length, segmentChanges: changes.length }
+    for (const [to, n] of changes.byTarget) segmentChangesEmitted.inc({ pipeline: this.name, to }, n)
+    return { changed: rows.length + markers.length, segmentChanges: changes.rows.length }
   }
 
   /**
@@ -781,9 +830,36 @@ export class FeatureEngine {
 
 }
 
+type RowEncodings = { features: EncodingInsert | null; facts: EncodingInsert | null; changes: EncodingInsert | null }
+
+/** A write's segment changes as they are made: their records, their rows, and how many go to each segment (the metric). */
+class SegmentChanges {
+  readonly records: (OutRecord | Promise<OutRecord>)[] = []
+  readonly byTarget = new Map<string, number>()
+
+  constructor(
+    private readonly engine: FeatureEngine,
+    readonly rows: InsertRows,
+  ) {}
+
+  add(e: SegmentChanged): void {
+    this.records.push(this.engine.outRecord(TOPICS.segmentChanges.name, customerKey(e.tenant_id, e.customer_id), e))
+    this.rows.add(segmentChangeRowValues(e))
+    const to = e.segment ?? 'none'
+    this.byTarget.set(to, (this.byTarget.get(to) ?? 0) + 1)
+  }
+}
+
 /** The records, waiting only when one of them is still being encoded. */
 function settled(records: (OutRecord | Promise<OutRecord>)[]): OutRecord[] | Promise<OutRecord[]> {
   return records.some((r) => r instanceof Promise) ? Promise.all(records) : (records as OutRecord[])
+}
+
+/** What a batch's fold gathers for its flush: customers touched, each tenant's newest order time, profiles whose orders or members changed. */
+interface Folding {
+  touched: Set<CustomerState>
+  latest: Map<number, number>
+  profiles: Set<CustomerState>
 }
 
 const emittedOf = (c: CustomerState) => ({ segment: c.emittedSegment, rfmScore: c.emittedScore })

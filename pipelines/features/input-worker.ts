@@ -3,6 +3,7 @@ import { TOPICS } from '../../common/topics.ts'
 import { serveDecodeJobs, ThreadSchemas, type DecodeJob } from '../../common/runtime/decode-thread-worker.ts'
 import { customerSemanticErrors, orderSemanticErrors } from '../ingest/index.ts'
 import { factOf } from './order-facts.ts'
+import { orderKey } from './order-book.ts'
 
 /**
  * The decode thread of the feature consumer (input-thread.ts): order and customer records' values
@@ -24,8 +25,8 @@ export const LEFT = 0
 export const ORDER = 1
 export const CUSTOMER = 2
 
-/** Numbers a record: tenant, customer, occurred_at; an order's fact: version, placed_at, cents. */
-export const STRIDE = 6
+/** Numbers a record: tenant, customer, occurred_at; an order's fact: version, placed_at, cents, and its order key (order-book.ts). */
+export const STRIDE = 7
 
 export interface InputsReply {
   id: number
@@ -77,6 +78,7 @@ export class InputsDecoder {
             nums[at + 3] = fact.version
             nums[at + 4] = fact.placedAt
             nums[at + 5] = fact.cents
+            nums[at + 6] = orderKey(e.order_id)
             cancelled[i] = fact.cancelled ? 1 : 0
             texts[2 * i] = e.order_id
             texts[2 * i + 1] = fact.eventId

@@ -154,15 +154,9 @@ export function segmentChangedEvent(c: CustomerIdentity, prev: { segment: string
   }
 }
 
-export function segmentChangeRow(e: SegmentChanged) {
-  return {
-    tenant_id: e.tenant_id,
-    customer_id: e.customer_id,
-    event_id: e.event_id,
-    occurred_at: storedTime(e.occurred_at),
-    previous_segment: e.previous_segment,
-    segment: e.segment,
-    previous_rfm_score: e.previous_rfm_score,
-    rfm_score: e.rfm_score,
-  }
+/** segment_changes' columns, in the order `segmentChangeRowValues` gives them. */
+export const SEGMENT_CHANGE_COLUMNS = ['tenant_id', 'customer_id', 'event_id', 'occurred_at', 'previous_segment', 'segment', 'previous_rfm_score', 'rfm_score'] as const
+
+export function segmentChangeRowValues(e: SegmentChanged): unknown[] {
+  return [e.tenant_id, e.customer_id, e.event_id, storedTime(e.occurred_at), e.previous_segment, e.segment, e.previous_rfm_score, e.rfm_score]
 }

@@ -12,6 +12,7 @@ import { runFeatures } from '../../pipelines/features/run.ts'
 import { CUSTOMER, InputsThread, LEFT, ORDER, STRIDE } from '../../pipelines/features/input-thread.ts'
 import { InputsDecoder } from '../../pipelines/features/input-worker.ts'
 import { factOf } from '../../pipelines/features/order-facts.ts'
+import { orderKey } from '../../pipelines/features/order-book.ts'
 import type { LogRecord } from '../../common/eventlog/port.ts'
 import { caughtUp, readTopic, silentLogger, testConfig, tmpDir, uniqueName } from '../helpers.ts'
 import { history, NOW } from './histories.ts'
@@ -74,7 +75,7 @@ describe('InputsDecoder (the thread side)', () => {
     const r = decoder.inputs({ id: 1, topic: TOPICS.orders.name, ...pack(orders), now: Date.now(), schemas: schemasOf(orders), setup: setup() })
     expect([...r.kind]).toEqual([ORDER, LEFT, LEFT, LEFT, ORDER, LEFT])
     const fact = factOf(good)
-    expect([...r.nums.subarray(0, STRIDE)]).toEqual([3, 7, good.occurred_at, fact.version, fact.placedAt, fact.cents])
+    expect([...r.nums.subarray(0, STRIDE)]).toEqual([3, 7, good.occurred_at, fact.version, fact.placedAt, fact.cents, orderKey('o-7-1')])
     expect(fact.cents).toBe(6025)
     expect([r.texts[0], r.texts[1], r.cancelled[0]]).toEqual(['o-7-1', 'e-7-1', 0])
     expect([r.currencies[r.currencyOf[0]!], r.currencies[r.currencyOf[4]!]]).toEqual(['ARS', 'USD'])
