@@ -58,4 +58,6 @@ export function serveDecodeJobs<Setup, Reply extends { id: number }>(handle: (jo
     }
     parentPort!.postMessage(reply, transfer(reply) as ArrayBuffer[])
   })
+  // Its modules are loaded: the thread takes jobs from now on (DecodeThread.ready).
+  parentPort?.postMessage({ ready: true })
 }

@@ -26,6 +26,7 @@ export class DecodeThread<Setup, Reply extends { id: number }> {
   private sent = new Set<number>()
   private setupSent = false
   private idleTimer: NodeJS.Timeout | null = null
+  private readyWorker: Worker | null = null
 
   /** @param entry the worker's entry module; @param label names the thread in errors. */
   constructor(
@@ -36,6 +37,14 @@ export class DecodeThread<Setup, Reply extends { id: number }> {
   /** Starts the thread ahead of its first job (it loads its modules meanwhile). */
   start(): void {
     if (!this.worker) this.spawn()
+  }
+
+  /**
+   * The thread has loaded its modules and answers at once. A worker takes about half a second to
+   * load them; a consumer decodes on its own thread until then rather than wait (start() begins it).
+   */
+  get ready(): boolean {
+    return this.worker !== null && this.readyWorker === this.worker
   }
 
   /**
@@ -105,7 +114,11 @@ export class DecodeThread<Setup, Reply extends { id: number }> {
     this.sent = new Set()
     this.setupSent = false
     worker.unref()
-    worker.on('message', (reply: Reply | { id: number; error: string }) => {
+    worker.on('message', (reply: Reply | { id: number; error: string } | { ready: true }) => {
+      if ('ready' in reply) {
+        this.readyWorker = worker
+        return
+      }
       const waiting = this.pending.get(reply.id)
       if (!waiting) return
       this.pending.delete(reply.id)

@@ -198,7 +198,14 @@ export class FeatureEngine {
     return run
   }
 
+  /** The decode thread has loaded and takes the batches (until then they are decoded on the main thread). */
+  get decodeThreadReady(): boolean {
+    return this.inputs?.ready ?? false
+  }
+
   definition(): PipelineDefinition<EngineInput> {
+    // Loaded while the consumer joins.
+    this.inputs?.start()
     const def: PipelineDefinition<EngineInput> = {
       name: this.name,
       topics: [TOPICS.orders.name, TOPICS.customers.name, TOPICS.profileChanges.name],
@@ -212,6 +219,11 @@ export class FeatureEngine {
         const topic = records[0]?.topic
         const setup = { orders: codec.expectedType(TOPICS.orders.name), customers: codec.expectedType(TOPICS.customers.name) }
         if (!this.inputs || topic === TOPICS.profileChanges.name || !setup.orders || !setup.customers) return processEach(def, records, codec)
+        if (!this.inputs.ready) {
+          // Still loading (its first batches): they are decoded here meanwhile.
+          this.inputs.start()
+          return processEach(def, records, codec)
+        }
         let reply: InputsReply
         try {
           reply = await this.inputs.run(records, codec.registry, { orders: setup.orders, customers: setup.customers }, this.now())

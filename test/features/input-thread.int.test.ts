@@ -14,7 +14,7 @@ import { InputsDecoder } from '../../pipelines/features/input-worker.ts'
 import { factOf } from '../../pipelines/features/order-facts.ts'
 import { orderKey } from '../../pipelines/features/order-book.ts'
 import type { LogRecord } from '../../common/eventlog/port.ts'
-import { caughtUp, readTopic, silentLogger, testConfig, tmpDir, uniqueName } from '../helpers.ts'
+import { caughtUp, readTopic, silentLogger, testConfig, tmpDir, uniqueName, waitFor } from '../helpers.ts'
 import { history, NOW } from './histories.ts'
 
 /**
@@ -99,8 +99,10 @@ describe('InputsDecoder (the thread side)', () => {
     const thread = new InputsThread()
     const records = await Promise.all(Array.from({ length: 40 }, async (_, i) => record(TOPICS.orders.name, await codec.encode(TOPICS.orders.name, order(4, i + 1, i)), i)))
     try {
+      expect(thread.ready).toBe(false)
       const a = await thread.run(records, codec.registry, setup())
       expect([...a.kind].every((k) => k === ORDER)).toBe(true)
+      expect(thread.ready).toBe(true) // it said so before it answered
       expect(a.texts.filter((_, i) => i % 2 === 0)).toEqual(Array.from({ length: 40 }, (_, i) => `o-${i + 1}-${i}`))
       await thread.close()
       const b = await thread.run(records, codec.registry, setup())
@@ -117,22 +119,25 @@ describe('the feature consumer with and without its decode thread', () => {
     const run = async (tenant: number, decodeThread: boolean) => {
       const rt: Runtime = await openRuntime(testConfig('embedded'), silentLogger, { store })
       try {
-        const orders = h.orders.map((e) => ({ ...e, tenant_id: tenant }))
-        const profiles = h.profiles.map((e) => ({ ...e, tenant_id: tenant }))
-        await publishEvents(rt.log, rt.codec, 'customers', profiles)
-        await publishEvents(rt.log, rt.codec, 'orders', orders.slice(0, 100))
-        await rt.log.send(TOPICS.orders.name, [{ key: customerKey(tenant, 1), value: Buffer.from('{"not":"avro"}') }])
-        await publishEvents(rt.log, rt.codec, 'orders', [
-          order(tenant, orders[0]!.customer_id, 1, { currency: 'USD' }), // another currency than the tenant's: currency_mismatch
-          order(tenant, orders[0]!.customer_id, 2, { total: '-5.00', items: [] }), // negative_total
-        ])
-        await publishEvents(rt.log, rt.codec, 'orders', orders.slice(100))
-        await publishEvents(rt.log, rt.codec, 'customers', [customer(tenant, 1, 'not-an-email')])
         const group = uniqueName('features')
-        const offMain = async () => (await decodedOffMain.get()).values.find((v) => v.labels.pipeline === group)?.value ?? 0
         let clock = NOW
         const features = await runFeatures(rt, { now: () => clock, tickMs: 3_600_000, name: group, decodeThread })
+        const offMain = async () => (await decodedOffMain.get()).values.find((v) => v.labels.pipeline === group)?.value ?? 0
+        const orders = h.orders.map((e) => ({ ...e, tenant_id: tenant }))
+        const profiles = h.profiles.map((e) => ({ ...e, tenant_id: tenant }))
         try {
+          // Until its thread has loaded, the consumer decodes on the main thread: the records come once it has.
+          if (decodeThread) await waitFor(async () => features.engine.decodeThreadReady, { what: 'the decode thread loaded', timeoutMs: 30_000 })
+          expect(features.engine.decodeThreadReady).toBe(decodeThread)
+          await publishEvents(rt.log, rt.codec, 'customers', profiles)
+          await publishEvents(rt.log, rt.codec, 'orders', orders.slice(0, 100))
+          await rt.log.send(TOPICS.orders.name, [{ key: customerKey(tenant, 1), value: Buffer.from('{"not":"avro"}') }])
+          await publishEvents(rt.log, rt.codec, 'orders', [
+            order(tenant, orders[0]!.customer_id, 1, { currency: 'USD' }), // another currency than the tenant's: currency_mismatch
+            order(tenant, orders[0]!.customer_id, 2, { total: '-5.00', items: [] }), // negative_total
+          ])
+          await publishEvents(rt.log, rt.codec, 'orders', orders.slice(100))
+          await publishEvents(rt.log, rt.codec, 'customers', [customer(tenant, 1, 'not-an-email')])
           await caughtUp(rt.log, group, { timeoutMs: 120_000 })
           // The model fitted at the first batch depends on how the records were batched: an hour on,
           // the tick refits it on every stored customer and rescores them all.
