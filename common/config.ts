@@ -7,6 +7,8 @@ import { z } from 'zod'
  */
 /** The projection's largest batch unless CDP_PROJECTION_BATCH_SIZE says otherwise. */
 export const PROJECTION_BATCH_SIZE = 50_000
+/** The feature consumer's largest batch unless CDP_FEATURES_BATCH_SIZE says otherwise. */
+export const FEATURES_BATCH_SIZE = 20_000
 
 /** Deployable roles. `features` also runs the raw projection pipeline (orders and customers → ClickHouse). */
 export const ROLES = ['api', 'features', 'audience-sync', 'connectors'] as const
@@ -59,6 +61,11 @@ export const ConfigSchema = z
      * (docs/analytics-performance.md, "Ingest").
      */
     projectionBatchSize: z.coerce.number().int().min(1).max(100_000).default(PROJECTION_BATCH_SIZE),
+    /**
+     * Largest batch of the feature consumer: a customer with several events in a batch is scored,
+     * published and stored once, and its inserts are larger (docs/analytics-performance.md, "Streaming").
+     */
+    featuresBatchSize: z.coerce.number().int().min(1).max(100_000).default(FEATURES_BATCH_SIZE),
     demo: bool.default(false),
     /** How often the feature role rescores quiet customers, refreshes quintiles and snapshots segments (ms). */
     featuresTickMs: z.coerce.number().int().min(100).max(86_400_000).default(60_000),
@@ -171,6 +178,7 @@ export const ENV_NAMES: Record<keyof z.input<typeof ConfigSchema>, string> = {
   batchSize: 'CDP_BATCH_SIZE',
   batchMaxWaitMs: 'CDP_BATCH_MAX_WAIT_MS',
   projectionBatchSize: 'CDP_PROJECTION_BATCH_SIZE',
+  featuresBatchSize: 'CDP_FEATURES_BATCH_SIZE',
   demo: 'CDP_DEMO',
   featuresTickMs: 'CDP_FEATURES_TICK_MS',
   featuresCatchUpTicks: 'CDP_FEATURES_CATCH_UP_TICKS',

@@ -38,7 +38,7 @@ export async function runFeatures(rt: Runtime, opts: { now?: () => number; tickM
     decodeThread: opts.decodeThread,
   })
   const logger = rt.logger.child({ pipeline: engine.name })
-  const pipeline = await runPipeline(engine.definition(), { log: rt.log, codec: rt.codec, logger: rt.logger, maxBatch: c.batchSize })
+  const pipeline = await runPipeline(engine.definition(), { log: rt.log, codec: rt.codec, logger: rt.logger, maxBatch: c.featuresBatchSize })
   const tick = async () => {
     const end = featureTicks.startTimer()
     const r = await engine.tick()

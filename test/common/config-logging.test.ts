@@ -7,8 +7,8 @@ describe('config', () => {
   it('defaults to the embedded runtime with every role, API on 127.0.0.1:8080', () => {
     const c = loadConfig({})
     expect(c).toMatchObject({ runtime: 'embedded', roles: ['api', 'features', 'audience-sync', 'connectors'], apiPort: 8080, apiHost: '127.0.0.1', dataDir: './data', partitions: 4 })
-    // Consumers hand their sinks up to 5,000 records; the projection's inserts take up to 50,000 rows.
-    expect(c).toMatchObject({ batchSize: 5000, projectionBatchSize: 50_000 })
+    // Consumers hand their sinks up to 5,000 records; the projection's inserts take up to 50,000 rows, the feature consumer's batches 20,000 records.
+    expect(c).toMatchObject({ batchSize: 5000, projectionBatchSize: 50_000, featuresBatchSize: 20_000 })
   })
 
   it('reads the environment once and lets flags win', () => {
@@ -31,6 +31,8 @@ describe('config', () => {
     expect(issuesOf({ CDP_ROLES: 'api,nope', CDP_API_PORT: 'x' })).toEqual(['apiPort (CDP_API_PORT)', 'roles (CDP_ROLES)'])
     expect(issuesOf({ CDP_PROJECTION_BATCH_SIZE: '200000' })).toEqual(['projectionBatchSize (CDP_PROJECTION_BATCH_SIZE)'])
     expect(loadConfig({ CDP_PROJECTION_BATCH_SIZE: '20000' }).projectionBatchSize).toBe(20_000)
+    expect(issuesOf({ CDP_FEATURES_BATCH_SIZE: '0' })).toEqual(['featuresBatchSize (CDP_FEATURES_BATCH_SIZE)'])
+    expect(loadConfig({ CDP_FEATURES_BATCH_SIZE: '5000' }).featuresBatchSize).toBe(5000)
     expect(issuesOf({ CDP_RUNTIME: 'distributed' })).toEqual(['kafkaBrokers (KAFKA_BROKERS)', 'schemaRegistryUrl (SCHEMA_REGISTRY_URL)'])
   })
 
