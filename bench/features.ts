@@ -71,7 +71,8 @@ const HELP = `usage: cdp bench features [--customers N] [--orders N] [--stream-c
 
 (a) full recompute of --customers (1,000,000) customers with --orders (10,000,000) orders,
     rows written --batch (10,000) at a time;
-(b) incremental throughput over the history of --stream-customers (20,000) generated customers,
+(b) incremental throughput over the history of --stream-customers (100,000) generated customers
+    (about 490,000 events, so that the consumer's start is a small part of the time),
     then freshness of --freshness-orders (3,000) first orders published at --rate (1,000) per second;
 (c) CLV fit time on the customers of (a) and on as many drawn from BG/NBD with dropout;
 (d) RSS growth of the feature consumer holding --state-orders (10,000,000) order facts of
@@ -244,10 +245,14 @@ async function benchIncremental(runtime: 'embedded' | 'distributed', streamCusto
     progress(`(b) ${events.toLocaleString('en')} events published; consuming the backlog ...`)
     let t = performance.now()
     const features = await runFeatures(rt, { name: group, tickMs: 3_600_000 })
+    // The consumer's start (joining, restoring its partitions, the first model fit) is in the
+    // throughput; the time to its first commit is printed beside it.
+    let firstCommitMs: number | null = null
     for (;;) {
       const left = await lag()
       if (left === 0) break
-      await new Promise((r) => setTimeout(r, 200))
+      if (firstCommitMs === null && left < events) firstCommitMs = performance.now() - t
+      await new Promise((r) => setTimeout(r, 50))
     }
     const backlogMs = performance.now() - t
     progress(`(b) backlog: ${sig3(events / (backlogMs / 1000))} events/s; freshness of ${freshnessOrders} first orders at ${rate}/s ...`)
@@ -304,6 +309,7 @@ async function benchIncremental(runtime: 'embedded' | 'distributed', streamCusto
       events,
       backlog_s: secs(backlogMs),
       events_per_s: sig3(events / (backlogMs / 1000)),
+      first_commit_s: firstCommitMs === null ? null : secs(firstCommitMs),
       freshness: { samples: latencies.length, missing: sentAt.size, rate_per_s: rate, p50_ms: Math.round(percentile(latencies, 50)), p99_ms: Math.round(percentile(latencies, 99)), max_ms: Math.round(latencies.at(-1) ?? NaN) },
     }
   } finally {
@@ -421,7 +427,7 @@ export async function run(argv: string[]): Promise<number> {
   const batch = intFlag(values.batch, 'batch', 10_000)
   const out: Record<string, unknown> = { machine: { cpus: os.cpus().length, load1: os.loadavg()[0], node: process.version } }
   if (only.has('a') || only.has('c')) Object.assign(out, await benchRecompute(customers, orders, batch))
-  if (only.has('b')) out.b = await benchIncremental(runtime === 'kafka' ? 'distributed' : 'embedded', intFlag(values['stream-customers'], 'stream-customers', 20_000), intFlag(values['freshness-orders'], 'freshness-orders', 3_000), intFlag(values.rate, 'rate', 1_000))
+  if (only.has('b')) out.b = await benchIncremental(runtime === 'kafka' ? 'distributed' : 'embedded', intFlag(values['stream-customers'], 'stream-customers', 100_000), intFlag(values['freshness-orders'], 'freshness-orders', 3_000), intFlag(values.rate, 'rate', 1_000))
   if (only.has('d')) out.d = await benchState(intFlag(values['state-orders'], 'state-orders', 10_000_000), intFlag(values['state-customers'], 'state-customers', 1_000_000), intFlag(values['settle-s'], 'settle-s', 45))
 
   const a = out.a as Awaited<ReturnType<typeof benchRecompute>>['a'] | undefined
@@ -432,7 +438,7 @@ export async function run(argv: string[]): Promise<number> {
   const lines = ['', '| figure | value | target |', '|---|---|---|']
   if (a) lines.push(`| (a) full recompute, ${a.customers.toLocaleString('en')} customers / ${a.orders.toLocaleString('en')} orders | ${a.recompute_s} s (${a.customers_per_s.toLocaleString('en')} customers/s) | < ${T.recompute_s} s ${mark(a.recompute_s < T.recompute_s)} |`)
   if (b) {
-    lines.push(`| (b) incremental throughput (${b.runtime}, ${b.events.toLocaleString('en')} events) | ${b.events_per_s.toLocaleString('en')} events/s | ≥ ${T.events_per_s.toLocaleString('en')} ${mark(b.events_per_s >= T.events_per_s)} |`)
+    lines.push(`| (b) incremental throughput (${b.runtime}, ${b.events.toLocaleString('en')} events; first commit after ${b.first_commit_s ?? '–'} s) | ${b.events_per_s.toLocaleString('en')} events/s | ≥ ${T.events_per_s.toLocaleString('en')} ${mark(b.events_per_s >= T.events_per_s)} |`)
     lines.push(`| (b) freshness order → segment change (${b.freshness.samples} samples at ${b.freshness.rate_per_s}/s) | p50 ${b.freshness.p50_ms} ms, p99 ${b.freshness.p99_ms} ms | p99 < ${T.freshness_p99_ms} ms ${mark(b.freshness.p99_ms < T.freshness_p99_ms && b.freshness.missing === 0)} |`)
   }
   if (c) {
