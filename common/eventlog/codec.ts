@@ -3,6 +3,9 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { ALL_TOPICS, subjectFor, type TopicSpec } from '../topics.ts'
 import { UndecodableRecordError, type SchemaRegistryPort } from './schema-registry.ts'
+import { typeNameOf } from './wire-format.ts'
+
+export { typeNameOf }
 
 export const SCHEMA_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../schemas/avro')
 
@@ -86,8 +89,3 @@ export class EventCodec {
   }
 }
 
-/** avsc decodes records into instances of a generated class named after the record. */
-export function typeNameOf(v: unknown): string | null {
-  const ctor = (v as { constructor?: { type?: { name?: string } } }).constructor
-  return ctor?.type?.name ?? null
-}

@@ -2,7 +2,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import avsc from 'avsc'
 import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry'
-import { AVRO_LOGICAL_TYPES } from './decimal-logical-type.ts'
+import { AVRO_OPTS, avroType, frame, readPayload, schemaIdOf, UndecodableRecordError } from './wire-format.ts'
 
 /**
  * Where Avro schemas live and get their ids. Both implementations frame values in the Confluent
@@ -36,62 +36,7 @@ export class IncompatibleSchemaError extends Error {
   }
 }
 
-export class UndecodableRecordError extends Error {
-  readonly retriable = false
-}
-
-const AVRO_OPTS = { logicalTypes: AVRO_LOGICAL_TYPES, wrapUnions: false as const }
-
-export function avroType(schema: string | object): avsc.Type {
-  return avsc.Type.forSchema((typeof schema === 'string' ? JSON.parse(schema) : schema) as avsc.Schema, { ...AVRO_OPTS } as never)
-}
-
-let scratch = Buffer.allocUnsafe(64 * 1024)
-
-/**
- * `value` in the Confluent wire format (magic byte 0, schema id, Avro payload). The payload is
- * written after the header in a buffer kept for the purpose, then copied once into a buffer of its
- * exact size (avsc's toBuffer would allocate and zero one, and framing copy it again).
- */
-export function frame(id: number, t: avsc.Type, value: unknown): Buffer {
-  let end = t.encode(value, scratch, 5)
-  while (end < 0) {
-    scratch = Buffer.allocUnsafe(Math.max(scratch.length * 2, scratch.length - end))
-    end = t.encode(value, scratch, 5)
-  }
-  const out = Buffer.allocUnsafe(end)
-  scratch.copy(out, 0, 0, end)
-  out[0] = 0
-  out.writeUInt32BE(id, 1)
-  return out
-}
-
-/**
- * The schema id of a value in the Confluent wire format, the value being buf[start, end) (the
- * whole buffer by default); its Avro payload starts 5 bytes in.
- */
-export function schemaIdOf(buf: Buffer, start = 0, end = buf.length): number {
-  if (!Buffer.isBuffer(buf) || end - start < 5 || buf[start] !== 0) {
-    throw new UndecodableRecordError('value is not in the Confluent wire format (magic byte 0 + schema id)')
-  }
-  return buf.readUInt32BE(start + 1)
-}
-
-/**
- * The Avro value after the header of the framed value buf[start, end), read in place (no view of
- * the payload per record), and exactly to its end, as `fromBuffer` would: a truncated or overlong
- * payload is undecodable.
- */
-export function readPayload(t: avsc.Type, schemaId: number, framed: Buffer, start = 0, end = framed.length): unknown {
-  let read: { value: unknown; offset: number }
-  try {
-    read = t.decode(framed, start + 5)
-  } catch (e) {
-    throw new UndecodableRecordError(`Avro payload does not match schema ${schemaId}: ${(e as Error).message}`)
-  }
-  if (read.offset !== end) throw new UndecodableRecordError(`Avro payload does not match schema ${schemaId}: ${read.offset < 0 ? 'truncated buffer' : 'trailing data'}`)
-  return read.value
-}
+export { avroType, frame, readPayload, schemaIdOf, UndecodableRecordError } from './wire-format.ts'
 
 /** Shared encode/decode over avsc types cached by id. */
 abstract class AvroCodecBase implements SchemaRegistryPort {

@@ -1,7 +1,6 @@
 import { parentPort } from 'node:worker_threads'
 import type avsc from 'avsc'
-import { typeNameOf } from '../eventlog/codec.ts'
-import { avroType, readPayload, schemaIdOf } from '../eventlog/schema-registry.ts'
+import { avroType, readPayload, schemaIdOf, typeNameOf } from '../eventlog/wire-format.ts'
 
 /** One job of a decode thread (decode-thread.ts): a part of a batch, the records' values one after another. */
 export interface DecodeJob<Setup> {
