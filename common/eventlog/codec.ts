@@ -3,9 +3,9 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { ALL_TOPICS, subjectFor, type TopicSpec } from '../topics.ts'
 import { UndecodableRecordError, type SchemaRegistryPort } from './schema-registry.ts'
-import { typeNameOf } from './wire-format.ts'
+import { SchemaMismatchError, typeNameOf } from './wire-format.ts'
 
-export { typeNameOf }
+export { SchemaMismatchError, typeNameOf }
 
 export const SCHEMA_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../schemas/avro')
 
@@ -18,10 +18,6 @@ function fullName(schema: string): string {
   return s.namespace ? `${s.namespace}.${s.name}` : s.name
 }
 
-/** A record whose Avro type is not the one its topic carries. */
-export class SchemaMismatchError extends Error {
-  readonly retriable = false
-}
 
 /**
  * Encodes and decodes the values of our topics. The topic schemas are registered under

@@ -11,6 +11,11 @@ export class UndecodableRecordError extends Error {
   readonly retriable = false
 }
 
+/** A record whose Avro type is not the one its topic carries. */
+export class SchemaMismatchError extends Error {
+  readonly retriable = false
+}
+
 /** How every Avro type of ours is read: our logical types, unions as their plain values. */
 export const AVRO_OPTS = { logicalTypes: AVRO_LOGICAL_TYPES, wrapUnions: false as const }
 

@@ -687,8 +687,8 @@ export class FeatureEngine {
   private rowEncodings(): Promise<RowEncodings> {
     const store = this.deps.store
     this.encodings ??= Promise.all([
-      encodingInsertFor(store, 'customer_features', FEATURE_ROW_COLUMNS),
-      encodingInsertFor(store, 'feature_order_facts', FACT_ROW_COLUMNS),
+      encodingInsertFor(store, 'customer_features', FEATURE_ROW_COLUMNS, { settings: { optimize_on_insert: 0 } }),
+      encodingInsertFor(store, 'feature_order_facts', FACT_ROW_COLUMNS, { settings: { optimize_on_insert: 0 } }),
       encodingInsertFor(store, 'segment_changes', SEGMENT_CHANGE_COLUMNS),
     ]).then(
       ([features, facts, changes]) => ({ features, facts, changes }),

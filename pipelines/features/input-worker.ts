@@ -1,7 +1,7 @@
 import type { CustomerUpserted, OrderEvent } from '../../common/events.ts'
 import { TOPICS } from '../../common/topics.ts'
 import { serveDecodeJobs, ThreadSchemas, type DecodeJob } from '../../common/runtime/decode-thread-worker.ts'
-import { customerSemanticErrors, orderSemanticErrors } from '../ingest/validation.ts'
+import { customerSemanticErrors, orderSemanticErrors } from '../ingest/index.ts'
 import { factOf } from './order-facts.ts'
 import { orderKey } from './order-book.ts'
 

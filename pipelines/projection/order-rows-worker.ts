@@ -1,7 +1,7 @@
 import type { OrderEvent } from '../../common/events.ts'
 import { serveDecodeJobs, ThreadSchemas, type DecodeJob } from '../../common/runtime/decode-thread-worker.ts'
 import { ByteWriter, encoderFor, RowEncoder } from '../../common/store/row-binary.ts'
-import { orderSemanticErrors } from '../ingest/validation.ts'
+import { orderSemanticErrors } from '../ingest/index.ts'
 import { orderEventValues } from './rows.ts'
 
 /**
