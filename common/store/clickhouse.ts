@@ -113,6 +113,15 @@ export interface InsertOptions {
 }
 
 /**
+ * For the streams' inserts into ReplacingMergeTree tables: ClickHouse skips its merge of each block
+ * as it is written (`optimize_on_insert`: collapsing the block's own duplicates). Every reader
+ * already collapses duplicates (FINAL, argMax, uniqExact), since a redelivered row arrives in
+ * another block anyway; for the order events the merge took about a sixth of the insert's CPU
+ * (docs/analytics-performance.md, "Ingest").
+ */
+export const NO_MERGE_ON_INSERT = { settings: { optimize_on_insert: 0 } } as const
+
+/**
  * Inserts rows given as arrays of values in `columns`' order: for writers of many rows of one
  * shape, which then need no object per row. On a server, the client's insert as
  * JSONCompactEachRow; on chdb, RowBinary (below).

@@ -1,6 +1,6 @@
 import { customerKey, type ProfileChanged, type SegmentChanged } from '../../common/events.ts'
 import { TOPICS } from '../../common/topics.ts'
-import { encodingInsertFor, InsertRows, insertJsonRows, type EncodingInsert, type Store } from '../../common/store/clickhouse.ts'
+import { encodingInsertFor, InsertRows, insertJsonRows, NO_MERGE_ON_INSERT, type EncodingInsert, type Store } from '../../common/store/clickhouse.ts'
 import type { EventLog, LogRecord, OutRecord } from '../../common/eventlog/port.ts'
 import type { EventCodec } from '../../common/eventlog/codec.ts'
 import type { Logger } from '../../common/logger.ts'
@@ -687,8 +687,8 @@ export class FeatureEngine {
   private rowEncodings(): Promise<RowEncodings> {
     const store = this.deps.store
     this.encodings ??= Promise.all([
-      encodingInsertFor(store, 'customer_features', FEATURE_ROW_COLUMNS, { settings: { optimize_on_insert: 0 } }),
-      encodingInsertFor(store, 'feature_order_facts', FACT_ROW_COLUMNS, { settings: { optimize_on_insert: 0 } }),
+      encodingInsertFor(store, 'customer_features', FEATURE_ROW_COLUMNS, NO_MERGE_ON_INSERT),
+      encodingInsertFor(store, 'feature_order_facts', FACT_ROW_COLUMNS, NO_MERGE_ON_INSERT),
       encodingInsertFor(store, 'segment_changes', SEGMENT_CHANGE_COLUMNS),
     ]).then(
       ([features, facts, changes]) => ({ features, facts, changes }),
@@ -710,8 +710,8 @@ export class FeatureEngine {
     // Facts and live rows encoded as they are made (InsertRows); delete markers, which carry
     // is_deleted, as objects of their own insert.
     const encodings = await this.rowEncodings()
-    const facts = new InsertRows(this.deps.store, 'feature_order_facts', FACT_ROW_COLUMNS, encodings.facts)
-    const rows = new InsertRows(this.deps.store, 'customer_features', FEATURE_ROW_COLUMNS, encodings.features)
+    const facts = new InsertRows(this.deps.store, 'feature_order_facts', FACT_ROW_COLUMNS, encodings.facts, NO_MERGE_ON_INSERT)
+    const rows = new InsertRows(this.deps.store, 'customer_features', FEATURE_ROW_COLUMNS, encodings.features, NO_MERGE_ON_INSERT)
     const markers: ReturnType<typeof deletedFeatureRow>[] = []
     // Events encoded as they are made (at once when the schema is known here, which is the rule), and
     // what the state takes after the inserts kept small: a write holds no event or feature values

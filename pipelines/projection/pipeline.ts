@@ -1,6 +1,6 @@
 import type { CustomerUpserted, OrderEvent } from '../../common/events.ts'
 import { TOPICS } from '../../common/topics.ts'
-import { encodingInsertFor, insertJsonRows, insertValueRows, type EncodingInsert, type Store } from '../../common/store/clickhouse.ts'
+import { encodingInsertFor, insertJsonRows, insertValueRows, NO_MERGE_ON_INSERT, type EncodingInsert, type Store } from '../../common/store/clickhouse.ts'
 import { RowBinaryUnsupported } from '../../common/store/row-binary.ts'
 import { WriteTurns } from '../../common/runtime/write-turns.ts'
 import { decodeInputEvent, type InputEvent } from '../ingest/index.ts'
@@ -15,14 +15,6 @@ import { decodedOffMain } from '../../common/runtime/metrics.ts'
 
 export const PROJECTION_GROUP = 'cdp-projection'
 
-/**
- * The order events' inserts skip ClickHouse's merge of each block as it is written
- * (`optimize_on_insert`: for a ReplacingMergeTree, collapsing the block's own duplicates, in
- * order_events and in the orders view it feeds). Every reader already collapses duplicates
- * (FINAL, argMax, uniqExact), since a redelivered event arrives in another block anyway; the
- * merge took about a sixth of the insert's CPU (docs/analytics-performance.md, "Ingest").
- */
-export const NO_MERGE_ON_INSERT = { settings: { optimize_on_insert: 0 } } as const
 
 /**
  * What the projection keeps of a record until its batch is written: an order event's
