@@ -8,6 +8,15 @@
  * Each batch's promise settles with the write that holds it, so its offsets are committed only
  * once its rows are stored; a failed write fails every batch in it (all are delivered again).
  */
+/**
+ * What a write returns when its turn ends before its rows are stored: the promise of their storing.
+ * The next turn starts at once (it may prepare its rows while these are inserted); the batches the
+ * write holds settle with `stored`, so their offsets are committed only once it has.
+ */
+export interface Storing {
+  stored: Promise<void>
+}
+
 export class WriteTurns<T> {
   private waiting: { items: T[]; resolve: () => void; reject: (err: unknown) => void }[] = []
   private waitingItems = 0
@@ -16,7 +25,8 @@ export class WriteTurns<T> {
   private enough: (() => void) | null = null
 
   /**
-   * @param write writes the items of one or more batches, in the order the batches arrived.
+   * @param write writes the items of one or more batches, in the order the batches arrived; it may
+   *   end its turn before they are stored (Storing).
    * @param exclusive runs `fn` in turn with whatever else must not overlap a write (default: only
    *   the writes themselves).
    * @param gather a turn that finds fewer than `items` waiting waits up to `waitMs` for more
@@ -24,7 +34,7 @@ export class WriteTurns<T> {
    *   counts what an item stands for (one by default).
    */
   constructor(
-    private readonly write: (items: T[]) => Promise<void>,
+    private readonly write: (items: T[]) => Promise<void | Storing>,
     private readonly exclusive: (fn: () => Promise<void>) => Promise<void> = (fn) => this.inTurn(fn),
     private readonly gather: { items: number; waitMs: number; weigh?: (item: T) => number } | null = null,
   ) {}
@@ -43,7 +53,14 @@ export class WriteTurns<T> {
         this.waitingItems = 0
         if (!group.length) return // an earlier turn wrote this batch with its own
         try {
-          await this.write(group.length === 1 ? group[0]!.items : group.flatMap((g) => g.items))
+          const storing = await this.write(group.length === 1 ? group[0]!.items : group.flatMap((g) => g.items))
+          if (storing) {
+            storing.stored.then(
+              () => group.forEach((g) => g.resolve()),
+              (err: unknown) => group.forEach((g) => g.reject(err)),
+            )
+            return
+          }
           for (const g of group) g.resolve()
         } catch (err) {
           for (const g of group) g.reject(err)

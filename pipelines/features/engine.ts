@@ -10,7 +10,7 @@ import { ok, processEach, processRecord } from '../../common/runtime/pipeline.ts
 import { decodedOffMain } from '../../common/runtime/metrics.ts'
 import { CUSTOMER, InputsThread, LEFT, ORDER, STRIDE, type InputsReply } from './input-thread.ts'
 import type { TransactionModelName } from './clv/index.ts'
-import { aggregate, EMPTY_AGGREGATES, factOf, orderHistory, utcDay, type CountedFact, type CustomerAggregates, type OrderFact } from './order-facts.ts'
+import { aggregate, EMPTY_AGGREGATES, factOf, newer, orderHistory, utcDay, type CountedFact, type CustomerAggregates, type OrderFact } from './order-facts.ts'
 import { bookAppend, BookBuilder, bookFacts, bookMerge, emptyBook, orderKey, sameBook, type OrderBook } from './order-book.ts'
 import { ClvMemo, clvFeatures, computeFeatures, DEFAULT_FEATURE_OPTIONS, featuresDigest, type FeatureOptions, type FeatureValues } from './features.ts'
 import type { TenantModel } from './model.ts'
@@ -25,7 +25,7 @@ import { resolveReference, type Reference } from '../../common/reference-date.ts
 import { modelRefreshes, segmentChangesEmitted } from './metrics.ts'
 import { randomUUID } from 'node:crypto'
 import { claimantId } from '../../common/jobs/lease.ts'
-import { WriteTurns } from '../../common/runtime/write-turns.ts'
+import { WriteTurns, type Storing } from '../../common/runtime/write-turns.ts'
 import { CustomerIndex } from './customer-index.ts'
 
 export const FEATURES_GROUP = 'cdp-features'
@@ -179,6 +179,8 @@ export class FeatureEngine {
    * on two cores the decode took a sixth of the main thread (docs/analytics-performance.md, "Streaming").
    */
   private readonly inputs: InputsThread | null
+  /** The inserts of writes whose turn has ended (write()), until they are stored or rolled back. */
+  private readonly storing = new Set<Promise<void>>()
   /** How the writes encode feature rows and facts (InsertRows), looked up once; null: kept as values. */
   private encodings: Promise<RowEncodings> | null = null
 
@@ -363,6 +365,7 @@ export class FeatureEngine {
       const ids = [...members].filter((m) => all || !this.foreign.has(customerKey(t, m)))
       if (!ids.length) continue
       const byCustomer = new Map<number, OrderBook>(ids.map((m) => [m, emptyBook()]))
+      await this.storedWrites()
       for (const f of await loadCustomerFacts(this.deps.store, t, ids)) {
         const book = byCustomer.get(f.customerId)
         if (book) bookAppend(book, orderKey(f.orderId), f)
@@ -421,6 +424,7 @@ export class FeatureEngine {
   }
 
   private async loadPartition(p: number): Promise<void> {
+    await this.storedWrites()
     const started = Date.now()
     // Profiles held in other partitions may count members of this one, read from the store until
     // now: their aggregates before and after the load tell which ones this load moved.
@@ -496,7 +500,7 @@ export class FeatureEngine {
     return c
   }
 
-  private async apply(items: { record: LogRecord; value: EngineInput }[]): Promise<void> {
+  private async apply(items: { record: LogRecord; value: EngineInput }[]): Promise<Storing> {
     const f: Folding = { touched: new Set(), latest: new Map(), profiles: new Set() }
     const { touched, latest, profiles } = f
     // A part read by the decode thread is held by each of its records: folded once.
@@ -550,7 +554,8 @@ export class FeatureEngine {
       const r = this.refs.get(t)
       if (r?.setting === 'data_end' && r.ms !== end) this.refs.set(t, { ...r, ms: end })
     }
-    await this.flush([...touched], this.now(), true)
+    const { stored } = await this.flush([...touched], this.now(), true)
+    return { stored }
   }
 
   /** The partition to load before a customer's input is folded: its profile's owner's, held by this consumer and not loaded yet (else null). */
@@ -653,7 +658,7 @@ export class FeatureEngine {
    * Recomputes customers and publishes and stores what changed. `touched` customers (their
    * events are in the batch) are always written; others only when a value moved.
    */
-  private async flush(customers: CustomerState[], now: number, touched: boolean, tickEpoch?: number): Promise<{ changed: number; segmentChanges: number }> {
+  private async flush(customers: CustomerState[], now: number, touched: boolean, tickEpoch?: number): Promise<{ changed: number; segmentChanges: number; stored: Promise<void> }> {
     const outsideBatch = tickEpoch !== undefined
     const owns = (c: CustomerState) => !outsideBatch || this.owned === null || this.owned.has(c.partition)
     customers = customers.filter(owns)
@@ -673,13 +678,24 @@ export class FeatureEngine {
     // Customers who share a purchase pattern share its CLV sums, for this flush.
     const memo = new ClvMemo()
     const chunk = this.deps.flushChunk ?? FLUSH_CHUNK
+    // A chunk's inserts run while the next chunk is scored (write()).
+    const stored: Promise<void>[] = []
     for (let i = 0; i === 0 || i < customers.length; i += chunk) {
       const r = await this.write(customers.slice(i, i + chunk), now, touched, tickEpoch, { refs, models, memo })
       if (!r) break
       out.changed += r.changed
       out.segmentChanges += r.segmentChanges
+      stored.push(r.stored)
     }
-    return out
+    return { ...out, stored: Promise.all(stored).then(() => undefined) }
+  }
+
+  /**
+   * Until the writes in flight are stored (failed ones rolled back): for what reads the state store
+   * back (a partition's restore, a profile's foreign members, the tick's stored aggregates).
+   */
+  private async storedWrites(): Promise<void> {
+    while (this.storing.size) await Promise.allSettled([...this.storing])
   }
 
   /** An event as a record of `topic`: encoded now when its schema is known here, else once it is registered. */
@@ -709,7 +725,7 @@ export class FeatureEngine {
     touched: boolean,
     tickEpoch: number | undefined,
     { refs, models, memo }: { refs: Map<number, Reference>; models: Map<number, TenantModel | null>; memo: ClvMemo },
-  ): Promise<{ changed: number; segmentChanges: number } | null> {
+  ): Promise<{ changed: number; segmentChanges: number; stored: Promise<void> } | null> {
     const outsideBatch = tickEpoch !== undefined
     const owns = (c: CustomerState) => !outsideBatch || this.owned === null || this.owned.has(c.partition)
     // Facts and live rows encoded as they are made (InsertRows); delete markers, which carry
@@ -723,7 +739,7 @@ export class FeatureEngine {
     // across its awaits.
     const featureRecords: (OutRecord | Promise<OutRecord>)[] = []
     const changes = new SegmentChanges(this, new InsertRows(this.deps.store, 'segment_changes', SEGMENT_CHANGE_COLUMNS, encodings.changes))
-    const updates: { c: CustomerState; segment: string | null; score: string | null; digest: number; version: number; deleted: boolean }[] = []
+    const updates: Update[] = []
     for (const c of customers) {
       const ref = refs.get(c.tenantId)!
       if (!this.isProfile(c)) {
@@ -736,7 +752,7 @@ export class FeatureEngine {
           markers.push(deletedFeatureRow(c, empty, now, version))
           if (c.emittedSegment !== null) changes.add(segmentChangedEvent(c, emittedOf(c), empty, now))
         }
-        updates.push({ c, segment: null, score: null, digest: NaN, version, deleted: true })
+        updates.push(update(c, null, null, NaN, version, true))
         continue
       }
       const agg = this.aggregates(c, ref.cutoffMs)
@@ -750,10 +766,10 @@ export class FeatureEngine {
       const key = customerKey(c.tenantId, c.customerId)
       if (moved) featureRecords.push(this.outRecord(TOPICS.customerFeatures.name, key, featuresEvent(c, agg, v, now)))
       if (v.segment !== c.emittedSegment) changes.add(segmentChangedEvent(c, emittedOf(c), v, now))
-      updates.push({ c, segment: v.segment, score: v.rfm_score, digest, version, deleted: false })
+      updates.push(update(c, v.segment, v.rfm_score, digest, version, false))
     }
     const profileRows = this.pendingProfiles.map((p) => profileRow(p.partition, p.record))
-    if (!updates.length && !profileRows.length) return { changed: 0, segmentChanges: 0 }
+    if (!updates.length && !profileRows.length) return { changed: 0, segmentChanges: 0, stored: Promise.resolve() }
     // Publish before storing: a crash in between re-publishes (at least once) instead of losing a change.
     const changeRecords = await settled(changes.records)
     const encodedFeatures = await settled(featureRecords)
@@ -766,25 +782,32 @@ export class FeatureEngine {
       changeRecords.length ? this.deps.log.send(TOPICS.segmentChanges.name, changeRecords) : undefined,
       encodedFeatures.length ? this.deps.log.send(TOPICS.customerFeatures.name, encodedFeatures) : undefined,
     ])
-    await Promise.all([
+    // Published: the state takes the write now, and the next write (of other batches, or the next
+    // chunk) is scored while its rows are inserted: on two cores the consumer's thread otherwise
+    // waited for every insert. Should an insert fail, the write is rolled back (rollBack) and its
+    // batches come again; what reads the store back waits for the writes in flight (storedWrites).
+    const taken = this.pendingProfiles.splice(0, profileRows.length)
+    for (const u of updates) u.take()
+    const stored = Promise.all([
       facts.insert(),
       rows.insert(),
       insertJsonRows(this.deps.store, 'customer_features', markers),
       changes.rows.insert(),
       insertJsonRows(this.deps.store, 'feature_profiles', profileRows),
-    ])
-    this.pendingProfiles = this.pendingProfiles.slice(profileRows.length)
-    for (const { c, segment, score, digest, version, deleted } of updates) {
-      c.rowVersion = version
-      c.emittedSegment = segment
-      c.emittedScore = score
-      c.last = digest
-      c.deleted = deleted
-      c.dirtyOrders = null
-      c.dirty = false
-    }
-    for (const [to, n] of changes.byTarget) segmentChangesEmitted.inc({ pipeline: this.name, to }, n)
-    return { changed: rows.length + markers.length, segmentChanges: changes.rows.length }
+    ]).then(
+      () => {
+        for (const [to, n] of changes.byTarget) segmentChangesEmitted.inc({ pipeline: this.name, to }, n)
+      },
+      (err: unknown) => {
+        for (const u of updates) u.rollBack()
+        this.pendingProfiles.unshift(...taken)
+        throw err
+      },
+    )
+    this.storing.add(stored)
+    const done = () => void this.storing.delete(stored)
+    stored.then(done, done)
+    return { changed: rows.length + markers.length, segmentChanges: changes.rows.length, stored }
   }
 
   /**
@@ -795,6 +818,8 @@ export class FeatureEngine {
    */
   tick(): Promise<{ tenants: number; changed: number; segmentChanges: number }> {
     return this.exclusive(async () => {
+      // The tick reads stored aggregates: the batches' writes in flight are stored first.
+      await this.storedWrites()
       const now = this.now()
       const epoch = this.ownershipEpoch
       for (const p of this.assigned ?? []) if (!this.loaded.has(p)) await this.loadPartition(p)
@@ -834,7 +859,8 @@ export class FeatureEngine {
         await saveModel(this.deps.store, t, m)
         this.models.set(t, m)
       }
-      const r = await this.flush([...this.customers.values()], now, false, epoch)
+      const { stored: written, ...r } = await this.flush([...this.customers.values()], now, false, epoch)
+      await written
       for (const t of tenants) await writeSegmentSnapshot(this.deps.store, [t], this.referenceOf(t, now).ms, now)
       return { tenants: tenants.length, ...r }
     })
@@ -846,6 +872,58 @@ export class FeatureEngine {
   }
 
 }
+
+/**
+ * What a write changes of a customer's state: taken when the write is published (take), given
+ * back should its inserts fail (rollBack), unless a later write has taken the customer since.
+ * Its facts go back to the customer's pending ones either way (a newer fact of an order pending
+ * meanwhile wins), so they are stored with its next write.
+ */
+class Update {
+  private before: { version: number; segment: string | null; score: string | null; last: number; deleted: boolean } | null = null
+  private facts: Map<string, OrderFact> | null = null
+
+  constructor(
+    readonly c: CustomerState,
+    private readonly segment: string | null,
+    private readonly score: string | null,
+    private readonly digest: number,
+    private readonly version: number,
+    private readonly deleted: boolean,
+  ) {}
+
+  take(): void {
+    const c = this.c
+    this.before = { version: c.rowVersion, segment: c.emittedSegment, score: c.emittedScore, last: c.last, deleted: c.deleted }
+    this.facts = c.dirtyOrders
+    c.rowVersion = this.version
+    c.emittedSegment = this.segment
+    c.emittedScore = this.score
+    c.last = this.digest
+    c.deleted = this.deleted
+    c.dirtyOrders = null
+    c.dirty = false
+  }
+
+  rollBack(): void {
+    const c = this.c
+    const b = this.before
+    if (b && c.rowVersion === this.version) {
+      c.rowVersion = b.version
+      c.emittedSegment = b.segment
+      c.emittedScore = b.score
+      c.last = b.last
+      c.deleted = b.deleted
+    }
+    for (const [orderId, f] of this.facts ?? []) {
+      const pending = c.dirtyOrders?.get(orderId)
+      if (!pending || newer(pending, f)) (c.dirtyOrders ??= new Map()).set(orderId, f)
+    }
+    c.dirty = true
+  }
+}
+
+const update = (c: CustomerState, segment: string | null, score: string | null, digest: number, version: number, deleted: boolean) => new Update(c, segment, score, digest, version, deleted)
 
 type RowEncodings = { features: EncodingInsert | null; facts: EncodingInsert | null; changes: EncodingInsert | null }
 

@@ -80,6 +80,31 @@ describe('WriteTurns', () => {
     await Promise.all([a, other, b])
     expect(log).toEqual(['write a start', 'write a end', 'tick start', 'tick end', 'write b start', 'write b end'])
   })
+  it('lets the next turn start when a write returns its storing, and settles the write\'s batches with it', async () => {
+    const stores: { open: () => void; fail: (err: Error) => void }[] = []
+    const writes: number[][] = []
+    const turns = new WriteTurns<number>(async (items) => {
+      writes.push(items)
+      const stored = new Promise<void>((resolve, reject) => stores.push({ open: resolve, fail: reject }))
+      return { stored }
+    })
+    const a = settled(turns.submit([1]))
+    await tick()
+    const b = settled(turns.submit([2]))
+    await tick()
+    // The first write's rows are not stored yet, and the second write has already had its turn.
+    expect(writes).toEqual([[1], [2]])
+    let aDone = false
+    void a.then(() => (aDone = true))
+    await tick()
+    expect(aDone).toBe(false)
+    stores[1]!.open()
+    expect(await b).toBe('ok')
+    expect(aDone).toBe(false) // each batch settles with its own write's storing
+    stores[0]!.fail(new Error('insert refused'))
+    expect(await a).toBe('failed: insert refused')
+  })
+
   it('gathers: a turn with fewer items than asked waits for more, up to its wait; enough items write at once', async () => {
     // Enough: the second submit brings the waiting items to 4, and the write goes without waiting a minute.
     const a = gatedWriter()
