@@ -181,6 +181,8 @@ export class FeatureEngine {
   private readonly inputs: InputsThread | null
   /** The inserts of writes whose turn has ended (write()), until they are stored or rolled back. */
   private readonly storing = new Set<Promise<void>>()
+  /** The inserts of the last write (write()): the next one waits for them before it starts its own. */
+  private inserting: Promise<void> | null = null
   /** How the writes encode feature rows and facts (InsertRows), looked up once; null: kept as values. */
   private encodings: Promise<RowEncodings> | null = null
 
@@ -786,6 +788,12 @@ export class FeatureEngine {
     // chunk) is scored while its rows are inserted: on two cores the consumer's thread otherwise
     // waited for every insert. Should an insert fail, the write is rolled back (rollBack) and its
     // batches come again; what reads the store back waits for the writes in flight (storedWrites).
+    // One write's inserts at a time: this one waits for those of the write before it, so inserts
+    // never pile up (each holds a thread of the pool the log's file reads also use: at 1,000 events
+    // a second the latency of a change doubled). Had they failed, this write, scored on the state
+    // they rolled back, comes again with its batches instead of being stored.
+    const previous = this.inserting
+    if (previous && !(await previous.then(() => true, () => false))) throw new Error('the write before this one was not stored and was rolled back: this one comes again with its batches')
     const taken = this.pendingProfiles.splice(0, profileRows.length)
     for (const u of updates) u.take()
     const stored = Promise.all([
@@ -805,6 +813,7 @@ export class FeatureEngine {
       },
     )
     this.storing.add(stored)
+    this.inserting = stored
     const done = () => void this.storing.delete(stored)
     stored.then(done, done)
     return { changed: rows.length + markers.length, segmentChanges: changes.rows.length, stored }
