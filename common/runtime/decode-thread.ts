@@ -7,6 +7,8 @@ export type { DecodeJob }
 
 /** An idle thread ends after this long; the next job starts another. */
 const IDLE_MS = 30_000
+/** After a thread that could not load, start() waits this long before another. */
+const RESPAWN_AFTER_MS = 30_000
 
 /**
  * A consumer's decode thread: record values go to a worker (its entry module serves them with
@@ -27,6 +29,10 @@ export class DecodeThread<Setup, Reply extends { id: number }> {
   private setupSent = false
   private idleTimer: NodeJS.Timeout | null = null
   private readyWorker: Worker | null = null
+  /** When a thread last ended before it had loaded: start() waits RESPAWN_AFTER_MS before trying again. */
+  private failedLoadAt = -Infinity
+  /** Threads this side ended (closed, idle, failed a job): their exit is no failure to load. */
+  private readonly ended = new WeakSet<Worker>()
 
   /** @param entry the worker's entry module; @param label names the thread in errors. */
   constructor(
@@ -34,9 +40,13 @@ export class DecodeThread<Setup, Reply extends { id: number }> {
     private readonly label: string,
   ) {}
 
-  /** Starts the thread ahead of its first job (it loads its modules meanwhile). */
+  /**
+   * Starts the thread ahead of its first job (it loads its modules meanwhile). After a thread that
+   * ended before it had loaded, not again for RESPAWN_AFTER_MS: a consumer decodes on its own
+   * thread meanwhile instead of spending half a second of CPU on every batch.
+   */
   start(): void {
-    if (!this.worker) this.spawn()
+    if (!this.worker && Date.now() - this.failedLoadAt >= RESPAWN_AFTER_MS) this.spawn()
   }
 
   /**
@@ -105,7 +115,12 @@ export class DecodeThread<Setup, Reply extends { id: number }> {
     this.idleTimer = null
     const worker = this.worker
     this.forget(new Error(`the ${this.label} thread was closed`))
-    await worker?.terminate()
+    if (worker) await this.end(worker)
+  }
+
+  private end(worker: Worker): Promise<number> {
+    this.ended.add(worker)
+    return worker.terminate()
   }
 
   private spawn(): Worker {
@@ -116,7 +131,7 @@ export class DecodeThread<Setup, Reply extends { id: number }> {
     worker.unref()
     worker.on('message', (reply: Reply | { id: number; error: string } | { ready: true }) => {
       if ('ready' in reply) {
-        this.readyWorker = worker
+        if (this.worker === worker) this.readyWorker = worker
         return
       }
       const waiting = this.pending.get(reply.id)
@@ -128,13 +143,14 @@ export class DecodeThread<Setup, Reply extends { id: number }> {
         const err = new Error(`${this.label} thread: ${reply.error}`)
         waiting.reject(err)
         if (this.worker === worker) this.forget(err)
-        void worker.terminate()
+        void this.end(worker)
         return
       }
       waiting.resolve(reply)
       if (this.pending.size === 0 && this.worker === worker) this.idle(worker)
     })
     const fail = (err: Error) => {
+      if (this.readyWorker !== worker && !this.ended.has(worker)) this.failedLoadAt = Date.now()
       if (this.worker === worker) this.forget(err)
     }
     worker.on('error', fail)
@@ -150,7 +166,7 @@ export class DecodeThread<Setup, Reply extends { id: number }> {
     this.idleTimer = setTimeout(() => {
       if (this.worker !== worker || this.pending.size) return
       this.worker = null
-      void worker.terminate()
+      void this.end(worker)
     }, IDLE_MS)
     this.idleTimer.unref()
   }

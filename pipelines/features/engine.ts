@@ -682,14 +682,21 @@ export class FeatureEngine {
     const chunk = this.deps.flushChunk ?? FLUSH_CHUNK
     // A chunk's inserts run while the next chunk is scored (write()).
     const stored: Promise<void>[] = []
-    for (let i = 0; i === 0 || i < customers.length; i += chunk) {
-      const r = await this.write(customers.slice(i, i + chunk), now, touched, tickEpoch, { refs, models, memo })
-      if (!r) break
-      out.changed += r.changed
-      out.segmentChanges += r.segmentChanges
-      stored.push(r.stored)
+    try {
+      for (let i = 0; i === 0 || i < customers.length; i += chunk) {
+        const r = await this.write(customers.slice(i, i + chunk), now, touched, tickEpoch, { refs, models, memo })
+        if (!r) break
+        out.changed += r.changed
+        out.segmentChanges += r.segmentChanges
+        stored.push(r.stored)
+      }
+    } catch (err) {
+      // The batches come again once the earlier chunks' inserts have settled (or been rolled back).
+      await Promise.allSettled(stored)
+      throw err
     }
-    return { ...out, stored: Promise.all(stored).then(() => undefined) }
+    // Settled only once every chunk's inserts have: a failed one fails the batches after the others settled.
+    return { ...out, stored: Promise.allSettled(stored).then((rs) => rs.forEach((r) => { if (r.status === 'rejected') throw r.reason })) }
   }
 
   /**
@@ -793,7 +800,12 @@ export class FeatureEngine {
     // a second the latency of a change doubled). Had they failed, this write, scored on the state
     // they rolled back, comes again with its batches instead of being stored.
     const previous = this.inserting
-    if (previous && !(await previous.then(() => true, () => false))) throw new Error('the write before this one was not stored and was rolled back: this one comes again with its batches')
+    if (previous) {
+      const stored = await previous.then(() => true, () => false)
+      // Seen by the one write scored meanwhile (turns are exclusive): the writes after it are scored on the rolled-back state.
+      if (this.inserting === previous) this.inserting = null
+      if (!stored) throw new Error('the write before this one was not stored and was rolled back: this one comes again with its batches')
+    }
     const taken = this.pendingProfiles.splice(0, profileRows.length)
     for (const u of updates) u.take()
     const stored = Promise.all([

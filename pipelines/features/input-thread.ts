@@ -1,8 +1,8 @@
 import { DecodeThread } from '../../common/runtime/decode-thread.ts'
-import type { InputsReply, InputsSetup } from './input-worker.ts'
+import type { InputsReply, InputsSetup } from './inputs-reply.ts'
 
 export type { InputsReply, InputsSetup }
-export { CUSTOMER, LEFT, ORDER, STRIDE } from './input-worker.ts'
+export { CUSTOMER, LEFT, ORDER, STRIDE } from './inputs-reply.ts'
 
 /**
  * The feature consumer's decode thread (common/runtime/decode-thread.ts): decodes order and
