@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { randomUUID } from 'node:crypto'
 import { openRuntime, type Runtime } from '../../common/runtime/context.ts'
-import { openStore, migrate, type Store } from '../../common/store/clickhouse.ts'
+import type { Store } from '../../common/store/clickhouse.ts'
 import { EventCodec } from '../../common/eventlog/codec.ts'
-import { EmbeddedSchemaRegistry } from '../../common/eventlog/schema-registry.ts'
 import { TOPICS } from '../../common/topics.ts'
 import { customerKey, type CustomerUpserted, type DeadLetter, type OrderEvent } from '../../common/events.ts'
 import { decodedOffMain } from '../../common/runtime/metrics.ts'
@@ -14,7 +13,7 @@ import { InputsDecoder } from '../../pipelines/features/input-worker.ts'
 import { factOf } from '../../pipelines/features/order-facts.ts'
 import { orderKey } from '../../pipelines/features/order-book.ts'
 import type { LogRecord } from '../../common/eventlog/port.ts'
-import { caughtUp, readTopic, silentLogger, testConfig, tmpDir, uniqueName, waitFor } from '../helpers.ts'
+import { caughtUp, migratedStore, newEmbeddedRegistry, readTopic, silentLogger, testConfig, uniqueName, waitFor } from '../helpers.ts'
 import { history, NOW } from './histories.ts'
 
 /**
@@ -49,9 +48,8 @@ function pack(values: (Buffer | null)[]): { values: Uint8Array; ends: Int32Array
 let store: Store
 let codec: EventCodec
 beforeAll(async () => {
-  store = await openStore({ database: 'cdp', chdbPath: tmpDir() })
-  await migrate(store)
-  codec = await EventCodec.create(new EmbeddedSchemaRegistry(tmpDir()))
+  store = await migratedStore()
+  codec = await EventCodec.create(newEmbeddedRegistry())
 })
 afterAll(async () => {
   await store.close()

@@ -7,21 +7,20 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { openRuntime, type Runtime } from '../../common/runtime/context.ts'
-import { migrate, openStore, type Store } from '../../common/store/clickhouse.ts'
+import type { Store } from '../../common/store/clickhouse.ts'
 import { TOPICS } from '../../common/topics.ts'
 import type { SegmentChanged } from '../../common/events.ts'
 import { publishEvents } from '../../pipelines/ingest/publisher.ts'
 import { runFeatures } from '../../pipelines/features/run.ts'
 import { loadModels } from '../../pipelines/features/feature-store.ts'
-import { caughtUp, readTopic, silentLogger, testConfig, tmpDir, uniqueName } from '../helpers.ts'
+import { caughtUp, migratedStore, readTopic, silentLogger, testConfig, uniqueName } from '../helpers.ts'
 import { history, NOW } from './histories.ts'
 import { expectedFeatureRows, featureRows } from './batch-expectation.ts'
 
 let store: Store
 let rt: Runtime
 beforeAll(async () => {
-  store = await openStore({ database: 'cdp', chdbPath: tmpDir() })
-  await migrate(store)
+  store = await migratedStore()
   rt = await openRuntime(testConfig('embedded'), silentLogger, { store })
 })
 afterAll(async () => {
