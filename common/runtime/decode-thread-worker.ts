@@ -32,6 +32,28 @@ export class ThreadSchemas {
     for (const [id, schema] of schemas) this.types.set(id, avroType(schema))
   }
 
+  /**
+   * Each record of a job, in order: `take(i, value)` for a value this thread reads as the expected
+   * type (null: none is read), then `after(i)` for every record. A record whose reading or taking
+   * throws is left to the main thread, which judges it as its own decode would; `take` must then
+   * have kept nothing of it.
+   */
+  each(job: DecodeJob<unknown>, expected: string | null, take: (i: number, value: object) => void, after?: (i: number) => void): void {
+    const values = Buffer.from(job.values.buffer, job.values.byteOffset, job.values.length)
+    let start = 0
+    for (let i = 0; i < job.ends.length; i++) {
+      const end = job.ends[i]!
+      try {
+        const value = expected === null ? null : this.read(values, start, end, expected)
+        if (value) take(i, value)
+      } catch {
+        // Left to the main thread (an undecodable value, a rule that threw, a row RowBinary refused).
+      }
+      start = end
+      after?.(i)
+    }
+  }
+
   read(values: Buffer, start: number, end: number, expected: string): object | null {
     const id = schemaIdOf(values, start, end)
     const t = this.types.get(id)
@@ -59,4 +81,10 @@ export function serveDecodeJobs<Setup, Reply extends { id: number }>(handle: (jo
   })
   // Its modules are loaded: the thread takes jobs from now on (DecodeThread.ready).
   parentPort?.postMessage({ ready: true })
+}
+
+/** `value`'s index in `list`, added at the end when it is not there yet (a reply's few distinct currencies). */
+export function indexIn(list: string[], value: string): number {
+  const i = list.indexOf(value)
+  return i < 0 ? list.push(value) - 1 : i
 }

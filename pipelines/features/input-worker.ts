@@ -1,10 +1,10 @@
 import type { CustomerUpserted, OrderEvent } from '../../common/events.ts'
 import { TOPICS } from '../../common/topics.ts'
-import { serveDecodeJobs, ThreadSchemas, type DecodeJob } from '../../common/runtime/decode-thread-worker.ts'
+import { indexIn, serveDecodeJobs, ThreadSchemas, type DecodeJob } from '../../common/runtime/decode-thread-worker.ts'
 import { customerSemanticErrors, orderSemanticErrors } from '../ingest/index.ts'
 import { factOf } from './order-facts.ts'
 import { orderKey } from './order-book.ts'
-import { CUSTOMER, LEFT, ORDER, STRIDE, type InputsReply, type InputsSetup } from './inputs-reply.ts'
+import { CUSTOMER, ORDER, STRIDE, type InputsReply, type InputsSetup } from './inputs-reply.ts'
 
 /**
  * The decode thread of the feature consumer (input-thread.ts): order and customer records' values
@@ -21,7 +21,6 @@ export class InputsDecoder {
     const setup = this.setup
     if (!setup) throw new Error('no setup sent to the feature inputs thread')
     const n = job.ends.length
-    const values = Buffer.from(job.values.buffer, job.values.byteOffset, job.values.length)
     const orders = job.topic === TOPICS.orders.name
     const expected = orders ? setup.orders : job.topic === TOPICS.customers.name ? setup.customers : null
     const kind = new Uint8Array(n)
@@ -30,47 +29,35 @@ export class InputsDecoder {
     const texts: string[] = new Array(2 * n).fill('')
     const currencyOf = new Uint16Array(n)
     const currencies: string[] = []
-    let start = 0
-    for (let i = 0; i < n; i++) {
-      const end = job.ends[i]!
-      try {
-        const value = expected ? this.schemas.read(values, start, end, expected) : null
-        const at = i * STRIDE
-        if (value && orders) {
-          const e = value as OrderEvent
-          if (!orderSemanticErrors(e, job.now).length) {
-            const fact = factOf(e)
-            nums[at] = e.tenant_id
-            nums[at + 1] = e.customer_id
-            nums[at + 2] = e.occurred_at
-            nums[at + 3] = fact.version
-            nums[at + 4] = fact.placedAt
-            nums[at + 5] = fact.cents
-            nums[at + 6] = orderKey(e.order_id)
-            cancelled[i] = fact.cancelled ? 1 : 0
-            texts[2 * i] = e.order_id
-            texts[2 * i + 1] = fact.eventId
-            let c = currencies.indexOf(e.currency)
-            if (c < 0) c = currencies.push(e.currency) - 1
-            currencyOf[i] = c
-            kind[i] = ORDER
-          }
-        } else if (value) {
-          const e = value as CustomerUpserted
-          if (!customerSemanticErrors(e).length) {
-            nums[at] = e.tenant_id
-            nums[at + 1] = e.customer_id
-            nums[at + 2] = e.occurred_at
-            texts[2 * i] = e.email ?? ''
-            kind[i] = CUSTOMER
-          }
-        }
-      } catch {
-        // Whatever failed (an undecodable value, a rule that threw) is the main thread's to judge, as its own decode would.
-        kind[i] = LEFT
+    // A record is marked taken (kind) last: one whose rules or fields throw stays LEFT.
+    this.schemas.each(job, expected, (i, value) => {
+      const at = i * STRIDE
+      if (orders) {
+        const e = value as OrderEvent
+        if (orderSemanticErrors(e, job.now).length) return
+        const fact = factOf(e)
+        nums[at] = e.tenant_id
+        nums[at + 1] = e.customer_id
+        nums[at + 2] = e.occurred_at
+        nums[at + 3] = fact.version
+        nums[at + 4] = fact.placedAt
+        nums[at + 5] = fact.cents
+        nums[at + 6] = orderKey(e.order_id)
+        cancelled[i] = fact.cancelled ? 1 : 0
+        texts[2 * i] = e.order_id
+        texts[2 * i + 1] = fact.eventId
+        currencyOf[i] = indexIn(currencies, e.currency)
+        kind[i] = ORDER
+        return
       }
-      start = end
-    }
+      const e = value as CustomerUpserted
+      if (customerSemanticErrors(e).length) return
+      nums[at] = e.tenant_id
+      nums[at + 1] = e.customer_id
+      nums[at + 2] = e.occurred_at
+      texts[2 * i] = e.email ?? ''
+      kind[i] = CUSTOMER
+    })
     return { id: job.id, kind, nums, cancelled, texts, currencyOf, currencies }
   }
 }

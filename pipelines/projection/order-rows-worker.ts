@@ -1,5 +1,5 @@
 import type { OrderEvent } from '../../common/events.ts'
-import { serveDecodeJobs, ThreadSchemas, type DecodeJob } from '../../common/runtime/decode-thread-worker.ts'
+import { indexIn, serveDecodeJobs, ThreadSchemas, type DecodeJob } from '../../common/runtime/decode-thread-worker.ts'
 import { ByteWriter, encoderFor, RowEncoder } from '../../common/store/row-binary.ts'
 import { orderSemanticErrors } from '../ingest/index.ts'
 import { orderEventValues } from './rows.ts'
@@ -48,40 +48,27 @@ export class OrderRowsDecoder {
     const setup = this.setup
     if (!setup) throw new Error('no setup sent to the order rows thread')
     const n = job.ends.length
-    const values = Buffer.from(job.values.buffer, job.values.byteOffset, job.values.length)
-    const w = new ByteWriter(Math.max(1 << 16, values.length * 2))
+    const w = new ByteWriter(Math.max(1 << 16, job.values.length * 2))
     const rowEnds = new Int32Array(n)
     const handled = new Uint8Array(n)
     const tenants = new Float64Array(n)
     const currencyOf = new Uint16Array(n)
     const currencies: string[] = []
-    let start = 0
-    for (let i = 0; i < n; i++) {
-      const end = job.ends[i]!
-      try {
-        const event = this.decode(values, start, end, setup.expected, job.now)
-        if (event) {
-          setup.rows.encodeInto(w, orderEventValues(event))
-          handled[i] = 1
-          tenants[i] = event.tenant_id
-          let c = currencies.indexOf(event.currency)
-          if (c < 0) c = currencies.push(event.currency) - 1
-          currencyOf[i] = c
-        }
-      } catch {
-        // Whatever failed (RowBinaryUnsupported, or a rule that threw) is the main thread's to judge,
-        // as its own decode would: encodeInto wrote nothing of a row it refused.
-      }
-      start = end
-      rowEnds[i] = w.pos
-    }
+    this.schemas.each(
+      job,
+      setup.expected,
+      (i, value) => {
+        const event = value as OrderEvent
+        if (orderSemanticErrors(event, job.now).length) return
+        // encodeInto writes nothing of a row it refuses (RowBinaryUnsupported): the record is left.
+        setup.rows.encodeInto(w, orderEventValues(event))
+        handled[i] = 1
+        tenants[i] = event.tenant_id
+        currencyOf[i] = indexIn(currencies, event.currency)
+      },
+      (i) => (rowEnds[i] = w.pos),
+    )
     return { id: job.id, body: w.buf.subarray(0, w.pos), rowEnds, handled, tenants, currencyOf, currencies }
-  }
-
-  /** The order event of values[start, end), or null for anything the main thread must look at (ThreadSchemas.read). */
-  private decode(values: Buffer, start: number, end: number, expected: string, now: number): OrderEvent | null {
-    const event = this.schemas.read(values, start, end, expected) as OrderEvent | null
-    return event && !orderSemanticErrors(event, now).length ? event : null
   }
 }
 
