@@ -1,4 +1,13 @@
 /**
+ * What a write returns when its turn ends before its rows are stored: the promise of their storing.
+ * The next turn starts at once (it may prepare its rows while these are inserted); the batches the
+ * write holds settle with `stored`, so their offsets are committed only once it has.
+ */
+export interface Storing {
+  stored: Promise<void>
+}
+
+/**
  * Batches' writes in turn, the waiting ones together: a batch whose write must wait for the one in
  * flight joins the others waiting, and they are written as one (one insert per table, not one per
  * batch). Partitions are consumed concurrently (PARTITIONS_CONSUMED_CONCURRENTLY), so up to that
@@ -8,15 +17,6 @@
  * Each batch's promise settles with the write that holds it, so its offsets are committed only
  * once its rows are stored; a failed write fails every batch in it (all are delivered again).
  */
-/**
- * What a write returns when its turn ends before its rows are stored: the promise of their storing.
- * The next turn starts at once (it may prepare its rows while these are inserted); the batches the
- * write holds settle with `stored`, so their offsets are committed only once it has.
- */
-export interface Storing {
-  stored: Promise<void>
-}
-
 export class WriteTurns<T> {
   private waiting: { items: T[]; resolve: () => void; reject: (err: unknown) => void }[] = []
   private waitingItems = 0

@@ -60,7 +60,7 @@ export function engineInput(v: InputEvent): EngineInput {
     : { kind: 'customer', tenantId: e.tenant_id, customerId: e.customer_id, email: v.event.email ?? '', occurredAt: e.occurred_at }
 }
 
-const kept = (r: StepResult<InputEvent>): StepResult<EngineInput> => (r.kind === 'ok' ? ok(engineInput(r.value)) : r)
+const cutForFold = (r: StepResult<InputEvent>): StepResult<EngineInput> => (r.kind === 'ok' ? ok(engineInput(r.value)) : r)
 
 /**
  * One source customer's state, owned by the partition its key hashes to. A customer that is a
@@ -384,7 +384,7 @@ export class FeatureEngine {
   private decode(record: LogRecord, codec: EventCodec): StepResult<EngineInput> | Promise<StepResult<EngineInput>> {
     if (record.topic !== TOPICS.profileChanges.name) {
       const r = decodeInputEvent(record, codec, this.now(), this.currencies)
-      return r instanceof Promise ? r.then(kept) : kept(r)
+      return r instanceof Promise ? r.then(cutForFold) : cutForFold(r)
     }
     const r = decodeRecord<ProfileChanged>(record, codec)
     const profile = (d: StepResult<ProfileChanged>): StepResult<EngineInput> => (d.kind === 'ok' ? ok({ kind: 'profile' as const, event: d.value }) : d)
@@ -528,9 +528,9 @@ export class FeatureEngine {
           const at = i * STRIDE
           const tenantId = nums[at]!
           const customerId = nums[at + 1]!
-          const load = this.ownerToLoad(tenantId, customerId)
-          if (load !== null) await this.loadPartition(load)
-          const c = this.touch(f, tenantId, customerId, value.partition)
+          const owner = this.ownerOf(tenantId, customerId)
+          if (owner && !this.loaded.has(owner.partition)) await this.loadPartition(owner.partition)
+          const c = this.touch(f, tenantId, customerId, value.partition, owner)
           if (kind[i] === CUSTOMER) this.foldEmail(c, texts[2 * i]!, nums[at + 2]!)
           else {
             const fact: OrderFact = { version: nums[at + 3]!, eventId: texts[2 * i + 1]!, placedAt: nums[at + 4]!, cents: nums[at + 5]!, cancelled: cancelled[i] === 1 }
@@ -539,9 +539,9 @@ export class FeatureEngine {
         }
         continue
       }
-      const load = this.ownerToLoad(value.tenantId, value.customerId)
-      if (load !== null) await this.loadPartition(load)
-      const c = this.touch(f, value.tenantId, value.customerId, record.partition)
+      const owner = this.ownerOf(value.tenantId, value.customerId)
+      if (owner && !this.loaded.has(owner.partition)) await this.loadPartition(owner.partition)
+      const c = this.touch(f, value.tenantId, value.customerId, record.partition, owner)
       if (value.kind === 'order') this.foldOrder(f, c, value.orderId, orderKey(value.orderId), value.fact, value.occurredAt)
       else this.foldEmail(c, value.email, value.occurredAt)
     }
@@ -556,30 +556,25 @@ export class FeatureEngine {
       const r = this.refs.get(t)
       if (r?.setting === 'data_end' && r.ms !== end) this.refs.set(t, { ...r, ms: end })
     }
-    const { stored } = await this.flush([...touched], this.now(), true)
-    return { stored }
+    return this.flush([...touched], this.now(), true)
   }
 
-  /** The partition to load before a customer's input is folded: its profile's owner's, held by this consumer and not loaded yet (else null). */
-  private ownerToLoad(tenantId: number, customerId: number): number | null {
+  /** The profile a customer's orders count for, when it is another customer's held by this consumer (its partition loaded before the fold); else null. */
+  private ownerOf(tenantId: number, customerId: number): { customerId: number; partition: number } | null {
     const owner = this.memberships.profileOf(tenantId, customerId)
     if (owner === undefined || owner === customerId) return null
-    const op = this.partitionOf(tenantId, owner)
-    return this.assigned?.has(op) !== false && !this.loaded.has(op) ? op : null
+    const partition = this.partitionOf(tenantId, owner)
+    return this.assigned?.has(partition) !== false ? { customerId: owner, partition } : null
   }
 
-  /** The customer an input is about, touched, and the profile its orders count for when it is another customer's held here. */
-  private touch(f: Folding, tenantId: number, customerId: number, partition: number): CustomerState {
+  /** The customer an input is about, touched, and its profile's owner (ownerOf) with it. */
+  private touch(f: Folding, tenantId: number, customerId: number, partition: number, owner: { customerId: number; partition: number } | null): CustomerState {
     const c = this.customer(tenantId, customerId, partition)
-    const owner = this.memberships.profileOf(tenantId, customerId)
-    if (owner !== undefined && owner !== customerId) {
-      const op = this.partitionOf(tenantId, owner)
-      if (this.assigned?.has(op) !== false) {
-        const o = this.customer(tenantId, owner, op)
-        o.dirty = true
-        f.touched.add(o)
-        f.profiles.add(o)
-      }
+    if (owner) {
+      const o = this.customer(tenantId, owner.customerId, owner.partition)
+      o.dirty = true
+      f.touched.add(o)
+      f.profiles.add(o)
     }
     c.dirty = true
     f.touched.add(c)
@@ -744,8 +739,8 @@ export class FeatureEngine {
     const rows = new InsertRows(this.deps.store, 'customer_features', FEATURE_ROW_COLUMNS, encodings.features, NO_MERGE_ON_INSERT)
     const markers: ReturnType<typeof deletedFeatureRow>[] = []
     // Events encoded as they are made (at once when the schema is known here, which is the rule), and
-    // what the state takes after the inserts kept small: a write holds no event or feature values
-    // across its awaits.
+    // what the state takes from the write kept small (Update): a write holds no event or feature
+    // values across its awaits.
     const featureRecords: (OutRecord | Promise<OutRecord>)[] = []
     const changes = new SegmentChanges(this, new InsertRows(this.deps.store, 'segment_changes', SEGMENT_CHANGE_COLUMNS, encodings.changes))
     const updates: Update[] = []
@@ -761,7 +756,7 @@ export class FeatureEngine {
           markers.push(deletedFeatureRow(c, empty, now, version))
           if (c.emittedSegment !== null) changes.add(segmentChangedEvent(c, emittedOf(c), empty, now))
         }
-        updates.push(update(c, null, null, NaN, version, true))
+        updates.push(new Update(c, null, null, NaN, version, true))
         continue
       }
       const agg = this.aggregates(c, ref.cutoffMs)
@@ -775,7 +770,7 @@ export class FeatureEngine {
       const key = customerKey(c.tenantId, c.customerId)
       if (moved) featureRecords.push(this.outRecord(TOPICS.customerFeatures.name, key, featuresEvent(c, agg, v, now)))
       if (v.segment !== c.emittedSegment) changes.add(segmentChangedEvent(c, emittedOf(c), v, now))
-      updates.push(update(c, v.segment, v.rfm_score, digest, version, false))
+      updates.push(new Update(c, v.segment, v.rfm_score, digest, version, false))
     }
     const profileRows = this.pendingProfiles.map((p) => profileRow(p.partition, p.record))
     if (!updates.length && !profileRows.length) return { changed: 0, segmentChanges: 0, stored: Promise.resolve() }
@@ -801,10 +796,10 @@ export class FeatureEngine {
     // they rolled back, comes again with its batches instead of being stored.
     const previous = this.inserting
     if (previous) {
-      const stored = await previous.then(() => true, () => false)
+      const previousStored = await previous.then(() => true, () => false)
       // Seen by the one write scored meanwhile (turns are exclusive): the writes after it are scored on the rolled-back state.
       if (this.inserting === previous) this.inserting = null
-      if (!stored) throw new Error('the write before this one was not stored and was rolled back: this one comes again with its batches')
+      if (!previousStored) throw new Error('the write before this one was not stored and was rolled back: this one comes again with its batches')
     }
     const taken = this.pendingProfiles.splice(0, profileRows.length)
     for (const u of updates) u.take()
@@ -943,8 +938,6 @@ class Update {
     c.dirty = true
   }
 }
-
-const update = (c: CustomerState, segment: string | null, score: string | null, digest: number, version: number, deleted: boolean) => new Update(c, segment, score, digest, version, deleted)
 
 type RowEncodings = { features: EncodingInsert | null; facts: EncodingInsert | null; changes: EncodingInsert | null }
 

@@ -37,8 +37,14 @@ export function factRowValues(c: CustomerIdentity, orderId: string, f: OrderFact
 
 /** The same row as an object. */
 export function factRow(c: CustomerIdentity, orderId: string, f: OrderFact): Record<(typeof FACT_ROW_COLUMNS)[number], unknown> {
-  const values = factRowValues(c, orderId, f)
-  return Object.fromEntries(FACT_ROW_COLUMNS.map((k, i) => [k, values[i]])) as Record<(typeof FACT_ROW_COLUMNS)[number], unknown>
+  return rowObject(FACT_ROW_COLUMNS, factRowValues(c, orderId, f))
+}
+
+/** Values in `columns`' order as a row object. */
+function rowObject<C extends readonly string[]>(columns: C, values: readonly unknown[]): Record<C[number], unknown> {
+  const row = {} as Record<C[number], unknown>
+  for (let i = 0; i < columns.length; i++) row[columns[i] as C[number]] = values[i]
+  return row
 }
 
 /** customer_features' columns, in the order `featureRowValues` gives them. */
@@ -103,10 +109,7 @@ export function featureRowValues(c: CustomerIdentity, agg: CustomerAggregates, h
 
 /** The same row as an object (the stream's writes, where rows of other shapes share a batch). */
 export function featureRow(c: CustomerIdentity, agg: CustomerAggregates, history: OrderHistory, v: FeatureValues, processedAt: number, version: number): FeatureRow {
-  const values = featureRowValues(c, agg, history, v, processedAt, version)
-  const row = {} as FeatureRow
-  for (let i = 0; i < FEATURE_ROW_COLUMNS.length; i++) row[FEATURE_ROW_COLUMNS[i]!] = values[i]
-  return row
+  return rowObject(FEATURE_ROW_COLUMNS, featureRowValues(c, agg, history, v, processedAt, version))
 }
 
 /**
