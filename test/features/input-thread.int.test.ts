@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { randomUUID } from 'node:crypto'
 import { openRuntime, type Runtime } from '../../common/runtime/context.ts'
 import type { Store } from '../../common/store/clickhouse.ts'
 import { EventCodec } from '../../common/eventlog/codec.ts'
 import { TOPICS } from '../../common/topics.ts'
-import { customerKey, type CustomerUpserted, type DeadLetter, type OrderEvent } from '../../common/events.ts'
+import { customerKey, type DeadLetter } from '../../common/events.ts'
 import { decodedOffMain } from '../../common/runtime/metrics.ts'
 import { publishEvents } from '../../pipelines/ingest/publisher.ts'
 import { runFeatures } from '../../pipelines/features/run.ts'
@@ -14,27 +13,15 @@ import { factOf } from '../../pipelines/features/order-facts.ts'
 import { orderKey } from '../../pipelines/features/order-book.ts'
 import type { LogRecord } from '../../common/eventlog/port.ts'
 import { caughtUp, migratedStore, newEmbeddedRegistry, readTopic, silentLogger, testConfig, uniqueName, waitFor } from '../helpers.ts'
+import { customer, order, T0 } from '../thread-events.ts'
 import { history, NOW } from './histories.ts'
 
 /**
  * The feature consumer's decode thread (input-thread.ts) must fold exactly what the main thread's
  * own decode folds, and leave to the main thread every record it cannot vouch for.
  */
-const T0 = Date.UTC(2025, 0, 1)
-
-function order(tenant: number, customer: number, n: number, over: Partial<OrderEvent> = {}): OrderEvent {
-  return {
-    event_id: `e-${customer}-${n}`, tenant_id: tenant, occurred_at: T0 + n * 60_000, source: 'test', event_type: 'placed',
-    order_id: `o-${customer}-${n}`, customer_id: customer, status: 'paid', total: '100.50', currency: 'ARS',
-    refunded_amount: null, items: [{ sku: 's', name: 'Ñandú', quantity: 2, unit_price: '50.25' }], placed_at: T0 + n * 60_000, ...over,
-  }
-}
-
-const customer = (tenant: number, id: number, email: string | null): CustomerUpserted => ({
-  event_id: randomUUID(), tenant_id: tenant, occurred_at: T0 + id, source: 'test', customer_id: id, email,
-  first_name: 'Ana', last_name: 'Pérez', phone: null, national_id: null, street: null, city: null, province: null,
-  postal_code: null, country: 'AR', registration_source: 'web', created_at: T0, source_ids: [],
-})
+/** A customer record at T0 + its id, with this e-mail. */
+const customerAt = (tenant: number, id: number, email: string | null) => customer(tenant, id, { email, occurred_at: T0 + id })
 
 const record = (topic: string, value: Buffer | null, offset = 0): LogRecord => ({ topic, partition: 0, offset: String(offset), key: null, value, headers: {}, timestamp: 0 })
 
@@ -79,7 +66,7 @@ describe('InputsDecoder (the thread side)', () => {
     expect([r.currencies[r.currencyOf[0]!], r.currencies[r.currencyOf[4]!]]).toEqual(['ARS', 'USD'])
 
     // Customers: the email as sent (none: empty), a broken rule left to the main thread.
-    const customers = [await codec.encode(TOPICS.customers.name, customer(3, 7, 'ana@example.com')), await codec.encode(TOPICS.customers.name, customer(3, 8, null)), await codec.encode(TOPICS.customers.name, customer(3, 9, 'not-an-email'))]
+    const customers = [await codec.encode(TOPICS.customers.name, customerAt(3, 7, 'ana@example.com')), await codec.encode(TOPICS.customers.name, customerAt(3, 8, null)), await codec.encode(TOPICS.customers.name, customerAt(3, 9, 'not-an-email'))]
     const c = decoder.inputs({ id: 2, topic: TOPICS.customers.name, ...pack(customers), now: Date.now(), schemas: schemasOf(customers), setup: null })
     expect([...c.kind]).toEqual([CUSTOMER, CUSTOMER, LEFT])
     expect([c.texts[0], c.texts[2]]).toEqual(['ana@example.com', ''])
@@ -135,7 +122,7 @@ describe('the feature consumer with and without its decode thread', () => {
             order(tenant, orders[0]!.customer_id, 2, { total: '-5.00', items: [] }), // negative_total
           ])
           await publishEvents(rt.log, rt.codec, 'orders', orders.slice(100))
-          await publishEvents(rt.log, rt.codec, 'customers', [customer(tenant, 1, 'not-an-email')])
+          await publishEvents(rt.log, rt.codec, 'customers', [customerAt(tenant, 1, 'not-an-email')])
           await caughtUp(rt.log, group, { timeoutMs: 120_000 })
           // The model fitted at the first batch depends on how the records were batched: an hour on,
           // the tick refits it on every stored customer and rescores them all.

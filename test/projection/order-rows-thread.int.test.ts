@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { randomUUID } from 'node:crypto'
 import { openRuntime, type Runtime } from '../../common/runtime/context.ts'
 import { encodingInsertFor, NO_MERGE_ON_INSERT, openStore, type Store } from '../../common/store/clickhouse.ts'
 import { runPipeline } from '../../common/runtime/pipeline.ts'
@@ -13,31 +12,17 @@ import { publishEvents } from '../../pipelines/ingest/publisher.ts'
 import { generateOrderEvents } from '../../pipelines/ingest/synthetic/generate.ts'
 import { encodeRows, encoderFor } from '../../common/store/row-binary.ts'
 import { TOPICS } from '../../common/topics.ts'
-import { customerKey, type CustomerUpserted, type DeadLetter, type OrderEvent } from '../../common/events.ts'
+import { customerKey, type DeadLetter, type OrderEvent } from '../../common/events.ts'
 import type { LogRecord } from '../../common/eventlog/port.ts'
 import { migrate } from '../../common/store/clickhouse.ts'
 import { decodedOffMain } from '../../common/runtime/metrics.ts'
 import { readTopic, silentLogger, testConfig, tmpDir, uniqueName, waitFor } from '../helpers.ts'
+import { customer, order, T0 } from '../thread-events.ts'
 
 /**
  * The projection's decode thread (order-rows.ts) must store exactly what the main thread's own
  * decode stores, and leave to the main thread every record it cannot vouch for.
  */
-const T0 = Date.UTC(2025, 0, 1)
-
-function order(tenant: number, customer: number, n: number, over: Partial<OrderEvent> = {}): OrderEvent {
-  return {
-    event_id: `e-${customer}-${n}`, tenant_id: tenant, occurred_at: T0 + n * 60_000, source: 'test', event_type: 'placed',
-    order_id: `o-${customer}-${n}`, customer_id: customer, status: 'paid', total: '100.50', currency: 'ARS',
-    refunded_amount: null, items: [{ sku: 's', name: 'Ñandú “mate”', quantity: 2, unit_price: '50.25' }], placed_at: T0 + n * 60_000, ...over,
-  }
-}
-
-const customer = (tenant: number, id: number): CustomerUpserted => ({
-  event_id: randomUUID(), tenant_id: tenant, occurred_at: T0, source: 'test', customer_id: id, email: `c${id}@example.com`,
-  first_name: 'Ana', last_name: 'Pérez', phone: null, national_id: null, street: null, city: null, province: null,
-  postal_code: null, country: 'AR', registration_source: 'web', created_at: T0, source_ids: [],
-})
 
 let store: Store
 let codec: EventCodec
