@@ -16,6 +16,13 @@ export class CustomerIndex<T> {
     m.set(customerId, value)
   }
 
+  delete(tenantId: number, customerId: number): void {
+    const m = this.tenants.get(tenantId)
+    if (!m) return
+    m.delete(customerId)
+    if (!m.size) this.tenants.delete(tenantId)
+  }
+
   /** Removes the entries `drop` selects. */
   deleteWhere(drop: (value: T) => boolean): void {
     for (const [t, m] of this.tenants) {

@@ -10,8 +10,8 @@ import { ok, processEach, processRecord } from '../../common/runtime/pipeline.ts
 import { decodedOffMain } from '../../common/runtime/metrics.ts'
 import { CUSTOMER, InputsThread, LEFT, ORDER, STRIDE, type InputsReply } from './input-thread.ts'
 import type { TransactionModelName } from './clv/index.ts'
-import { aggregate, EMPTY_AGGREGATES, factOf, newer, orderHistory, utcDay, type CountedFact, type CustomerAggregates, type OrderFact } from './order-facts.ts'
-import { bookAppend, BookBuilder, bookFacts, bookMerge, emptyBook, orderKey, sameBook, type OrderBook } from './order-book.ts'
+import { CountedOrders, EMPTY_AGGREGATES, factOf, newer, utcDay, type CustomerAggregates, type OrderFact } from './order-facts.ts'
+import { bookAppend, BookBuilder, bookMerge, emptyBook, gatherBook, orderKey, sameBook, type OrderBook } from './order-book.ts'
 import { ClvMemo, clvFeatures, computeFeatures, DEFAULT_FEATURE_OPTIONS, featuresDigest, type FeatureOptions, type FeatureValues } from './features.ts'
 import type { TenantModel } from './model.ts'
 import { buildTenantModelParallel } from './parallel-fit.ts'
@@ -140,6 +140,8 @@ export class FeatureEngine {
   private ownershipEpoch = 0
   /** The next offset expected, by partition and topic (a number: exact below 2^53, far beyond any log's offsets). */
   private readonly nextOffset = new Map<number, Map<string, number>>()
+  /** The orders of the profile being scored (gather): one instance, reused. */
+  private readonly counted = new CountedOrders()
   private readonly models = new Map<number, TenantModel>()
   /** Each tenant's reference date (the "today" its customers age against), refreshed by the tick. */
   private readonly refs = new Map<number, Reference>()
@@ -326,14 +328,25 @@ export class FeatureEngine {
     return this.memberships.isProfile(c.tenantId, c.customerId)
   }
 
-  /** The orders a profile's features fold: its members', from memory where this consumer holds them, else from the state store. */
-  private *profileFacts(c: CustomerState): Iterable<CountedFact> {
+  /**
+   * The orders a profile's features fold, placed by `cutoffMs`: its members', from memory where this
+   * consumer holds them, else from the state store. Gathered into one reused CountedOrders, valid
+   * until the next call.
+   */
+  private gather(c: CustomerState, cutoffMs: number): CountedOrders {
+    const g = this.counted.reset(cutoffMs)
     const t = c.tenantId
-    for (const m of this.memberships.membersOf(t, c.customerId)) {
-      if (m === c.customerId) yield* bookFacts(c.orders)
-      else if (this.loaded.has(this.partitionOf(t, m))) yield* bookFacts(this.customers.get(t, m)?.orders ?? emptyBook())
-      else yield* bookFacts(this.foreign.get(customerKey(t, m)) ?? emptyBook())
+    if (!this.memberships.record(t, c.customerId)) {
+      // No profile record names it (membersOf: the customer alone).
+      gatherBook(c.orders, g)
+      return g
     }
+    for (const m of this.memberships.membersOf(t, c.customerId)) {
+      if (m === c.customerId) gatherBook(c.orders, g)
+      else if (this.loaded.has(this.partitionOf(t, m))) gatherBook(this.customers.get(t, m)?.orders ?? emptyBook(), g)
+      else gatherBook(this.foreign.get(customerKey(t, m)) ?? emptyBook(), g)
+    }
+    return g
   }
 
   /** Members of these profiles that live in partitions this consumer has not loaded. */
@@ -642,7 +655,7 @@ export class FeatureEngine {
 
   /** A profile's aggregates: the orders of its members placed by the tenant's cutoff (Infinity: every order). */
   private aggregates(c: CustomerState, cutoffMs: number): CustomerAggregates {
-    return aggregate(this.profileFacts(c), cutoffMs)
+    return this.gather(c, cutoffMs).aggregates()
   }
 
   /** Feature values of a profile's aggregates; customers that share a purchase pattern share its CLV sums through `memo`. */
@@ -759,14 +772,15 @@ export class FeatureEngine {
         updates.push(new Update(c, null, null, NaN, version, true))
         continue
       }
-      const agg = this.aggregates(c, ref.cutoffMs)
+      const orders = this.gather(c, ref.cutoffMs)
+      const agg = orders.aggregates()
       const v = this.valuesOf(agg, models.get(c.tenantId) ?? null, ref, memo)
       const digest = featuresDigest(v)
       const moved = c.last !== digest
       if (!touched && !moved && !c.dirty && !c.deleted) continue
       for (const [orderId, f] of c.dirtyOrders ?? []) facts.add(factRowValues(c, orderId, f))
       const version = this.version(c, now)
-      rows.add(featureRowValues(c, agg, orderHistory(this.profileFacts(c), ref.cutoffMs), v, now, version))
+      rows.add(featureRowValues(c, agg, orders.history(), v, now, version))
       const key = customerKey(c.tenantId, c.customerId)
       if (moved) featureRecords.push(this.outRecord(TOPICS.customerFeatures.name, key, featuresEvent(c, agg, v, now)))
       if (v.segment !== c.emittedSegment) changes.add(segmentChangedEvent(c, emittedOf(c), v, now))

@@ -1,5 +1,5 @@
 import { hash53 } from '../../common/hash53.ts'
-import { newer, type CountedFact, type OrderFact } from './order-facts.ts'
+import { newer, type CountedFact, type CountedOrders, type OrderFact } from './order-facts.ts'
 
 /**
  * One customer's order facts as the feature consumer holds them (pure): four numbers an order in
@@ -51,6 +51,14 @@ export function bookMerge(book: OrderBook, key: number, f: OrderFact): boolean {
 function factAt(book: OrderBook, i: number): Omit<OrderFact, 'eventId'> {
   const stamp = book[i + 2]!
   return { version: book[i + 1]!, placedAt: Math.floor(stamp / 2), cancelled: stamp % 2 === 1, cents: book[i + 3]! }
+}
+
+/** Adds the book's orders to `into` (the feature consumer's write: no object an order). */
+export function gatherBook(book: OrderBook, into: CountedOrders): void {
+  for (let i = 0; i < book.length; i += STRIDE) {
+    const stamp = book[i + 2]!
+    into.add(Math.floor(stamp / 2), book[i + 3]!, stamp % 2 === 1)
+  }
 }
 
 /** The book's facts, for aggregate() and orderHistory(). */

@@ -113,44 +113,124 @@ export const EMPTY_AGGREGATES: CustomerAggregates = {
 }
 
 /**
+ * One customer's orders placed by a cutoff, gathered flat: the counting ones (neither cancelled nor
+ * fully refunded) as times and cents sorted by placement time, then amount, and the credit notes'
+ * total. `aggregate` and `orderHistory` are computed from it; the feature consumer's write gathers
+ * a profile's order books into one instance (reused: no object an order) and reads both.
+ * Cents are whole numbers, so the sums do not depend on the order the facts come in.
+ */
+export class CountedOrders {
+  private readonly times: number[] = []
+  private readonly cents: number[] = []
+  private n = 0
+  private creditCents = 0
+  private cutoffMs = Infinity
+  private sorted = true
+
+  /** Starts another customer's gathering: facts placed after `cutoffMs` are left out. */
+  reset(cutoffMs = Infinity): this {
+    this.n = 0
+    this.creditCents = 0
+    this.cutoffMs = cutoffMs
+    this.sorted = true
+    return this
+  }
+
+  add(placedAt: number, cents: number, cancelled: boolean): void {
+    if (placedAt > this.cutoffMs || cancelled) return
+    if (cents < 0) {
+      // A credit note (isCredit).
+      this.creditCents -= cents
+      return
+    }
+    if (cents === 0) return
+    const n = this.n++
+    if (n > 0 && this.sorted) {
+      const t = this.times[n - 1]!
+      if (t > placedAt || (t === placedAt && this.cents[n - 1]! > cents)) this.sorted = false
+    }
+    this.times[n] = placedAt
+    this.cents[n] = cents
+  }
+
+  aggregates(): CustomerAggregates {
+    this.sort()
+    const n = this.n
+    if (n === 0) return EMPTY_AGGREGATES
+    const t = this.times
+    const c = this.cents
+    const firstDay = utcDay(t[0]!)
+    let monetaryCents = 0
+    let firstDayCents = 0
+    let purchaseDays = 0
+    let day = NaN
+    for (let i = 0; i < n; i++) {
+      const d = utcDay(t[i]!)
+      monetaryCents += c[i]!
+      if (d === firstDay) firstDayCents += c[i]!
+      if (d !== day) {
+        purchaseDays++
+        day = d
+      }
+    }
+    const repeatPurchases = purchaseDays - 1
+    return withCredits({
+      orderCount: n,
+      monetaryCents,
+      firstOrderAt: t[0]!,
+      lastOrderAt: t[n - 1]!,
+      purchaseDays,
+      firstDay,
+      lastDay: day,
+      repeatPurchases,
+      repeatSpanDays: day - firstDay,
+      repeatAvgCents: repeatPurchases > 0 ? (monetaryCents - firstDayCents) / repeatPurchases : 0,
+    }, this.creditCents)
+  }
+
+  history(): OrderHistory {
+    this.sort()
+    return { times: this.times.slice(0, this.n), cents: this.cents.slice(0, this.n) }
+  }
+
+  /** Ascending by time, then amount: orders mostly arrive in time, so mostly a no-op. */
+  private sort(): void {
+    if (this.sorted) return
+    const n = this.n
+    const t = this.times
+    const c = this.cents
+    if (n <= 32) {
+      for (let i = 1; i < n; i++) {
+        const ti = t[i]!
+        const ci = c[i]!
+        let j = i - 1
+        while (j >= 0 && (t[j]! > ti || (t[j] === ti && c[j]! > ci))) {
+          t[j + 1] = t[j]!
+          c[j + 1] = c[j]!
+          j--
+        }
+        t[j + 1] = ti
+        c[j + 1] = ci
+      }
+    } else {
+      const order = Array.from({ length: n }, (_, i) => i).sort((a, b) => t[a]! - t[b]! || c[a]! - c[b]!)
+      const ts = order.map((i) => t[i]!)
+      const cs = order.map((i) => c[i]!)
+      for (let i = 0; i < n; i++) {
+        t[i] = ts[i]!
+        c[i] = cs[i]!
+      }
+    }
+    this.sorted = true
+  }
+}
+
+/**
  * A customer's aggregates from its order facts; orders and credit notes placed after `cutoffMs`
  * (a fixed reference date, common/reference-date.ts) are left out.
  */
 export function aggregate(orders: Iterable<CountedFact>, cutoffMs = Infinity): CustomerAggregates {
-  let orderCount = 0
-  let monetaryCents = 0
-  let creditCents = 0
-  let firstOrderAt = Infinity
-  let lastOrderAt = -Infinity
-  const dayTotals = new Map<number, number>()
-  for (const f of orders) {
-    if (f.placedAt > cutoffMs) continue
-    if (isCredit(f)) creditCents -= f.cents
-    if (!counts(f)) continue
-    orderCount++
-    monetaryCents += f.cents
-    if (f.placedAt < firstOrderAt) firstOrderAt = f.placedAt
-    if (f.placedAt > lastOrderAt) lastOrderAt = f.placedAt
-    const d = utcDay(f.placedAt)
-    dayTotals.set(d, (dayTotals.get(d) ?? 0) + f.cents)
-  }
-  if (orderCount === 0) return EMPTY_AGGREGATES
-  const firstDay = utcDay(firstOrderAt)
-  const lastDay = utcDay(lastOrderAt)
-  const repeatPurchases = dayTotals.size - 1
-  const repeatCents = monetaryCents - (dayTotals.get(firstDay) ?? 0)
-  return withCredits({
-    orderCount,
-    monetaryCents,
-    firstOrderAt,
-    lastOrderAt,
-    purchaseDays: dayTotals.size,
-    firstDay,
-    lastDay,
-    repeatPurchases,
-    repeatSpanDays: lastDay - firstDay,
-    repeatAvgCents: repeatPurchases > 0 ? repeatCents / repeatPurchases : 0,
-  }, creditCents)
+  return gathered(orders, cutoffMs).aggregates()
 }
 
 /**
@@ -165,10 +245,15 @@ export interface OrderHistory {
 }
 
 export function orderHistory(orders: Iterable<CountedFact>, cutoffMs = Infinity): OrderHistory {
-  const kept: CountedFact[] = []
-  for (const f of orders) if (counts(f) && f.placedAt <= cutoffMs) kept.push(f)
-  kept.sort((a, b) => a.placedAt - b.placedAt || a.cents - b.cents)
-  return { times: kept.map((f) => f.placedAt), cents: kept.map((f) => f.cents) }
+  return gathered(orders, cutoffMs).history()
+}
+
+const shared = new CountedOrders()
+
+function gathered(orders: Iterable<CountedFact>, cutoffMs: number): CountedOrders {
+  const g = shared.reset(cutoffMs)
+  for (const f of orders) g.add(f.placedAt, f.cents, f.cancelled)
+  return g
 }
 
 export const EMPTY_HISTORY: OrderHistory = { times: [], cents: [] }
