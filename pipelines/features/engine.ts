@@ -38,6 +38,12 @@ export const FEATURES_GROUP = 'cdp-features'
 const FLUSH_CHUNK = 30_000
 
 /**
+ * Purchase patterns whose CLV sums the stream's writes keep between batches (about 200 bytes each:
+ * 10 MB). Customers written again later, or others with the same (x, t_x, T), find them there.
+ */
+const STREAM_MEMO_PATTERNS = 50_000
+
+/**
  * What the consumer folds, made as soon as a record is decoded: of an input event only the fields
  * the fold reads, so the decoded event (its items, its strings) dies young instead of being copied
  * by every scavenge while its batch waits its turn; and the identity lane's profile records.
@@ -140,6 +146,8 @@ export class FeatureEngine {
   private ownershipEpoch = 0
   /** The next offset expected, by partition and topic (a number: exact below 2^53, far beyond any log's offsets). */
   private readonly nextOffset = new Map<number, Map<string, number>>()
+  /** CLV sums of the purchase patterns the stream's writes scored, under their fit (bounded: STREAM_MEMO_PATTERNS). */
+  private readonly memo = new ClvMemo(STREAM_MEMO_PATTERNS)
   /** The orders of the profile being scored (gather): one instance, reused. */
   private readonly counted = new CountedOrders()
   private readonly models = new Map<number, TenantModel>()
@@ -685,8 +693,9 @@ export class FeatureEngine {
     // In chunks: a tick over a million customers would otherwise hold every row, record and
     // change at once (gigabytes) before writing any.
     const out = { changed: 0, segmentChanges: 0 }
-    // Customers who share a purchase pattern share its CLV sums, for this flush.
-    const memo = new ClvMemo()
+    // Customers who share a purchase pattern share its CLV sums: across the stream's writes (the
+    // memo is keyed by fit, so a refit starts afresh), or for this tick's pass over the tenant.
+    const memo = outsideBatch ? new ClvMemo() : this.memo
     const chunk = this.deps.flushChunk ?? FLUSH_CHUNK
     // A chunk's inserts run while the next chunk is scored (write()).
     const stored: Promise<void>[] = []

@@ -67,6 +67,9 @@ export interface ClvPart {
  * each customer took 14).
  */
 export class ClvMemo {
+  /** @param limit patterns kept before it starts again (MEMO_LIMIT: about 100 MB). */
+  constructor(private readonly limit = MEMO_LIMIT) {}
+
   private fits = new WeakMap<ClvFit, { months: number; patterns: Map<number, PatternSums> }>()
   private entries = 0
   private lastClv: ClvFit | null = null
@@ -86,13 +89,13 @@ export class ClvMemo {
 
   /** Whether the memo can hold `n` more patterns of this fit without starting again. */
   room(n: number): boolean {
-    return this.entries + n <= MEMO_LIMIT
+    return this.entries + n <= this.limit
   }
 
   /** Keeps sums computed elsewhere (another thread: parallel-fit.ts) for the patterns that have a key. */
   put(clv: ClvFit, months: number, key: number, sums: PatternSums): void {
     let fit = this.fits.get(clv)
-    if (this.entries >= MEMO_LIMIT) {
+    if (this.entries >= this.limit) {
       this.fits = new WeakMap()
       this.entries = 0
       fit = undefined

@@ -1,7 +1,7 @@
 import type { CustomerUpserted, OrderEvent } from '../../common/events.ts'
 import { TOPICS } from '../../common/topics.ts'
 import { indexIn, serveDecodeJobs, ThreadSchemas, type DecodeJob } from '../../common/runtime/decode-thread-worker.ts'
-import { customerSemanticErrors, orderSemanticErrors } from '../ingest/index.ts'
+import { customerSemanticErrors, orderSemanticErrors } from '../../common/event-rules.ts'
 import { factOf } from './order-facts.ts'
 import { orderKey } from './order-book.ts'
 import { CUSTOMER, ORDER, STRIDE, type InputsReply, type InputsSetup } from './inputs-reply.ts'

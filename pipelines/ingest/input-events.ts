@@ -5,7 +5,7 @@ import type { EventCodec } from '../../common/eventlog/codec.ts'
 import { SchemaMismatchError, UndecodableRecordError } from '../../common/eventlog/wire-format.ts'
 import type { LogRecord } from '../../common/eventlog/port.ts'
 import type { TenantCurrencies } from '../../common/store/tenant-settings.ts'
-import { customerSemanticErrors, orderSemanticErrors, type FieldError } from './validation.ts'
+import { customerSemanticErrors, orderSemanticErrors, type FieldError } from '../../common/event-rules.ts'
 
 /** An event of the input topics, decoded and checked: what every consumer of them works on. */
 export type InputEvent = { kind: 'order'; event: OrderEvent } | { kind: 'customer'; event: CustomerUpserted }

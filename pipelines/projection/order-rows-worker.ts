@@ -1,7 +1,7 @@
 import type { OrderEvent } from '../../common/events.ts'
 import { indexIn, serveDecodeJobs, ThreadSchemas, type DecodeJob } from '../../common/runtime/decode-thread-worker.ts'
 import { ByteWriter, encoderFor, RowEncoder } from '../../common/store/row-binary.ts'
-import { orderSemanticErrors } from '../ingest/index.ts'
+import { orderSemanticErrors } from '../../common/event-rules.ts'
 import { orderEventValues } from './rows.ts'
 
 /**

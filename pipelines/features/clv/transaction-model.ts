@@ -89,7 +89,7 @@ export interface TransactionModel {
 export const LOG_PARAM_BOUND = 20
 
 const PARAM_NAMES = ['r', 'alpha', 'a', 'b'] as const
-const WARM_START_ABOVE = 40_000
+const WARM_START_ABOVE = 2_000
 const WARM_START_SAMPLE = 15_000
 
 /** Σ w·ℓ over compressed patterns; the model-specific part of a fit. */
