@@ -2,6 +2,7 @@ import { Worker } from 'node:worker_threads'
 import type { LogRecord } from '../eventlog/port.ts'
 import type { SchemaRegistryPort } from '../eventlog/schema-registry.ts'
 import type { DecodeJob } from './decode-thread-worker.ts'
+import { workerBundle } from './worker-bundle.ts'
 
 export type { DecodeJob }
 
@@ -34,7 +35,11 @@ export class DecodeThread<Setup, Reply extends { id: number }> {
   /** Threads this side ended (closed, idle, failed a job): their exit is no failure to load. */
   private readonly ended = new WeakSet<Worker>()
 
-  /** @param entry the worker's entry module; @param label names the thread in errors. */
+  /**
+   * @param entry the worker's `.mjs` entry (it registers tsx and imports the `.ts` module of the same
+   * name, which a thread starts from directly once it is bundled: worker-bundle.ts); @param label
+   * names the thread in errors.
+   */
   constructor(
     private readonly entry: URL,
     private readonly label: string,
@@ -50,11 +55,38 @@ export class DecodeThread<Setup, Reply extends { id: number }> {
   }
 
   /**
-   * The thread has loaded its modules and answers at once. A worker takes about half a second to
-   * load them; a consumer decodes on its own thread until then rather than wait (start() begins it).
+   * The thread has loaded its modules and answers at once. A worker takes about a tenth of a second
+   * to load them from its bundle (worker-bundle.ts), a quarter of a second through tsx; a consumer
+   * decodes small batches on its own thread until then rather than wait (start() begins it).
    */
   get ready(): boolean {
     return this.worker !== null && this.readyWorker === this.worker
+  }
+
+  /**
+   * True once the thread has loaded (started now if none runs); false when it ended first, could
+   * not be started (RESPAWN_AFTER_MS), or `timeoutMs` passed. A consumer's first large batches
+   * wait for it: decoding them on the consumer's thread would hold up what it does meanwhile
+   * (restoring its partitions), and the thread is usually ready sooner than they are decoded.
+   */
+  whenReady(timeoutMs: number): Promise<boolean> {
+    this.start()
+    const worker = this.worker
+    if (this.ready || !worker) return Promise.resolve(this.ready)
+    return new Promise((resolve) => {
+      const done = (ready: boolean) => {
+        clearTimeout(timer)
+        worker.off('message', onMessage).off('exit', onExit)
+        resolve(ready)
+      }
+      const onMessage = (m: unknown) => {
+        if (typeof m === 'object' && m !== null && 'ready' in m) done(true)
+      }
+      const onExit = () => done(false)
+      const timer = setTimeout(() => done(false), timeoutMs)
+      timer.unref()
+      worker.on('message', onMessage).once('exit', onExit)
+    })
   }
 
   /**
@@ -124,7 +156,7 @@ export class DecodeThread<Setup, Reply extends { id: number }> {
   }
 
   private spawn(): Worker {
-    const worker = new Worker(this.entry)
+    const worker = new Worker(workerBundle(new URL(this.entry.href.replace(/\.mjs$/, '.ts'))) ?? this.entry)
     this.worker = worker
     this.sent = new Set()
     this.setupSent = false

@@ -35,6 +35,12 @@ import { kafkaBrokers, registryUrl, silentLogger, testConfig, tmpDir, waitFor } 
 
 const ROOT = path.resolve(import.meta.dirname, '../..')
 const TOTAL = 100_000
+/**
+ * The consumers' feature batches: the kill must land between commits, and the default batches of
+ * 20,000 records commit this test's 100,000 in a few steps (the first write takes every batch
+ * decoded while the consumer started: 80 % at once).
+ */
+const KILL_FEATURES_BATCH = '5000'
 const CHUNK = 2_000
 const ORDERS = TOPICS.orders.name
 const PROFILES = TOPICS.profileChanges.name
@@ -375,6 +381,7 @@ describe('SIGKILL halfway and restart: nothing lost, nothing doubled', () => {
           CDP_DATA_DIR: dataDir,
           CDP_METRICS_PORT: '0',
           LOG_LEVEL: 'warn',
+          CDP_FEATURES_BATCH_SIZE: KILL_FEATURES_BATCH,
           ...(inject('clickhouseUrl') ? { CLICKHOUSE_URL: inject('clickhouseUrl') } : {}),
         },
         progress,
@@ -438,6 +445,7 @@ describe('SIGKILL halfway and restart: nothing lost, nothing doubled', () => {
         CDP_DATA_DIR: dataDir,
         CDP_METRICS_PORT: '0',
         LOG_LEVEL: 'warn',
+        CDP_FEATURES_BATCH_SIZE: KILL_FEATURES_BATCH,
         ...(inject('clickhouseUrl') ? { CLICKHOUSE_URL: inject('clickhouseUrl') } : {}),
       },
       progress,

@@ -1,0 +1,122 @@
+/**
+ * How worker threads start: a worker entry's bundle (common/runtime/worker-bundle.ts) is used only
+ * while built from the sources as they are, and a thread runs from it; a decode thread says when it
+ * has loaded (DecodeThread.whenReady), gives up on one that cannot load or is slow, and does not
+ * start another for a while after one failed to load.
+ */
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { Worker } from 'node:worker_threads'
+import { afterAll, describe, expect, it } from 'vitest'
+import { hash53 } from '../../common/hash53.ts'
+import { DecodeThread } from '../../common/runtime/decode-thread.ts'
+import { buildWorkerBundle, workerBundle } from '../../common/runtime/worker-bundle.ts'
+import { InputsThread } from '../../pipelines/features/input-thread.ts'
+
+const entry = new URL('./fixtures/bundled-worker.ts', import.meta.url)
+const dirs: string[] = []
+const cacheDir = () => {
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'cdp-bundles-'))
+  dirs.push(d)
+  return d
+}
+afterAll(() => {
+  for (const d of dirs) fs.rmSync(d, { recursive: true, force: true })
+})
+
+async function answerOf(url: URL): Promise<unknown> {
+  const w = new Worker(url)
+  try {
+    return await new Promise((resolve, reject) => w.once('message', resolve).once('error', reject))
+  } finally {
+    await w.terminate()
+  }
+}
+
+describe('worker bundles', () => {
+  it('are built once asked for, used while their sources are unchanged, and built again after a change', async () => {
+    const dir = cacheDir()
+    expect(workerBundle(entry, dir)).toBeNull() // none yet: a build starts
+    const built = await buildWorkerBundle(entry, dir)
+    expect(built).not.toBeNull()
+    expect(workerBundle(entry, dir)?.href).toBe(built!.href)
+    // The bundle holds the project module it imports, and runs as the entry does.
+    expect(await answerOf(built!)).toEqual({ hash: hash53('a') })
+    const manifest = JSON.parse(fs.readFileSync(fs.readdirSync(dir).filter((f) => f.endsWith('.json')).map((f) => path.join(dir, f))[0]!, 'utf8')) as { sources: [string, number, number][] }
+    expect(manifest.sources.map(([f]) => path.relative(process.cwd(), f)).sort()).toEqual(['common/hash53.ts', 'test/common/fixtures/bundled-worker.ts'])
+
+    // A source touched since: not used (the tsx entry is), and built again.
+    const src = manifest.sources.find(([f]) => f.endsWith('hash53.ts'))![0]
+    const { atime, mtime } = fs.statSync(src)
+    try {
+      fs.utimesSync(src, atime, new Date(mtime.getTime() - 10_000))
+      expect(workerBundle(entry, dir)).toBeNull()
+      await buildWorkerBundle(entry, dir)
+      expect(workerBundle(entry, dir)).not.toBeNull()
+    } finally {
+      fs.utimesSync(src, atime, mtime)
+    }
+  })
+
+  it('are not used with CDP_WORKER_BUNDLES=0, and an entry that cannot be built gives none', async () => {
+    const dir = cacheDir()
+    await buildWorkerBundle(entry, dir)
+    const before = process.env.CDP_WORKER_BUNDLES
+    process.env.CDP_WORKER_BUNDLES = '0'
+    try {
+      expect(workerBundle(entry, dir)).toBeNull()
+    } finally {
+      if (before === undefined) delete process.env.CDP_WORKER_BUNDLES
+      else process.env.CDP_WORKER_BUNDLES = before
+    }
+    const broken = path.join(cacheDir(), 'broken.ts')
+    fs.writeFileSync(broken, 'export const x = (\n')
+    expect(await buildWorkerBundle(new URL(`file://${broken}`), dir)).toBeNull()
+  })
+})
+
+class FixtureThread extends DecodeThread<unknown, { id: number }> {
+  constructor(name: string) {
+    super(new URL(`./fixtures/${name}`, import.meta.url), name)
+  }
+}
+
+describe('DecodeThread.whenReady', () => {
+  it('is true once a decode thread has loaded, also after it was closed', async () => {
+    const thread = new InputsThread()
+    try {
+      expect(thread.ready).toBe(false)
+      expect(await thread.whenReady(30_000)).toBe(true)
+      expect(thread.ready).toBe(true)
+      await thread.close()
+      expect(thread.ready).toBe(false)
+      expect(await thread.whenReady(30_000)).toBe(true)
+    } finally {
+      await thread.close()
+    }
+  })
+
+  it('is false for a thread that does not say it is ready in time', async () => {
+    const thread = new FixtureThread('slow-worker.mjs')
+    try {
+      expect(await thread.whenReady(300)).toBe(false)
+      expect(thread.ready).toBe(false)
+    } finally {
+      await thread.close()
+    }
+  })
+
+  it('is false for a thread that cannot load, and no other is started for a while after it', async () => {
+    const thread = new FixtureThread('failing-worker.mjs')
+    try {
+      expect(await thread.whenReady(30_000)).toBe(false)
+      // The failed thread's exit is seen; within RESPAWN_AFTER_MS none is started again.
+      await new Promise((r) => setTimeout(r, 100))
+      expect(await thread.whenReady(30_000)).toBe(false)
+      expect((thread as unknown as { worker: unknown }).worker).toBeNull()
+    } finally {
+      await thread.close()
+    }
+  })
+})
