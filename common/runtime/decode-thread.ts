@@ -32,6 +32,8 @@ export class DecodeThread<Setup, Reply extends { id: number }> {
   private readyWorker: Worker | null = null
   /** When a thread last ended before it had loaded: start() waits RESPAWN_AFTER_MS before trying again. */
   private failedLoadAt = -Infinity
+  /** Threads whenReady gave up on. */
+  private readonly waitedInVain = new WeakSet<Worker>()
   /** Threads this side ended (closed, idle, failed a job): their exit is no failure to load. */
   private readonly ended = new WeakSet<Worker>()
 
@@ -72,11 +74,13 @@ export class DecodeThread<Setup, Reply extends { id: number }> {
   whenReady(timeoutMs: number): Promise<boolean> {
     this.start()
     const worker = this.worker
-    if (this.ready || !worker) return Promise.resolve(this.ready)
+    // A thread that kept one caller waiting in vain keeps no other waiting (it may hang until its idle end).
+    if (this.ready || !worker || this.waitedInVain.has(worker)) return Promise.resolve(this.ready)
     return new Promise((resolve) => {
       const done = (ready: boolean) => {
         clearTimeout(timer)
         worker.off('message', onMessage).off('exit', onExit)
+        if (!ready) this.waitedInVain.add(worker)
         resolve(ready)
       }
       const onMessage = (m: unknown) => {

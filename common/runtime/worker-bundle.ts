@@ -21,6 +21,9 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 export const DEFAULT_CACHE_DIR = path.join(ROOT, 'node_modules', '.cache', 'cdp-workers')
 
+/** A source changed this shortly before its bundle's build keeps the bundle from being used. */
+const FRESH_MARGIN_MS = 2_000
+
 /** A bundle's sources as they were when it was built. */
 type Manifest = { sources: [file: string, size: number, mtimeMs: number][] }
 
@@ -67,12 +70,12 @@ export function buildWorkerBundle(entry: URL, cacheDir = DEFAULT_CACHE_DIR): Pro
   const { bundle, manifest } = cachePaths(file, cacheDir)
   let running = builds.get(bundle)
   if (running) return running
+  const tmp = `${bundle}.${process.pid}.tmp`
   running = (async () => {
     const started = Date.now()
-    const { build } = await import('esbuild')
+    const esbuild = await import('esbuild')
     fs.mkdirSync(cacheDir, { recursive: true })
-    const tmp = `${bundle}.${process.pid}.tmp`
-    const result = await build({
+    const result = await esbuild.build({
       entryPoints: [file],
       absWorkingDir: ROOT,
       bundle: true,
@@ -84,15 +87,15 @@ export function buildWorkerBundle(entry: URL, cacheDir = DEFAULT_CACHE_DIR): Pro
       metafile: true,
       logLevel: 'silent',
     })
+    // Its service process is not needed until the next build.
+    void esbuild.stop()
     const sources: Manifest['sources'] = []
     for (const input of Object.keys(result.metafile.inputs)) {
       const abs = path.resolve(ROOT, input)
       const st = fs.statSync(abs)
-      // Changed while it was bundled (an editor saving): the bundle may hold the old text.
-      if (st.mtimeMs >= started - 1) {
-        fs.rmSync(tmp, { force: true })
-        return null
-      }
+      // Changed shortly before or while it was bundled (an editor saving; file times may lag the
+      // clock a little): the bundle may hold the old text, so it is not kept; a later thread builds again.
+      if (st.mtimeMs >= started - FRESH_MARGIN_MS) return null
       sources.push([abs, st.size, st.mtimeMs])
     }
     fs.renameSync(tmp, bundle)
@@ -101,7 +104,10 @@ export function buildWorkerBundle(entry: URL, cacheDir = DEFAULT_CACHE_DIR): Pro
     return pathToFileURL(bundle)
   })()
     .catch(() => null)
-    .finally(() => builds.delete(bundle))
+    .finally(() => {
+      fs.rmSync(tmp, { force: true })
+      builds.delete(bundle)
+    })
   builds.set(bundle, running)
   return running
 }

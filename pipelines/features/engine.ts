@@ -261,6 +261,8 @@ export class FeatureEngine {
         return this.takeInputs(def, records, codec, reply)
       },
       close: async () => {
+        // Restores, batches and ticks in their turns finish before the store can close.
+        await this.chain
         await this.inputs?.close()
       },
       sink: (items) => this.writes.submit(items),
@@ -277,7 +279,7 @@ export class FeatureEngine {
         // Restored at once, each in its own turn, rather than by the first record of each: the
         // first batches are then fetched and decoded while the state loads, and folded without
         // waiting for one restore after another. One that fails is tried again by its first record.
-        for (const { partition: p } of assignment) {
+        for (const p of new Set(assignment.map((a) => a.partition))) {
           void this.exclusive(async () => {
             if (this.assigned?.has(p) && !this.loaded.has(p)) await this.loadPartition(p)
           }).catch((err: unknown) => this.deps.logger.warn({ pipeline: this.name, partition: p, err: (err as Error).message }, 'restoring an assigned partition failed; its first record tries again'))
@@ -444,6 +446,22 @@ export class FeatureEngine {
     return true
   }
 
+  /**
+   * The offsets a restored partition's records are expected from: the group's committed ones. A
+   * partition restored before any of its records came (at its assignment, or by the tick) would
+   * otherwise have none, and should another consumer fold and commit its records while this one
+   * lost it unawares (a session that expired, then the partition given back), observe() would not
+   * see the jump and would fold onto a stale copy.
+   */
+  private async startingOffsets(p: number): Promise<void> {
+    const offsets = this.offsetsOf(p)
+    for (const topic of [TOPICS.orders.name, TOPICS.customers.name, TOPICS.profileChanges.name]) {
+      if (offsets.has(topic)) continue
+      const committed = (await this.deps.log.committedOffsets(this.name, topic)).find((o) => o.partition === p)
+      if (committed && committed.offset !== '-1') offsets.set(topic, Number(committed.offset))
+    }
+  }
+
   private offsetsOf(partition: number): Map<string, number> {
     let offsets = this.nextOffset.get(partition)
     if (!offsets) this.nextOffset.set(partition, (offsets = new Map()))
@@ -503,6 +521,7 @@ export class FeatureEngine {
       this.customer(r.tenantId, r.profileId, p)
     }
     this.loaded.add(p)
+    await this.startingOffsets(p)
     // This partition's profiles may count members elsewhere, and profiles elsewhere members here.
     const multi = new Set([...this.customers.values()].filter((c) => this.memberships.hasOthers(c.tenantId, c.customerId)))
     await this.readForeign([...multi], false)

@@ -102,6 +102,10 @@ describe('DecodeThread.whenReady', () => {
     try {
       expect(await thread.whenReady(300)).toBe(false)
       expect(thread.ready).toBe(false)
+      // The same thread keeps no second caller waiting.
+      const at = performance.now()
+      expect(await thread.whenReady(30_000)).toBe(false)
+      expect(performance.now() - at).toBeLessThan(10_000)
     } finally {
       await thread.close()
     }
