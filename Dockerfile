@@ -43,8 +43,9 @@ COPY schemas ./schemas
 COPY --from=console /app/services/console/dist ./services/console/dist
 
 # The sources stay root-owned (read-only to the process); only the data directory of the embedded
-# runtime is writable. Mount a volume on /app/data to keep it.
-RUN mkdir -p /app/data && chown node:node /app/data
+# runtime is writable, and the cache where decode threads' bundles are built
+# (common/runtime/worker-bundle.ts). Mount a volume on /app/data to keep it.
+RUN mkdir -p /app/data /app/node_modules/.cache/cdp-workers && chown node:node /app/data /app/node_modules/.cache/cdp-workers
 USER node
 
 # 8080: the API (role api); 9464: /health, /ready and /metrics of the roles without the API.
