@@ -2,7 +2,7 @@ import { Chart, Plot } from '../components/chart.tsx'
 import { Show } from '../components/states.tsx'
 import { Exports, Table } from '../components/table.tsx'
 import { Filters, filtersOf, keep } from '../filters.tsx'
-import { money, num, percent } from '../format.ts'
+import { money, num, percent, shade } from '../format.ts'
 import { href, type Place } from '../router.ts'
 import { useSession } from '../session.ts'
 import { useApi } from '../use-api.ts'
@@ -19,12 +19,6 @@ interface Cohorts {
 const PATH = '/api/v2/cdp/analytics/cohorts'
 const PERIODS = ['monthly', 'weekly', 'daily'] as const
 
-/** A retention percentage as a cell colour: light for few, deep for many, text readable on both. */
-function shade(v: number | null): { background?: string; color?: string } {
-  if (v === null) return {}
-  const l = 96 - Math.min(100, Math.max(0, v)) * 0.6
-  return { background: `hsl(212 70% ${l}%)`, color: l < 62 ? '#fff' : '#10223a' }
-}
 
 export function CohortsPage({ place }: { place: Place }) {
   const { tenantId } = useSession()
