@@ -60,12 +60,6 @@ export function mergeFact(orders: Map<string, OrderFact>, orderId: string, fact:
   return true
 }
 
-/** An order counts (for frequency, spend, recency) unless it was cancelled or fully refunded. */
-export const counts = (f: CountedFact): boolean => !f.cancelled && f.cents > 0
-
-/** A credit note (the only fact with a negative total, event_type credit_note): lowers spend only. */
-export const isCredit = (f: CountedFact): boolean => !f.cancelled && f.cents < 0
-
 /**
  * Net of credit notes: spend falls by the credited cents (never below zero), and the mean spend
  * of the repeat days (Gamma-Gamma's zbar) by the same proportion, as if every purchase had been
@@ -136,10 +130,14 @@ export class CountedOrders {
     return this
   }
 
+  /**
+   * One fact. An order counts (for frequency, spend, recency) unless it was cancelled or fully
+   * refunded (0 cents); a credit note (the only fact with a negative total, event_type
+   * credit_note) lowers spend only.
+   */
   add(placedAt: number, cents: number, cancelled: boolean): void {
     if (placedAt > this.cutoffMs || cancelled) return
     if (cents < 0) {
-      // A credit note (isCredit).
       this.creditCents -= cents
       return
     }
