@@ -5,6 +5,7 @@ import zlib from 'node:zlib'
 import { EventEmitter } from 'node:events'
 import { PARTITIONS_CONSUMED_CONCURRENTLY, type Batch, type ConsumeOptions, type ConsumerHandle, type EventLog, type LogRecord, type OutRecord, type PartitionOffset, type TopicConfig } from './port.ts'
 import { partitionFor } from './partitioner.ts'
+import { writeJsonAtomic } from '../json-file.ts'
 
 /**
  * The embedded event log: one append-only file per topic partition under `dir`, with
@@ -484,16 +485,6 @@ class Semaphore {
       else this.free++
     }
   }
-}
-
-function writeJsonAtomic(file: string, value: unknown): void {
-  fs.mkdirSync(path.dirname(file), { recursive: true })
-  const tmp = `${file}.${process.pid}.tmp`
-  const fd = fs.openSync(tmp, 'w')
-  fs.writeSync(fd, JSON.stringify(value))
-  fs.fdatasyncSync(fd)
-  fs.closeSync(fd)
-  fs.renameSync(tmp, file)
 }
 
 const lockFile = (dir: string) => path.join(dir, 'LOCK')

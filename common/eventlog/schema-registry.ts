@@ -1,6 +1,7 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import avsc from 'avsc'
+import { writeJsonAtomic } from '../json-file.ts'
 import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry'
 import { AVRO_OPTS, avroType, frame, readPayload, schemaIdOf, UndecodableRecordError } from './wire-format.ts'
 
@@ -176,8 +177,6 @@ export class EmbeddedSchemaRegistry extends AvroCodecBase {
   }
 
   private persist(): void {
-    const tmp = `${this.file}.tmp`
-    fs.writeFileSync(tmp, JSON.stringify(this.state, null, 2))
-    fs.renameSync(tmp, this.file)
+    writeJsonAtomic(this.file, this.state, 2)
   }
 }

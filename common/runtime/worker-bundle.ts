@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto'
 import fs from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
+import { writeJsonAtomic } from '../json-file.ts'
 
 /**
  * Worker threads from one JavaScript file each. The sources run through tsx (bin/cdp.mjs: no build
@@ -99,8 +100,7 @@ export function buildWorkerBundle(entry: URL, cacheDir = DEFAULT_CACHE_DIR): Pro
       sources.push([abs, st.size, st.mtimeMs])
     }
     fs.renameSync(tmp, bundle)
-    fs.writeFileSync(`${manifest}.${process.pid}.tmp`, JSON.stringify({ sources } satisfies Manifest))
-    fs.renameSync(`${manifest}.${process.pid}.tmp`, manifest)
+    writeJsonAtomic(manifest, { sources } satisfies Manifest)
     return pathToFileURL(bundle)
   })()
     .catch(() => null)
