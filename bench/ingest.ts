@@ -644,9 +644,12 @@ async function livePhase(rt: Runtime, logger: Logger, opts: Options, label: stri
   return { ...stats, tenant, produce_s: produced.seconds }
 }
 
+/** A quiet kafkajs client of the bench's broker (the raw baseline's, and the live phase's admin). */
+const kafkaClient = (infra: Infra, clientId: string) => new Kafka({ brokers: infra.brokers.split(',').map((b) => b.trim()).filter(Boolean), clientId, logLevel: kafkaLogLevel.NOTHING })
+
 /** Commits the orders topic's end offsets for `group`, which then starts there. */
 async function commitEnds(infra: Infra, group: string): Promise<void> {
-  const kafka = new Kafka({ brokers: infra.brokers.split(',').map((b) => b.trim()).filter(Boolean), clientId: group, logLevel: kafkaLogLevel.NOTHING })
+  const kafka = kafkaClient(infra, group)
   const admin = kafka.admin()
   await admin.connect()
   try {
@@ -660,7 +663,7 @@ async function commitEnds(infra: Infra, group: string): Promise<void> {
 /** Baseline: a bare kafkajs consumer that only decodes; no validation, no ClickHouse, no commits. */
 async function rawKafkajs(rt: Runtime, infra: Infra, tenant: number, opts: Options, onlyTenant: boolean) {
   const groupId = `bench-raw-${tenant}-${randomUUID().slice(0, 8)}`
-  const kafka = new Kafka({ brokers: infra.brokers.split(',').map((b) => b.trim()).filter(Boolean), clientId: groupId, logLevel: kafkaLogLevel.NOTHING })
+  const kafka = kafkaClient(infra, groupId)
   // Same fetch settings as the KafkaEventLog adapter, so the difference is the pipeline's work.
   const consumer = kafka.consumer({ groupId, ...CONSUMER_SETTINGS })
   const done = onCleanup(`disconnect raw consumer ${groupId}`, () => consumer.disconnect())
