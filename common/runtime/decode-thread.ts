@@ -32,6 +32,8 @@ export class DecodeThread<Setup, Reply extends { id: number }> {
   private readyWorker: Worker | null = null
   /** When a thread last ended before it had loaded: start() waits RESPAWN_AFTER_MS before trying again. */
   private failedLoadAt = -Infinity
+  /** Of the current thread: true once it says it has loaded, false if it ends first. */
+  private loaded: Promise<boolean> = Promise.resolve(false)
   /** Threads whenReady gave up on. */
   private readonly waitedInVain = new WeakSet<Worker>()
   /** Threads this side ended (closed, idle, failed a job): their exit is no failure to load. */
@@ -76,20 +78,15 @@ export class DecodeThread<Setup, Reply extends { id: number }> {
     const worker = this.worker
     // A thread that kept one caller waiting in vain keeps no other waiting (it may hang until its idle end).
     if (this.ready || !worker || this.waitedInVain.has(worker)) return Promise.resolve(this.ready)
-    return new Promise((resolve) => {
-      const done = (ready: boolean) => {
-        clearTimeout(timer)
-        worker.off('message', onMessage).off('exit', onExit)
-        if (!ready) this.waitedInVain.add(worker)
-        resolve(ready)
-      }
-      const onMessage = (m: unknown) => {
-        if (typeof m === 'object' && m !== null && 'ready' in m) done(true)
-      }
-      const onExit = () => done(false)
-      const timer = setTimeout(() => done(false), timeoutMs)
+    let timer: NodeJS.Timeout | undefined
+    const timedOut = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), timeoutMs)
       timer.unref()
-      worker.on('message', onMessage).once('exit', onExit)
+    })
+    return Promise.race([this.loaded, timedOut]).then((ready) => {
+      clearTimeout(timer)
+      if (!ready) this.waitedInVain.add(worker)
+      return ready
     })
   }
 
@@ -164,10 +161,13 @@ export class DecodeThread<Setup, Reply extends { id: number }> {
     this.worker = worker
     this.sent = new Set()
     this.setupSent = false
+    let settleLoaded!: (ready: boolean) => void
+    this.loaded = new Promise((resolve) => (settleLoaded = resolve))
     worker.unref()
     worker.on('message', (reply: Reply | { id: number; error: string } | { ready: true }) => {
       if ('ready' in reply) {
         if (this.worker === worker) this.readyWorker = worker
+        settleLoaded(true)
         return
       }
       const waiting = this.pending.get(reply.id)
@@ -186,6 +186,7 @@ export class DecodeThread<Setup, Reply extends { id: number }> {
       if (this.pending.size === 0 && this.worker === worker) this.idle(worker)
     })
     const fail = (err: Error) => {
+      settleLoaded(false)
       if (this.readyWorker !== worker && !this.ended.has(worker)) this.failedLoadAt = Date.now()
       if (this.worker === worker) this.forget(err)
     }
