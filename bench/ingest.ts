@@ -167,6 +167,7 @@ interface CpuMark {
   wall: number
   node: NodeJS.CpuUsage
   broker: number | null
+  threads: Map<string, number>
 }
 
 let brokerPid: number | null = null
@@ -177,6 +178,39 @@ const CLK_TCK = (() => {
     return 100
   }
 })()
+
+/**
+ * CPU seconds of this process's threads, summed by kind (Linux; empty elsewhere): the main thread,
+ * node's worker threads and chdb's pools go by their thread names, with the digits taken out.
+ */
+function threadCpuSeconds(): Map<string, number> {
+  const out = new Map<string, number>()
+  let tids: string[]
+  try {
+    tids = fs.readdirSync('/proc/self/task')
+  } catch {
+    return out
+  }
+  for (const tid of tids) {
+    try {
+      const stat = fs.readFileSync(`/proc/self/task/${tid}/stat`, 'utf8')
+      const close = stat.lastIndexOf(')')
+      const name = Number(tid) === process.pid ? 'main' : stat.slice(stat.indexOf('(') + 1, close).replace(/\d+/g, '#')
+      const rest = stat.slice(close + 2).split(' ')
+      out.set(name, (out.get(name) ?? 0) + (Number(rest[11]) + Number(rest[12])) / CLK_TCK)
+    } catch {
+      // The thread ended between the listing and the read.
+    }
+  }
+  return out
+}
+
+/** Where a phase's CPU went, by thread kind, largest first (kinds under 0.05 s left out). */
+function threadCpuSpent(from: Map<string, number>, to: Map<string, number>): Record<string, number> {
+  const spent: [string, number][] = []
+  for (const [name, s] of to) if (s - (from.get(name) ?? 0) >= 0.05) spent.push([name, r2(s - (from.get(name) ?? 0))])
+  return Object.fromEntries(spent.sort((a, b) => b[1] - a[1]))
+}
 
 function brokerCpuSeconds(): number | null {
   if (brokerPid === null) return null
@@ -191,7 +225,7 @@ function brokerCpuSeconds(): number | null {
 }
 
 function cpuMark(): CpuMark {
-  return { wall: performance.now(), node: process.cpuUsage(), broker: brokerCpuSeconds() }
+  return { wall: performance.now(), node: process.cpuUsage(), broker: brokerCpuSeconds(), threads: threadCpuSeconds() }
 }
 
 interface PhaseStats {
@@ -199,14 +233,22 @@ interface PhaseStats {
   eps: number
   /** CPU seconds of this process (JS + chdb threads + libuv) during the phase. */
   node_cpu_s: number
+  /** node_cpu_s by thread kind (Linux), largest first; threads that ended during the phase are missing. */
+  threads_cpu_s: Record<string, number>
   broker_cpu_s?: number
+}
+
+/** A phase's CPU by thread kind, as a progress line (nothing where /proc is missing). */
+function progressThreads(label: string, stats: PhaseStats): void {
+  const threads = Object.entries(stats.threads_cpu_s)
+  if (threads.length) progress(`${label} cpu by thread: ${threads.map(([name, s]) => `${name} ${s} s`).join(', ')}`)
 }
 
 function phaseStats(from: CpuMark, n: number): PhaseStats {
   const to = cpuMark()
   const seconds = (to.wall - from.wall) / 1000
   const cpu = process.cpuUsage(from.node)
-  const out: PhaseStats = { seconds: r2(seconds), eps: sig3(n / seconds), node_cpu_s: r2((cpu.user + cpu.system) / 1e6) }
+  const out: PhaseStats = { seconds: r2(seconds), eps: sig3(n / seconds), node_cpu_s: r2((cpu.user + cpu.system) / 1e6), threads_cpu_s: threadCpuSpent(from.threads, to.threads) }
   if (from.broker !== null && to.broker !== null) out.broker_cpu_s = r2(to.broker - from.broker)
   return out
 }
@@ -610,6 +652,7 @@ async function pipelinePhase(rt: Runtime, logger: Logger, tenant: number, opts: 
       `busy: decode+validate ${detail.process_busy_s} s, insert ${detail.sink_busy_s} s; cpu node ${stats.node_cpu_s} s` +
       `${stats.broker_cpu_s !== undefined ? `, broker ${stats.broker_cpu_s} s` : ''})`,
   )
+  progressThreads(`${label} B`, stats)
   return detail
 }
 
@@ -706,6 +749,7 @@ async function rawKafkajs(rt: Runtime, infra: Infra, tenant: number, opts: Optio
       `${scanned !== seen ? ` (${fmtInt(scanned)} scanned in all)` : ''}; cpu node ${stats.node_cpu_s} s` +
       `${stats.broker_cpu_s !== undefined ? `, broker ${stats.broker_cpu_s} s` : ''}`,
   )
+  progressThreads('kafka raw kafkajs', stats)
   return detail
 }
 

@@ -5,6 +5,7 @@ import zlib from 'node:zlib'
 import { EventEmitter } from 'node:events'
 import { PARTITIONS_CONSUMED_CONCURRENTLY, type Batch, type ConsumeOptions, type ConsumerHandle, type EventLog, type LogRecord, type OutRecord, type PartitionOffset, type TopicConfig } from './port.ts'
 import { partitionFor } from './partitioner.ts'
+import { PartitionFlow, retryPauseMs } from './partition-flow.ts'
 import { writeJsonAtomic } from '../json-file.ts'
 
 /**
@@ -395,24 +396,49 @@ export class EmbeddedEventLog implements EventLog {
         timer.unref()
         wakers.add(done)
       })
+    const inFlight = opts.inFlight ?? 1
     const partitionLoop = async (pos: { topic: string; partition: number; next: number }) => {
       let failures = 0
       const part = this.parts(pos.topic)[pos.partition]!
+      // inFlight above 1: batches are handed (pos.next moves on) before they are handled, committed
+      // in order as they succeed; a failure moves pos.next back to the failed batch (partition-flow.ts).
+      const flow =
+        inFlight > 1
+          ? new PartitionFlow(inFlight, {
+              commit: async (next) => commit(pos.topic, pos.partition, Number(next)),
+              rewind: (offset) => {
+                pos.next = Number(offset)
+                wake()
+              },
+              onError: (err) => opts.onError?.(err, { topic: pos.topic, partition: pos.partition }),
+              // The offsets file could not be written: said like a failed batch; the next commit covers it.
+              onCommitError: (err) => opts.onError?.(err, { topic: pos.topic, partition: pos.partition }),
+            })
+          : null
       while (running) {
         if (pos.next >= part.count) {
           await pause(250)
           continue
         }
+        if (flow) await flow.room()
         const release = await slots.acquire()
         try {
           if (!running) break
-          const records = await part.read(pos.topic, pos.partition, pos.next, maxBatch)
+          const from = pos.next
+          const records = await part.read(pos.topic, pos.partition, from, maxBatch)
           const batch: Batch = {
             topic: pos.topic,
             partition: pos.partition,
             records,
             highWatermark: String(part.count),
             heartbeat: async () => {},
+          }
+          if (flow) {
+            // Read before a rewind moved pos.next back: read again from there.
+            if (pos.next !== from || !flow.accepts(String(from))) continue
+            pos.next = from + records.length
+            flow.hand(String(from), String(pos.next - 1), () => opts.onBatch(batch))
+            continue
           }
           try {
             await opts.onBatch(batch)
@@ -424,13 +450,14 @@ export class EmbeddedEventLog implements EventLog {
             // Redeliver the same batch after a growing pause, as a Kafka consumer restart would.
             failures++
             release()
-            await pause(Math.min(5000, 100 * 2 ** Math.min(failures, 6)))
+            await pause(retryPauseMs(failures))
             continue
           }
         } finally {
           release()
         }
       }
+      await flow?.drain()
     }
     // A loop that fails (a read or an offsets write) stops the others too, and stop() waits for all.
     const loop = Promise.allSettled(

@@ -1,6 +1,7 @@
-import { Kafka, logLevel, type Admin, type Consumer, type Producer, type ICustomPartitioner, CompressionTypes } from 'kafkajs'
-import { PARTITIONS_CONSUMED_CONCURRENTLY, type ConsumeOptions, type ConsumerHandle, type EventLog, type OutRecord, type PartitionOffset, type TopicConfig } from './port.ts'
+import { Kafka, logLevel, type Admin, type Batch as KafkaBatch, type Consumer, type KafkaMessage, type Producer, type ICustomPartitioner, CompressionTypes } from 'kafkajs'
+import { PARTITIONS_CONSUMED_CONCURRENTLY, type ConsumeOptions, type LogRecord, type ConsumerHandle, type EventLog, type OutRecord, type PartitionOffset, type TopicConfig } from './port.ts'
 import { partitionFor } from './partitioner.ts'
+import { PartitionFlow } from './partition-flow.ts'
 import type { Logger } from '../logger.ts'
 
 /** Records per produce request (KafkaEventLog.send). */
@@ -41,15 +42,17 @@ export class KafkaEventLog implements EventLog {
   private admin: Admin | null = null
   private readonly consumers = new Set<Consumer>()
   private readonly sessionTimeout: number
+  private readonly logger: Logger | undefined
 
   /** `sessionTimeoutMs`: how long the broker waits for a silent member before its partitions move (CONSUMER_SETTINGS by default). */
   constructor(opts: { brokers: string[]; clientId: string; logger?: Logger; sessionTimeoutMs?: number }) {
     this.sessionTimeout = opts.sessionTimeoutMs ?? CONSUMER_SETTINGS.sessionTimeout
+    this.logger = opts.logger?.child({ component: 'kafka' })
     this.kafka = new Kafka({
       brokers: opts.brokers,
       clientId: opts.clientId,
       logLevel: logLevel.WARN,
-      logCreator: kafkaLogCreator(opts.logger?.child({ component: 'kafka' })),
+      logCreator: kafkaLogCreator(this.logger),
       retry: { retries: 8, initialRetryTime: 200 },
     })
   }
@@ -126,6 +129,19 @@ export class KafkaEventLog implements EventLog {
       consumer.on(consumer.events.REBALANCING, () => onRebalancing())
     }
     const maxBatch = opts.maxBatch ?? 5000
+    const inFlight = opts.inFlight ?? 1
+    const records = (batch: KafkaBatch, slice: KafkaMessage[]): LogRecord[] =>
+      slice.map((m) => ({
+        topic: batch.topic,
+        partition: batch.partition,
+        offset: m.offset,
+        key: m.key ?? null,
+        value: m.value ?? null,
+        headers: headersOf(m.headers),
+        timestamp: Number(m.timestamp),
+      }))
+    const commit = (topic: string, partition: number, next: string) => consumer.commitOffsets([{ topic, partition, offset: next }])
+    if (inFlight > 1) return this.consumeInFlight(consumer, opts, maxBatch, inFlight, records, commit)
     await consumer.run({
       autoCommit: false,
       eachBatchAutoResolve: false,
@@ -135,24 +151,15 @@ export class KafkaEventLog implements EventLog {
         for (let i = 0; i < messages.length; i += maxBatch) {
           if (!isRunning() || isStale()) return
           const slice = messages.slice(i, i + maxBatch)
-          const records = slice.map((m) => ({
-            topic: batch.topic,
-            partition: batch.partition,
-            offset: m.offset,
-            key: m.key ?? null,
-            value: m.value ?? null,
-            headers: headersOf(m.headers),
-            timestamp: Number(m.timestamp),
-          }))
           try {
-            await opts.onBatch({ topic: batch.topic, partition: batch.partition, records, highWatermark: batch.highWatermark, heartbeat })
+            await opts.onBatch({ topic: batch.topic, partition: batch.partition, records: records(batch, slice), highWatermark: batch.highWatermark, heartbeat })
           } catch (err) {
             opts.onError?.(err, { topic: batch.topic, partition: batch.partition })
             throw err // kafkajs restarts the consumer from the last committed offset
           }
           const last = slice[slice.length - 1]!.offset
           // Commit only after the handler (sink write + dead letters) succeeded.
-          await consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: String(BigInt(last) + 1n) }])
+          await commit(batch.topic, batch.partition, String(BigInt(last) + 1n))
           resolveOffset(last)
           await heartbeat()
         }
@@ -160,6 +167,74 @@ export class KafkaEventLog implements EventLog {
     })
     return {
       stop: async () => {
+        await consumer.stop()
+        await consumer.disconnect()
+        this.consumers.delete(consumer)
+      },
+    }
+  }
+
+  /**
+   * consume with up to `inFlight` batches of a partition handled at once (partition-flow.ts). A
+   * batch is handed and its offsets marked read at once, so kafkajs fetches the next while it is
+   * handled: its fetcher waits for every batch of a fetch to end before it fetches again, and with
+   * one batch in flight fetches and writes took turns. A failed batch seeks its partition back.
+   */
+  private async consumeInFlight(
+    consumer: Consumer,
+    opts: ConsumeOptions,
+    maxBatch: number,
+    inFlight: number,
+    records: (batch: KafkaBatch, slice: KafkaMessage[]) => LogRecord[],
+    commit: (topic: string, partition: number, next: string) => Promise<void>,
+  ): Promise<ConsumerHandle> {
+    const flows = new Map<string, PartitionFlow>()
+    const flowOf = (topic: string, partition: number): PartitionFlow => {
+      const key = `${topic}:${partition}`
+      let flow = flows.get(key)
+      if (!flow) {
+        flow = new PartitionFlow(inFlight, {
+          commit: (next) => commit(topic, partition, next),
+          rewind: (offset) => consumer.seek({ topic, partition, offset }),
+          onError: (err) => opts.onError?.(err, { topic, partition }),
+          onCommitError: (err) => this.logger?.warn({ err, topic, partition }, 'offset commit failed; a later commit of the partition covers it'),
+        })
+        flows.set(key, flow)
+      }
+      return flow
+    }
+    // After a join kafkajs reads every partition from the group's committed offsets again.
+    consumer.on(consumer.events.GROUP_JOIN, () => {
+      for (const flow of flows.values()) flow.reassigned()
+    })
+    let stopping = false
+    await consumer.run({
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      partitionsConsumedConcurrently: PARTITIONS_CONSUMED_CONCURRENTLY,
+      eachBatch: async ({ batch, heartbeat, resolveOffset, isRunning, isStale }) => {
+        const flow = flowOf(batch.topic, batch.partition)
+        const messages = batch.messages
+        for (let i = 0; i < messages.length; i += maxBatch) {
+          if (!isRunning() || isStale() || stopping) return
+          await flow.room()
+          // A failure while waiting seeks the partition back (isStale) and refuses what was read past it.
+          if (!isRunning() || isStale() || stopping || !flow.accepts(messages[i]!.offset)) return
+          const slice = messages.slice(i, i + maxBatch)
+          const last = slice[slice.length - 1]!.offset
+          const batchRecords = records(batch, slice)
+          flow.hand(slice[0]!.offset, last, () => opts.onBatch({ topic: batch.topic, partition: batch.partition, records: batchRecords, highWatermark: batch.highWatermark, heartbeat }))
+          resolveOffset(last)
+          await heartbeat()
+        }
+      },
+    })
+    return {
+      stop: async () => {
+        // Nothing more is fetched or handed; the batches in flight end and commit; then the group is left.
+        stopping = true
+        consumer.pause(opts.topics.map((topic) => ({ topic })))
+        await Promise.all([...flows.values()].map((f) => f.drain()))
         await consumer.stop()
         await consumer.disconnect()
         this.consumers.delete(consumer)

@@ -46,6 +46,15 @@ export interface ConsumeOptions {
   fromBeginning?: boolean
   /** Largest number of records handed to one onBatch call. */
   maxBatch?: number
+  /**
+   * Batches of one partition handed to onBatch before the first of them has resolved (default 1:
+   * each batch is handled and committed before the next of its partition is handed over). Above 1,
+   * the log reads and hands a partition's next batches while earlier ones are still handled (for
+   * sinks whose writes may overlap, as the projection's); offsets are still committed in order, a
+   * batch's once it and every batch before it resolved, and a batch that throws has the partition
+   * delivered again from its first record, with the batches handed after it (partition-flow.ts).
+   */
+  inFlight?: number
   /** Records of each partition, in order. Resolve to commit; throw to have the batch redelivered. */
   onBatch(batch: Batch): Promise<void>
   /** Called when onBatch throws, before the redelivery; defaults to nothing. */

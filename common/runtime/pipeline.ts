@@ -46,6 +46,12 @@ export interface PipelineDefinition<T> {
    * Unset: `process`, record by record.
    */
   processMany?(records: readonly LogRecord[], codec: EventCodec): Promise<StepResult<T>[]>
+  /**
+   * Batches of one partition handled at once (ConsumeOptions.inFlight; default 1). Above 1 the next
+   * batches are read and processed while earlier ones are written, so onBatch runs for several
+   * batches of a partition at once: only for a sink whose writes may overlap and land in any order.
+   */
+  batchesInFlight?: number
   /** Releases what the definition holds of its own (a thread), when the pipeline stops. */
   close?(): Promise<void>
   /** This consumer's partitions, on join and after every rebalance (stateful pipelines keep state per partition). */
@@ -86,6 +92,7 @@ export async function runPipeline<T>(def: PipelineDefinition<T>, deps: PipelineD
     topics: def.topics,
     fromBeginning: deps.fromBeginning ?? true,
     maxBatch: deps.maxBatch,
+    inFlight: def.batchesInFlight,
     onError: (err, where) => logger.error({ err, ...where }, 'batch failed; it will be delivered again'),
     onAssign: def.onAssign ? (a) => def.onAssign!(a) : undefined,
     onRebalancing: def.onRebalancing ? () => def.onRebalancing!() : undefined,

@@ -14,6 +14,8 @@ import { markTenantsChanged } from '../../common/store/data-changes.ts'
 import { decodedOffMain } from '../../common/runtime/metrics.ts'
 
 export const PROJECTION_GROUP = 'cdp-projection'
+/** Batches of a partition the projection handles at once (PipelineDefinition.batchesInFlight). */
+export const PROJECTION_BATCHES_IN_FLIGHT = 3
 
 
 /**
@@ -118,6 +120,10 @@ export function projectionPipeline(store: Store, opts: { now?: () => number; nam
     // A batch's rows are written in parts while the rest are decoded; the parts that wait for a
     // write go together, so inserts stay large once the writes are the slower side.
     sinkEvery: 10_000,
+    // The next batches of a partition are read and decoded while earlier ones are written (rows
+    // land in any order: ReplacingMergeTree keeps one row per event). On Kafka a fetch otherwise
+    // waited for the writes of the one before (docs/analytics-performance.md, "Ingest").
+    batchesInFlight: PROJECTION_BATCHES_IN_FLIGHT,
     processMany: async (records, codec) => {
       if (orderRows === undefined) await encoding()
       const expected = codec.expectedType(TOPICS.orders.name)

@@ -12,8 +12,8 @@ const ADAPTERS: [string, () => Promise<EventLog>][] = [
   ['embedded', async () => newEmbeddedLog()],
 ]
 
-/** Collects what a group receives until `n` records arrived. */
-async function collect(log: EventLog, groupId: string, topic: string, n: number, opts: { maxBatch?: number; onBatch?: (b: Batch) => Promise<void> } = {}) {
+/** Collects what a group receives until `n` distinct records arrived (every delivery is kept). */
+async function collect(log: EventLog, groupId: string, topic: string, n: number, opts: { maxBatch?: number; inFlight?: number; onBatch?: (b: Batch) => Promise<void> } = {}) {
   const got: LogRecord[] = []
   const batches: Batch[] = []
   const handle = await log.consume({
@@ -21,13 +21,15 @@ async function collect(log: EventLog, groupId: string, topic: string, n: number,
     topics: [topic],
     fromBeginning: true,
     maxBatch: opts.maxBatch,
+    inFlight: opts.inFlight,
     onBatch: async (b) => {
       await opts.onBatch?.(b)
       batches.push(b)
       got.push(...b.records)
     },
   })
-  await waitFor(async () => got.length >= n, { what: `${n} records on ${topic}`, timeoutMs: 45_000 })
+  // Distinct records: a batch redelivered after a failure comes twice.
+  await waitFor(async () => new Set(got.map((r) => `${r.partition}@${r.offset}`)).size >= n, { what: `${n} records on ${topic}`, timeoutMs: 45_000 })
   await handle.stop()
   return { got, batches }
 }
@@ -164,6 +166,72 @@ describe.each(ADAPTERS)('event log conformance: %s', (_name, open) => {
     })
     expect(new Set(got.map((r) => r.offset + '@' + r.partition)).size).toBe(60)
     expect(overlapped).toBe(true)
+  })
+
+  it('with inFlight, hands the next batches of a partition while one is handled, at most inFlight at once, and commits in order', async () => {
+    const topic = await topicWith(40, 1)
+    const group = uniqueName('g')
+    let inHand = 0
+    let most = 0
+    let committedWhileFirstHeld: string | null = null
+    const laterDone: number[] = []
+    const { got } = await collect(log, group, topic, 40, {
+      maxBatch: 5,
+      inFlight: 3,
+      onBatch: async (b) => {
+        inHand++
+        most = Math.max(most, inHand)
+        try {
+          const first = Number(b.records[0]!.offset)
+          if (first === 0) {
+            // The first batch is held until two later batches were handled; handled one at a time, they never are.
+            await waitFor(async () => laterDone.length >= 2, { what: 'two later batches handled', timeoutMs: 15_000 })
+            // Their handlers resolved, but nothing may be committed past a batch still in hand.
+            await new Promise((r) => setTimeout(r, 300))
+            committedWhileFirstHeld = (await log.committedOffsets(group, topic))[0]!.offset
+          } else laterDone.push(first)
+        } finally {
+          inHand--
+        }
+      },
+    })
+    expect(new Set(got.map((r) => r.offset)).size).toBe(40)
+    expect(got).toHaveLength(40)
+    expect(most).toBeGreaterThanOrEqual(2)
+    expect(most).toBeLessThanOrEqual(3)
+    expect(committedWhileFirstHeld).toBe('-1')
+    expect((await log.committedOffsets(group, topic))[0]!.offset).toBe('40')
+  })
+
+  it('with inFlight, a batch that throws has its partition delivered again from its first record, the batches handed after it too', async () => {
+    const topic = await topicWith(30, 1)
+    const group = uniqueName('g')
+    // Every delivery, in the order handlers started: [first offset, record offsets].
+    const deliveries: number[][] = []
+    let failed = false
+    const { got } = await collect(log, group, topic, 30, {
+      maxBatch: 5,
+      inFlight: 3,
+      onBatch: async (b) => {
+        const offsets = b.records.map((r) => Number(r.offset))
+        deliveries.push(offsets)
+        if (offsets[0] === 10 && !failed) {
+          // Fails once a later batch is in hand, which must then not count either.
+          await waitFor(async () => deliveries.some((d) => d[0]! > 10), { what: 'a batch after offset 10 handed', timeoutMs: 15_000 })
+          failed = true
+          throw new Error('sink down')
+        }
+      },
+    })
+    expect(failed).toBe(true)
+    // Nothing lost, and the committed offset is past every record.
+    expect(new Set(got.map((r) => r.offset)).size).toBe(30)
+    expect((await log.committedOffsets(group, topic))[0]!.offset).toBe('30')
+    // The failed batch came again, and after it every later record: the partition was rewound.
+    const again = deliveries.findIndex((d, i) => d[0] === 10 && deliveries.findIndex((e) => e[0] === 10) < i)
+    expect(again).toBeGreaterThan(0)
+    const after = new Set(deliveries.slice(again).flat())
+    for (let o = 10; o < 30; o++) expect(after.has(o)).toBe(true)
   })
 
   it('caps batches at maxBatch and keeps bytes, null keys and headers intact', async () => {

@@ -1,0 +1,140 @@
+import { describe, expect, it } from 'vitest'
+import { PartitionFlow, retryPauseMs } from '../../common/eventlog/partition-flow.ts'
+
+/** A flow whose commits, rewinds and errors are recorded; `gate()` gives a handler that resolves or rejects on demand. */
+function recorded(max = 3) {
+  const commits: string[] = []
+  const rewinds: string[] = []
+  const errors: unknown[] = []
+  const commitErrors: unknown[] = []
+  let failCommit = false
+  const flow = new PartitionFlow(max, {
+    commit: async (next) => {
+      if (failCommit) throw new Error('coordinator moved')
+      commits.push(next)
+    },
+    rewind: (offset) => rewinds.push(offset),
+    onError: (err) => errors.push(err),
+    onCommitError: (err) => commitErrors.push(err),
+  })
+  const gate = () => {
+    let resolve!: () => void
+    let reject!: (err: Error) => void
+    const promise = new Promise<void>((res, rej) => ((resolve = res), (reject = rej)))
+    return { handle: () => promise, resolve, reject }
+  }
+  return { flow, commits, rewinds, errors, commitErrors, gate, failCommits: (v: boolean) => (failCommit = v) }
+}
+
+const settle = () => new Promise((r) => setTimeout(r, 0))
+
+describe('PartitionFlow (batches of a partition in flight)', () => {
+  it('commits in hand order, each once it and every batch before it succeeded', async () => {
+    const { flow, commits, gate } = recorded()
+    const [a, b, c] = [gate(), gate(), gate()]
+    flow.hand('0', '4', a.handle)
+    flow.hand('5', '9', b.handle)
+    flow.hand('10', '14', c.handle)
+    c.resolve()
+    b.resolve()
+    await settle()
+    expect(commits).toEqual([]) // the first is still in hand
+    a.resolve()
+    await flow.drain()
+    expect(commits).toEqual(['5', '10', '15'])
+  })
+
+  it('makes room only when fewer than the limit are in flight', async () => {
+    const { flow, gate } = recorded(2)
+    const [a, b] = [gate(), gate()]
+    flow.hand('0', '0', a.handle)
+    flow.hand('1', '1', b.handle)
+    let roomy = false
+    const room = flow.room().then(() => (roomy = true))
+    await settle()
+    expect(roomy).toBe(false)
+    a.resolve()
+    await room
+    expect(roomy).toBe(true)
+    b.resolve()
+    await flow.drain()
+  })
+
+  it('a failed batch rewinds to its first offset; it and the batches after it are not committed; only a batch from there is accepted', async () => {
+    const { flow, commits, rewinds, errors, gate } = recorded()
+    const [a, b, c] = [gate(), gate(), gate()]
+    flow.hand('0', '4', a.handle)
+    flow.hand('5', '9', b.handle)
+    flow.hand('10', '14', c.handle)
+    a.resolve()
+    c.resolve()
+    b.reject(new Error('sink down'))
+    await flow.drain()
+    expect(commits).toEqual(['5'])
+    expect(rewinds).toEqual(['5'])
+    expect(errors.map((e) => (e as Error).message)).toEqual(['sink down'])
+    // Read before the rewind took effect: refused. From the rewind's offset: handed, and committed.
+    expect(flow.accepts('15')).toBe(false)
+    expect(flow.accepts('5')).toBe(true)
+    flow.hand('5', '14', async () => {})
+    await flow.drain()
+    expect(commits).toEqual(['5', '15'])
+    expect(flow.accepts('15')).toBe(true)
+  })
+
+  it('waits a growing pause before handing again after failures in a row, none after a success', async () => {
+    expect([0, 1, 2, 3, 6, 7, 50].map(retryPauseMs)).toEqual([0, 200, 400, 800, 5000, 5000, 5000])
+    const { flow } = recorded()
+    flow.hand('0', '0', async () => {
+      throw new Error('down')
+    })
+    await flow.drain()
+    const t0 = Date.now()
+    await flow.room()
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(190)
+    flow.hand('0', '0', async () => {})
+    await flow.drain()
+    const t1 = Date.now()
+    await flow.room()
+    expect(Date.now() - t1).toBeLessThan(150)
+  })
+
+  it('after a new assignment, batches still in flight are neither committed nor rewound', async () => {
+    const { flow, commits, rewinds, gate } = recorded()
+    const [a, b] = [gate(), gate()]
+    flow.hand('0', '4', a.handle)
+    flow.hand('5', '9', b.handle)
+    flow.reassigned()
+    a.resolve()
+    b.reject(new Error('late failure'))
+    flow.hand('0', '9', async () => {})
+    await flow.drain()
+    expect(rewinds).toEqual([])
+    expect(commits).toEqual(['10'])
+  })
+
+  it('a failed commit is reported and does not stop later batches from committing', async () => {
+    const { flow, commits, commitErrors, failCommits } = recorded()
+    failCommits(true)
+    flow.hand('0', '4', async () => {})
+    await flow.drain()
+    failCommits(false)
+    flow.hand('5', '9', async () => {})
+    await flow.drain()
+    expect(commitErrors).toHaveLength(1)
+    expect(commits).toEqual(['10'])
+  })
+
+  it('a handler that throws at once counts as a failed batch', async () => {
+    const { flow, rewinds } = recorded()
+    flow.hand('3', '4', () => {
+      throw new Error('sync')
+    })
+    await flow.drain()
+    expect(rewinds).toEqual(['3'])
+  })
+
+  it('refuses a limit that is not a positive integer', () => {
+    for (const bad of [0, -1, 1.5, Number.NaN]) expect(() => recorded(bad)).toThrow(/inFlight/)
+  })
+})
