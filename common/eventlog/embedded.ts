@@ -383,6 +383,7 @@ export class EmbeddedEventLog implements EventLog {
     // Each partition has a loop of its own, and up to PARTITIONS_CONSUMED_CONCURRENTLY batches are
     // handled at once (kafkajs' partitionsConsumedConcurrently, as the Kafka adapter sets it): one
     // partition's decode runs while another's sink writes. Within a partition, batches stay in order.
+    // With inFlight above 1 a slot is held while a batch is read and handed, not while it is handled.
     const slots = new Semaphore(PARTITIONS_CONSUMED_CONCURRENTLY)
     /** Waits `ms`, or less when records arrive or the consumer stops. */
     const pause = (ms: number) =>
