@@ -401,6 +401,7 @@ export class EmbeddedEventLog implements EventLog {
     const partitionLoop = async (pos: { topic: string; partition: number; next: number }) => {
       let failures = 0
       const part = this.parts(pos.topic)[pos.partition]!
+      let commitFailure: Error | null = null
       // inFlight above 1: batches are handed (pos.next moves on) before they are handled, committed
       // in order as they succeed; a failure moves pos.next back to the failed batch (partition-flow.ts).
       const flow =
@@ -412,11 +413,14 @@ export class EmbeddedEventLog implements EventLog {
                 wake()
               },
               onError: (err) => opts.onError?.(err, { topic: pos.topic, partition: pos.partition }),
-              // The offsets file could not be written: said like a failed batch; the next commit covers it.
-              onCommitError: (err) => opts.onError?.(err, { topic: pos.topic, partition: pos.partition }),
+              // The offsets file could not be written: the loop fails, as a read that fails does.
+              onCommitError: (err) => {
+                commitFailure ??= err as Error
+              },
             })
           : null
       while (running) {
+        if (commitFailure) throw commitFailure
         if (pos.next >= part.count) {
           await pause(250)
           continue
@@ -436,7 +440,7 @@ export class EmbeddedEventLog implements EventLog {
           }
           if (flow) {
             // Read before a rewind moved pos.next back: read again from there.
-            if (pos.next !== from || !flow.accepts(String(from))) continue
+            if (pos.next !== from) continue
             pos.next = from + records.length
             flow.hand(String(from), String(pos.next - 1), () => opts.onBatch(batch))
             continue
@@ -459,6 +463,7 @@ export class EmbeddedEventLog implements EventLog {
         }
       }
       await flow?.drain()
+      if (commitFailure) throw commitFailure
     }
     // A loop that fails (a read or an offsets write) stops the others too, and stop() waits for all.
     const loop = Promise.allSettled(

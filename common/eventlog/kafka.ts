@@ -203,8 +203,11 @@ export class KafkaEventLog implements EventLog {
       }
       return flow
     }
-    // After a join kafkajs reads every partition from the group's committed offsets again.
+    // After a join kafkajs reads every partition from the group's committed offsets again. A batch
+    // of the generation before (waiting for room as the join happened) is not handed.
+    let generation = 0
     consumer.on(consumer.events.GROUP_JOIN, () => {
+      generation++
       for (const flow of flows.values()) flow.reassigned()
     })
     let stopping = false
@@ -215,11 +218,13 @@ export class KafkaEventLog implements EventLog {
       eachBatch: async ({ batch, heartbeat, resolveOffset, isRunning, isStale }) => {
         const flow = flowOf(batch.topic, batch.partition)
         const messages = batch.messages
+        const joined = generation
         for (let i = 0; i < messages.length; i += maxBatch) {
           if (!isRunning() || isStale() || stopping) return
           await flow.room()
-          // A failure while waiting seeks the partition back (isStale) and refuses what was read past it.
-          if (!isRunning() || isStale() || stopping || !flow.accepts(messages[i]!.offset)) return
+          // A failure while waiting seeks the partition back: kafkajs says the batch is stale until
+          // its next fetch, which comes only after every batch of this one has returned.
+          if (!isRunning() || isStale() || stopping || generation !== joined) return
           const slice = messages.slice(i, i + maxBatch)
           const last = slice[slice.length - 1]!.offset
           const batchRecords = records(batch, slice)
@@ -233,11 +238,18 @@ export class KafkaEventLog implements EventLog {
       stop: async () => {
         // Nothing more is fetched or handed; the batches in flight end and commit; then the group is left.
         stopping = true
-        consumer.pause(opts.topics.map((topic) => ({ topic })))
-        await Promise.all([...flows.values()].map((f) => f.drain()))
-        await consumer.stop()
-        await consumer.disconnect()
-        this.consumers.delete(consumer)
+        try {
+          consumer.pause(opts.topics.map((topic) => ({ topic })))
+        } catch {
+          // A consumer restarting after a crash has no group to pause; nothing is handed (stopping).
+        }
+        try {
+          await Promise.all([...flows.values()].map((f) => f.drain()))
+        } finally {
+          await consumer.stop()
+          await consumer.disconnect()
+          this.consumers.delete(consumer)
+        }
       },
     }
   }

@@ -6,8 +6,7 @@
  *
  * A batch whose handler throws rewinds the partition to its first offset: neither it nor any batch
  * handed after it is committed, and the log delivers them again from there (after a pause that
- * grows with each failure in a row). Batches the log had already read past the rewind are refused
- * (`accepts`) until one starts at the rewind's offset.
+ * grows with each failure in a row).
  */
 export interface FlowIo {
   /** Commits the partition's offset: `next` is the offset of the first record not yet handled. */
@@ -26,14 +25,12 @@ export function retryPauseMs(failures: number): number {
 }
 
 export class PartitionFlow {
-  /** Batches handed and not yet committed (or dropped); each settles, never rejects. */
+  /** Batches handed whose handling and commit (or drop) have not ended; each settles, never rejects. */
   private readonly handling: Promise<void>[] = []
   /** The commits in hand order: each batch's waits for the one before. */
   private chain: Promise<void> = Promise.resolve()
   /** Moves on at a rewind and at a new assignment: batches handed before it are never committed. */
   private epoch = 0
-  /** After a rewind, the offset the next handed batch must start at. */
-  private expect: bigint | null = null
   private failures = 0
 
   constructor(
@@ -50,17 +47,12 @@ export class PartitionFlow {
     if (pause) await new Promise((resolve) => setTimeout(resolve, pause))
   }
 
-  /** False for a batch read before a rewind that does not start at the rewind's offset: it must not be handed. */
-  accepts(firstOffset: string): boolean {
-    return this.expect === null || BigInt(firstOffset) === this.expect
-  }
-
   /**
    * Hands the batch of offsets first..last: `handle` starts its handling now, and its offsets are
-   * committed once it and every batch handed before it succeeded.
+   * committed once it and every batch handed before it succeeded. The log must not hand a batch
+   * it read before a rewind (the Kafka adapter: kafkajs' isStale; the embedded log: its position).
    */
   hand(firstOffset: string, lastOffset: string, handle: () => Promise<void>): void {
-    this.expect = null
     const epoch = this.epoch
     let handled: Promise<void>
     try {
@@ -70,7 +62,8 @@ export class PartitionFlow {
     }
     handled.catch(() => {})
     const done = this.chain.then(async () => {
-      if (epoch !== this.epoch) return // an earlier batch failed, or the partition was assigned anew
+      // Awaited even when the batch is dropped: a batch counts as in flight (room, drain) until
+      // its handler ends, so a redelivered copy never runs beside more than the limit allows.
       let failed = false
       let error: unknown
       try {
@@ -79,34 +72,42 @@ export class PartitionFlow {
         failed = true
         error = err
       }
-      if (epoch !== this.epoch) return // assigned anew while this batch was handled
+      if (epoch !== this.epoch) return // an earlier batch failed, or the partition was assigned anew
       if (failed) {
         this.epoch++
         this.failures++
-        this.expect = BigInt(firstOffset)
-        this.io.onError(error)
-        this.io.rewind(firstOffset)
+        try {
+          this.io.onError(error)
+          this.io.rewind(firstOffset)
+        } catch {
+          // The log could not seek (a consumer restarting): it reads from the committed offsets
+          // anyway, as after a new assignment; nothing after this batch was committed.
+        }
         return
       }
       this.failures = 0
       try {
         await this.io.commit(String(BigInt(lastOffset) + 1n))
       } catch (err) {
-        this.io.onCommitError(err)
+        try {
+          this.io.onCommitError(err)
+        } catch {
+          // A reporter that throws must not stop the partition's commits.
+        }
       }
     })
     this.chain = done
     this.handling.push(done)
-    void done.then(() => this.handling.splice(this.handling.indexOf(done), 1))
+    const settled = () => void this.handling.splice(this.handling.indexOf(done), 1)
+    done.then(settled, settled)
   }
 
   /**
    * The partition was (re)assigned: the log reads it again from the group's committed offset, so
-   * batches still in flight are not committed, and no rewind is awaited.
+   * batches still in flight are not committed.
    */
   reassigned(): void {
     this.epoch++
-    this.expect = null
   }
 
   /** Resolves once every batch handed so far was committed or dropped. */
