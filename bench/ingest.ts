@@ -179,6 +179,13 @@ const CLK_TCK = (() => {
   }
 })()
 
+/** User + system CPU seconds of a /proc `stat` line (a process's or a thread's). */
+function statCpuSeconds(stat: string): number {
+  // Fields after the ") " that closes the command name: state is field 3, utime 14, stime 15.
+  const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  return (Number(rest[11]) + Number(rest[12])) / CLK_TCK
+}
+
 /**
  * CPU seconds of this process's threads, summed by kind (Linux; empty elsewhere): the main thread,
  * node's worker threads and chdb's pools go by their thread names, with the digits taken out.
@@ -194,10 +201,8 @@ function threadCpuSeconds(): Map<string, number> {
   for (const tid of tids) {
     try {
       const stat = fs.readFileSync(`/proc/self/task/${tid}/stat`, 'utf8')
-      const close = stat.lastIndexOf(')')
-      const name = Number(tid) === process.pid ? 'main' : stat.slice(stat.indexOf('(') + 1, close).replace(/\d+/g, '#')
-      const rest = stat.slice(close + 2).split(' ')
-      out.set(name, (out.get(name) ?? 0) + (Number(rest[11]) + Number(rest[12])) / CLK_TCK)
+      const name = Number(tid) === process.pid ? 'main' : stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')).replace(/\d+/g, '#')
+      out.set(name, (out.get(name) ?? 0) + statCpuSeconds(stat))
     } catch {
       // The thread ended between the listing and the read.
     }
@@ -208,17 +213,17 @@ function threadCpuSeconds(): Map<string, number> {
 /** Where a phase's CPU went, by thread kind, largest first (kinds under 0.05 s left out). */
 function threadCpuSpent(from: Map<string, number>, to: Map<string, number>): Record<string, number> {
   const spent: [string, number][] = []
-  for (const [name, s] of to) if (s - (from.get(name) ?? 0) >= 0.05) spent.push([name, r2(s - (from.get(name) ?? 0))])
+  for (const [name, s] of to) {
+    const d = s - (from.get(name) ?? 0)
+    if (d >= 0.05) spent.push([name, r2(d)])
+  }
   return Object.fromEntries(spent.sort((a, b) => b[1] - a[1]))
 }
 
 function brokerCpuSeconds(): number | null {
   if (brokerPid === null) return null
   try {
-    const stat = fs.readFileSync(`/proc/${brokerPid}/stat`, 'utf8')
-    // Fields after the ") " that closes the command name: state is field 3, utime 14, stime 15.
-    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    return (Number(rest[11]) + Number(rest[12])) / CLK_TCK
+    return statCpuSeconds(fs.readFileSync(`/proc/${brokerPid}/stat`, 'utf8'))
   } catch {
     return null
   }

@@ -130,18 +130,7 @@ export class KafkaEventLog implements EventLog {
     }
     const maxBatch = opts.maxBatch ?? 5000
     const inFlight = opts.inFlight ?? 1
-    const records = (batch: KafkaBatch, slice: KafkaMessage[]): LogRecord[] =>
-      slice.map((m) => ({
-        topic: batch.topic,
-        partition: batch.partition,
-        offset: m.offset,
-        key: m.key ?? null,
-        value: m.value ?? null,
-        headers: headersOf(m.headers),
-        timestamp: Number(m.timestamp),
-      }))
-    const commit = (topic: string, partition: number, next: string) => consumer.commitOffsets([{ topic, partition, offset: next }])
-    if (inFlight > 1) return this.consumeInFlight(consumer, opts, maxBatch, inFlight, records, commit)
+    if (inFlight > 1) return this.consumeInFlight(consumer, opts, maxBatch, inFlight)
     await consumer.run({
       autoCommit: false,
       eachBatchAutoResolve: false,
@@ -152,14 +141,14 @@ export class KafkaEventLog implements EventLog {
           if (!isRunning() || isStale()) return
           const slice = messages.slice(i, i + maxBatch)
           try {
-            await opts.onBatch({ topic: batch.topic, partition: batch.partition, records: records(batch, slice), highWatermark: batch.highWatermark, heartbeat })
+            await opts.onBatch({ topic: batch.topic, partition: batch.partition, records: logRecords(batch, slice), highWatermark: batch.highWatermark, heartbeat })
           } catch (err) {
             opts.onError?.(err, { topic: batch.topic, partition: batch.partition })
             throw err // kafkajs restarts the consumer from the last committed offset
           }
           const last = slice[slice.length - 1]!.offset
           // Commit only after the handler (sink write + dead letters) succeeded.
-          await commit(batch.topic, batch.partition, String(BigInt(last) + 1n))
+          await consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: String(BigInt(last) + 1n) }])
           resolveOffset(last)
           await heartbeat()
         }
@@ -185,8 +174,6 @@ export class KafkaEventLog implements EventLog {
     opts: ConsumeOptions,
     maxBatch: number,
     inFlight: number,
-    records: (batch: KafkaBatch, slice: KafkaMessage[]) => LogRecord[],
-    commit: (topic: string, partition: number, next: string) => Promise<void>,
   ): Promise<ConsumerHandle> {
     const flows = new Map<string, PartitionFlow>()
     const flowOf = (topic: string, partition: number): PartitionFlow => {
@@ -194,7 +181,7 @@ export class KafkaEventLog implements EventLog {
       let flow = flows.get(key)
       if (!flow) {
         flow = new PartitionFlow(inFlight, {
-          commit: (next) => commit(topic, partition, next),
+          commit: (next) => consumer.commitOffsets([{ topic, partition, offset: next }]),
           rewind: (offset) => consumer.seek({ topic, partition, offset }),
           onError: (err) => opts.onError?.(err, { topic, partition }),
           onCommitError: (err) => this.logger?.warn({ err, topic, partition }, 'offset commit failed; a later commit of the partition covers it'),
@@ -227,7 +214,7 @@ export class KafkaEventLog implements EventLog {
           if (!isRunning() || isStale() || stopping || generation !== joined) return
           const slice = messages.slice(i, i + maxBatch)
           const last = slice[slice.length - 1]!.offset
-          const batchRecords = records(batch, slice)
+          const batchRecords = logRecords(batch, slice)
           flow.hand(slice[0]!.offset, last, () => opts.onBatch({ topic: batch.topic, partition: batch.partition, records: batchRecords, highWatermark: batch.highWatermark, heartbeat }))
           resolveOffset(last)
           await heartbeat()
@@ -283,6 +270,19 @@ export class KafkaEventLog implements EventLog {
     this.producing = null
     this.admin = null
   }
+}
+
+/** A slice of a kafkajs batch as the port's records. */
+function logRecords(batch: KafkaBatch, slice: KafkaMessage[]): LogRecord[] {
+  return slice.map((m) => ({
+    topic: batch.topic,
+    partition: batch.partition,
+    offset: m.offset,
+    key: m.key ?? null,
+    value: m.value ?? null,
+    headers: headersOf(m.headers),
+    timestamp: Number(m.timestamp),
+  }))
 }
 
 /** The headers of every record that has none: one frozen object, not one per record. */
