@@ -130,9 +130,12 @@ describe('PartitionFlow (batches of a partition in flight)', () => {
     expect(Date.now() - t0).toBeGreaterThanOrEqual(190)
     flow.hand('0', '0', async () => {})
     await flow.drain()
-    const t1 = Date.now()
-    await flow.room()
-    expect(Date.now() - t1).toBeLessThan(150)
+    // No pause after a success: room resolves within the current turn, before any timer or
+    // immediate can fire (a clock bound here could flake on a busy machine).
+    let roomy = false
+    void flow.room().then(() => (roomy = true))
+    await new Promise((r) => setImmediate(r))
+    expect(roomy).toBe(true)
   })
 
   it('after a new assignment, batches still in flight are neither committed nor rewound', async () => {
