@@ -3,7 +3,7 @@ import type { Config } from '../common/config.ts'
 import type { Logger } from '../common/logger.ts'
 import { migrate, openStore, type Store } from '../common/store/clickhouse.ts'
 import { EmbeddedEventLog } from '../common/eventlog/embedded.ts'
-import { embeddedLogDir } from '../common/runtime/context.ts'
+import { embeddedLogDir, storeOptions } from '../common/runtime/context.ts'
 
 /** Administrative commands (apikey, keys) open the store themselves; chdb admits one process per data directory. */
 export class StoreBusyError extends Error {
@@ -21,13 +21,7 @@ export async function openAdminStore(config: Config, logger: Logger): Promise<St
       )
     }
   }
-  const store = await openStore({
-    url: config.clickhouseUrl,
-    username: config.clickhouseUsername,
-    password: config.clickhousePassword,
-    database: config.clickhouseDatabase,
-    chdbPath: path.resolve(config.dataDir, 'clickhouse'),
-  })
+  const store = await openStore(storeOptions(config))
   try {
     await migrate(store, logger)
   } catch (err) {

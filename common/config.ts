@@ -52,6 +52,8 @@ export const ConfigSchema = z
     clickhouseUsername: z.string().default('default'),
     clickhousePassword: z.string().default(''),
     clickhouseDatabase: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/).default('cdp'),
+    /** chdb: the nice value (0–19) of its merge threads; unset: the store's default, 10 (common/store/clickhouse.ts, MERGE_THREADS_NICE). A ClickHouse server has its own `os_threads_nice_value_merge_mutate`. */
+    chdbMergeNice: z.coerce.number().int().min(0).max(19).optional(),
     /** Largest batch a consumer hands to its sink, and the longest it waits to fill one. */
     batchSize: z.coerce.number().int().min(1).max(100_000).default(5000),
     batchMaxWaitMs: z.coerce.number().int().min(1).max(60_000).default(200),
@@ -175,6 +177,7 @@ export const ENV_NAMES: Record<keyof z.input<typeof ConfigSchema>, string> = {
   clickhouseUsername: 'CLICKHOUSE_USERNAME',
   clickhousePassword: 'CLICKHOUSE_PASSWORD',
   clickhouseDatabase: 'CLICKHOUSE_DATABASE',
+  chdbMergeNice: 'CDP_CHDB_MERGE_NICE',
   batchSize: 'CDP_BATCH_SIZE',
   batchMaxWaitMs: 'CDP_BATCH_MAX_WAIT_MS',
   projectionBatchSize: 'CDP_PROJECTION_BATCH_SIZE',

@@ -7,7 +7,7 @@ import { KafkaEventLog } from '../eventlog/kafka.ts'
 import { ConfluentSchemaRegistry, EmbeddedSchemaRegistry, type SchemaRegistryPort } from '../eventlog/schema-registry.ts'
 import { EventCodec } from '../eventlog/codec.ts'
 import { ALL_TOPICS, TOPICS } from '../topics.ts'
-import { migrate, openStore, type Store } from '../store/clickhouse.ts'
+import { migrate, openStore, type Store, type StoreOptions } from '../store/clickhouse.ts'
 import { maskUrlPassword } from '../config.ts'
 
 /** The adapters a process works with, chosen once from the config. */
@@ -67,18 +67,24 @@ export async function inputPartitions(log: EventLog, config: Config, logger: Log
  * Opens the event log (topics created, schemas registered) and the store (migrated).
  * The composition roots (cli/start.ts, the tests, the benchmark) all come through here.
  */
+/** The store of a configuration: its ClickHouse server, else chdb under the data directory. */
+export function storeOptions(config: Config): StoreOptions {
+  return {
+    url: config.clickhouseUrl,
+    username: config.clickhouseUsername,
+    password: config.clickhousePassword,
+    database: config.clickhouseDatabase,
+    chdbPath: path.resolve(config.dataDir, 'clickhouse'),
+    mergeNice: config.chdbMergeNice,
+  }
+}
+
 export async function openRuntime(config: Config, logger: Logger, opts: { apiUrl?: string; store?: Store } = {}): Promise<Runtime> {
   const { log, codec } = await openEventLog(config, logger, opts)
   try {
     const store =
       opts.store ??
-      (await openStore({
-        url: config.clickhouseUrl,
-        username: config.clickhouseUsername,
-        password: config.clickhousePassword,
-        database: config.clickhouseDatabase,
-        chdbPath: path.resolve(config.dataDir, 'clickhouse'),
-      }))
+      (await openStore(storeOptions(config)))
     await migrate(store, logger)
     const partitions = await inputPartitions(log, config, logger)
     logger.info(

@@ -28,7 +28,20 @@ export interface StoreOptions {
   password?: string
   database: string
   chdbPath?: string
+  /**
+   * chdb: the Linux nice value of its merge threads (ClickHouse's `os_threads_nice_value_merge_mutate`,
+   * 0–19; default MERGE_THREADS_NICE). Merges then take the CPU that inserts and queries leave.
+   */
+  mergeNice?: number
 }
+
+/**
+ * chdb's merge threads run at this nice value unless told otherwise. At 0, on two cores, the
+ * background merges of the projection's parts took the CPU the ingest needed: up to 2.5 of the
+ * 14 CPU-seconds of a million events, and the pipeline's rate fell with them. Niced, they run in
+ * the gaps and catch up once the backlog is in (docs/analytics-performance.md, "Ingest").
+ */
+export const MERGE_THREADS_NICE = 10
 
 /**
  * The store port: an @clickhouse/client, talking to a server over HTTP or to chdb in-process.
@@ -51,7 +64,7 @@ export async function openStore(opts: StoreOptions): Promise<Store> {
   const { createChdbConnection } = await import('chdb/connection')
   const chdbPath = opts.chdbPath ?? ':memory:'
   if (chdbPath !== ':memory:') fs.mkdirSync(chdbPath, { recursive: true })
-  const connection = createChdbConnection({ path: chdbPath })
+  const connection = await withEngineArgs(chdbPath, [`--os_threads_nice_value_merge_mutate=${opts.mergeNice ?? MERGE_THREADS_NICE}`], () => createChdbConnection({ path: chdbPath }))
   const client = createClient({
     connection,
     clickhouse_settings: SESSION_SETTINGS,
@@ -71,6 +84,24 @@ export async function openStore(opts: StoreOptions): Promise<Store> {
     }
   }
   return client
+}
+
+/**
+ * `connect()` with chdb's engine started with these server settings (`clickhouse local` arguments).
+ * The engine takes them only when it starts, at the first connection to a data directory, and the
+ * clickhouse-js connection passes none: a chdb session opened with them just before starts it so,
+ * and the connection keeps the engine once the session is closed. An engine already running for
+ * this directory keeps its own settings. In memory (tests) there is no directory to start it on.
+ */
+async function withEngineArgs<T>(chdbPath: string, args: string[], connect: () => T): Promise<T> {
+  if (chdbPath === ':memory:') return connect()
+  const { Session } = await import('chdb')
+  const starter = new Session(chdbPath, { connectionArgs: args })
+  try {
+    return connect()
+  } finally {
+    starter.close()
+  }
 }
 
 /** Where a chdb store's inserts put their rows, by client. */
