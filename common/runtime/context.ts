@@ -63,10 +63,6 @@ export async function inputPartitions(log: EventLog, config: Config, logger: Log
   return n
 }
 
-/**
- * Opens the event log (topics created, schemas registered) and the store (migrated).
- * The composition roots (cli/start.ts, the tests, the benchmark) all come through here.
- */
 /** The store of a configuration: its ClickHouse server, else chdb under the data directory. */
 export function storeOptions(config: Config): StoreOptions {
   return {
@@ -79,6 +75,10 @@ export function storeOptions(config: Config): StoreOptions {
   }
 }
 
+/**
+ * Opens the event log (topics created, schemas registered) and the store (migrated).
+ * The composition roots (cli/start.ts, the tests, the benchmark) all come through here.
+ */
 export async function openRuntime(config: Config, logger: Logger, opts: { apiUrl?: string; store?: Store } = {}): Promise<Runtime> {
   const { log, codec } = await openEventLog(config, logger, opts)
   try {

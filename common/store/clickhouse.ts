@@ -37,7 +37,7 @@ export interface StoreOptions {
 
 /**
  * chdb's merge threads run at this nice value unless told otherwise. At 0, on two cores, the
- * background merges of the projection's parts took the CPU the ingest needed: up to 2.5 of the
+ * background merges of the projection's parts took the CPU the ingest needed: up to 2.7 of the
  * 14 CPU-seconds of a million events, and the pipeline's rate fell with them. Niced, they run in
  * the gaps and catch up once the backlog is in (docs/analytics-performance.md, "Ingest"). ClickHouse
  * applies it only with the CAP_SYS_NICE capability (root has it), and does nothing otherwise.
