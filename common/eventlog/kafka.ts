@@ -154,13 +154,14 @@ export class KafkaEventLog implements EventLog {
         }
       },
     })
-    return {
-      stop: async () => {
-        await consumer.stop()
-        await consumer.disconnect()
-        this.consumers.delete(consumer)
-      },
-    }
+    return { stop: () => this.leave(consumer) }
+  }
+
+  /** Stops a consumer and leaves its group. */
+  private async leave(consumer: Consumer): Promise<void> {
+    await consumer.stop()
+    await consumer.disconnect()
+    this.consumers.delete(consumer)
   }
 
   /**
@@ -233,9 +234,7 @@ export class KafkaEventLog implements EventLog {
         try {
           await Promise.all([...flows.values()].map((f) => f.drain()))
         } finally {
-          await consumer.stop()
-          await consumer.disconnect()
-          this.consumers.delete(consumer)
+          await this.leave(consumer)
         }
       },
     }
