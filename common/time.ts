@@ -31,7 +31,8 @@ export function storedTime(ms: number | null | undefined): number | string | nul
   return Number.isSafeInteger(ms) && ms >= 0 && ms <= MAX_DATETIME64_MS ? ms : iso(ms)
 }
 
-const MAX_DATETIME64_MS = 10_413_791_999_999 // 2299-12-31T23:59:59.999Z, DateTime64's last
+/** DateTime64's last millisecond (2299-12-31T23:59:59.999Z): a later time is stored as its ISO text. */
+export const MAX_DATETIME64_MS = 10_413_791_999_999 // 2299-12-31T23:59:59.999Z, DateTime64's last
 
 /** The UTC day (days since 1970-01-01) as YYYY-MM-DD, cached: rows of one tenant share few days. */
 export function isoDay(day: number): string {

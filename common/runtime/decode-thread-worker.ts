@@ -32,19 +32,31 @@ export class ThreadSchemas {
     for (const [id, schema] of schemas) this.types.set(id, avroType(schema))
   }
 
+  /** The type of a writer schema this thread was given. */
+  type(id: number): avsc.Type | undefined {
+    return this.types.get(id)
+  }
+
   /**
    * Each record of a job, in order: `take(i, value)` for a value this thread reads as the expected
    * type (null: none is read), then `after(i)` for every record. A record whose reading or taking
    * throws is left to the main thread, which judges it as its own decode would; `take` must then
-   * have kept nothing of it.
+   * have kept nothing of it. A record `direct(i, values, start, end)` takes from its bytes (true)
+   * is not read.
    */
-  each(job: DecodeJob<unknown>, expected: string | null, take: (i: number, value: object) => void, after?: (i: number) => void): void {
+  each(
+    job: DecodeJob<unknown>,
+    expected: string | null,
+    take: (i: number, value: object) => void,
+    after?: (i: number) => void,
+    direct?: (i: number, values: Buffer, start: number, end: number) => boolean,
+  ): void {
     const values = Buffer.from(job.values.buffer, job.values.byteOffset, job.values.length)
     let start = 0
     for (let i = 0; i < job.ends.length; i++) {
       const end = job.ends[i]!
       try {
-        const value = expected === null ? null : this.read(values, start, end, expected)
+        const value = expected === null || direct?.(i, values, start, end) ? null : this.read(values, start, end, expected)
         if (value) take(i, value)
       } catch {
         // Left to the main thread (an undecodable value, a rule that threw, a row RowBinary refused).

@@ -3,10 +3,13 @@ import { indexIn, serveDecodeJobs, ThreadSchemas, type DecodeJob } from '../../c
 import { ByteWriter, encoderFor, RowEncoder } from '../../common/store/row-binary.ts'
 import { orderSemanticErrors } from '../../common/event-rules.ts'
 import { orderEventValues } from './rows.ts'
+import { currencyText, orderRowTranscoder, type OrderRowTranscoder } from './order-row-transcoder.ts'
 
 /**
  * The decode thread of the projection (order-rows.ts): order records' values in, their
- * `order_events` rows out as one RowBinary body. Only what is certain is done here: a record whose
+ * `order_events` rows out as one RowBinary body. A record its writer schema's transcoder takes
+ * (order-row-transcoder.ts) goes from its Avro bytes to its row without being decoded; the others
+ * are decoded by avsc and checked here. Only what is certain is done here: a record whose
  * schema this thread was not given, that does not decode exactly, is of another type, breaks an
  * order rule or has a value RowBinary does not take is left to the main thread (`handled` 0),
  * which decodes it again and says why. The currency check needs the store: the main thread does
@@ -35,15 +38,24 @@ export interface OrderRowsReply {
 interface Setup {
   rows: RowEncoder
   expected: string
+  types: string[]
 }
 
 export class OrderRowsDecoder {
   private setup: Setup | null = null
   private readonly schemas = new ThreadSchemas()
+  /** By writer schema id: its transcoder, or null where it has none (order-row-transcoder.ts). */
+  private readonly transcoders = new Map<number, OrderRowTranscoder | null>()
+
+  /** `transcode` false: every record is decoded by avsc (the tests' reference). */
+  constructor(private readonly transcode = true) {}
 
   /** The job's rows; pure apart from the schemas and setup it keeps for the next jobs. */
   rows(job: DecodeJob<OrderRowsSetup>): OrderRowsReply {
-    if (job.setup) this.setup = { rows: new RowEncoder(job.setup.types.map(encoderFor)), expected: job.setup.expected }
+    if (job.setup) {
+      this.setup = { rows: new RowEncoder(job.setup.types.map(encoderFor)), expected: job.setup.expected, types: job.setup.types }
+      this.transcoders.clear()
+    }
     this.schemas.add(job.schemas)
     const setup = this.setup
     if (!setup) throw new Error('no setup sent to the order rows thread')
@@ -54,6 +66,9 @@ export class OrderRowsDecoder {
     const tenants = new Float64Array(n)
     const currencyOf = new Uint16Array(n)
     const currencies: string[] = []
+    // The transcoders' currencies (three letters as a number) and their index in `currencies`.
+    let lastCode = -1
+    let lastIndex = 0
     this.schemas.each(
       job,
       setup.expected,
@@ -67,8 +82,34 @@ export class OrderRowsDecoder {
         currencyOf[i] = indexIn(currencies, event.currency)
       },
       (i) => (rowEnds[i] = w.pos),
+      this.transcode
+        ? (i, values, start, end) => {
+            const t = end - start >= 5 ? this.transcoderOf(values.readUInt32BE(start + 1), setup) : null
+            if (!t?.row(w, values, start, end, job.now)) return false
+            handled[i] = 1
+            tenants[i] = t.tenant
+            if (t.currency !== lastCode) {
+              lastCode = t.currency
+              lastIndex = indexIn(currencies, currencyText(lastCode))
+            }
+            currencyOf[i] = lastIndex
+            return true
+          }
+        : undefined,
     )
     return { id: job.id, body: w.buf.subarray(0, w.pos), rowEnds, handled, tenants, currencyOf, currencies }
+  }
+
+  /** The transcoder of a writer schema this thread was given, made at its first record. */
+  private transcoderOf(id: number, setup: Setup): OrderRowTranscoder | null {
+    let t = this.transcoders.get(id)
+    if (t === undefined) {
+      const type = this.schemas.type(id)
+      if (!type) return null // not given (yet): the general way leaves the record to the main thread
+      t = orderRowTranscoder(type, setup.expected, setup.types)
+      this.transcoders.set(id, t)
+    }
+    return t
   }
 }
 

@@ -7,6 +7,7 @@ import { EmbeddedSchemaRegistry } from '../../common/eventlog/schema-registry.ts
 import { projectionPipeline } from '../../pipelines/projection/pipeline.ts'
 import { ORDER_EVENT_COLUMNS, orderEventValues } from '../../pipelines/projection/rows.ts'
 import { OrderRowsDecoder } from '../../pipelines/projection/order-rows-worker.ts'
+import { ORDER_EVENT_COLUMN_TYPES } from '../../pipelines/projection/order-row-transcoder.ts'
 import { OrderRowsThread } from '../../pipelines/projection/order-rows.ts'
 import { publishEvents } from '../../pipelines/ingest/publisher.ts'
 import { generateOrderEvents } from '../../pipelines/ingest/synthetic/generate.ts'
@@ -77,6 +78,16 @@ describe('OrderRowsDecoder (the thread side)', () => {
       setup: { types: encoding.types, expected: codec.expectedType(TOPICS.orders.name)! },
     })
     expect([...reply.handled]).toEqual([1, 0, 0, 0, 0, 0, 0, 0, 1, 1])
+    // The table is the one the transcoder writes rows of (its column types are migration 001's)...
+    expect(encoding.types).toEqual([...ORDER_EVENT_COLUMN_TYPES])
+    // ...and the thread answers the same with it as with avsc's decode of every record.
+    const job = () => ({
+      id: 1, topic: TOPICS.orders.name, values: bytes, ends, now: Date.now(),
+      schemas: [[schemaId, codec.registry.knownSchema(schemaId)!]] as [number, string][],
+      setup: { types: encoding.types, expected: codec.expectedType(TOPICS.orders.name)! },
+    })
+    expect(new OrderRowsDecoder(false).rows(job())).toEqual(reply)
+    expect(new OrderRowsDecoder(true).rows(job())).toEqual(reply)
     expect([...reply.tenants].filter((_, i) => reply.handled[i])).toEqual([5, 5, 7])
     expect([...reply.currencyOf].filter((_, i) => reply.handled[i]).map((c) => reply.currencies[c])).toEqual(['ARS', 'ARS', 'USD'])
     // The rows, byte for byte, are what the main thread encodes of the events it decodes.
