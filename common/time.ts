@@ -32,7 +32,7 @@ export function storedTime(ms: number | null | undefined): number | string | nul
 }
 
 /** DateTime64's last millisecond (2299-12-31T23:59:59.999Z): a later time is stored as its ISO text. */
-export const MAX_DATETIME64_MS = 10_413_791_999_999 // 2299-12-31T23:59:59.999Z, DateTime64's last
+export const MAX_DATETIME64_MS = 10_413_791_999_999
 
 /** The UTC day (days since 1970-01-01) as YYYY-MM-DD, cached: rows of one tenant share few days. */
 export function isoDay(day: number): string {

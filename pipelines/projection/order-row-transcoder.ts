@@ -4,6 +4,7 @@ import { ORDER_EVENT_TYPES } from '../../common/events.ts'
 import { FUTURE_TOLERANCE_MS, MAX_QUANTITY, MAX_TIMESTAMP, MIN_TIMESTAMP } from '../../common/event-rules.ts'
 import { MAX_DATETIME64_MS } from '../../common/time.ts'
 import type { ByteWriter } from '../../common/store/row-binary.ts'
+import { ORDER_EVENT_COLUMNS } from './rows.ts'
 
 /**
  * An order event's Avro bytes straight into its `order_events` RowBinary row, for the events that
@@ -39,6 +40,10 @@ export interface OrderRowTranscoder {
 export function currencyText(code: number): string {
   return String.fromCharCode(code >>> 16, (code >>> 8) & 0xff, code & 0xff)
 }
+
+/** The columns `row` writes, in its order: ORDER_EVENT_COLUMNS', or it makes no transcoder. */
+const WRITES = ['tenant_id', 'customer_id', 'order_id', 'event_id', 'event_type', 'status', 'total', 'refunded_amount', 'currency', 'items', 'placed_at', 'occurred_at', 'source']
+const WRITES_ORDER_EVENT_COLUMNS = WRITES.length === ORDER_EVENT_COLUMNS.length && WRITES.every((c, k) => c === ORDER_EVENT_COLUMNS[k])
 
 /** order_events' column types (schemas/clickhouse/001), in ORDER_EVENT_COLUMNS' order, as system.columns names them. */
 export const ORDER_EVENT_COLUMN_TYPES = [
@@ -116,7 +121,7 @@ function planOf(t: Typed, names: readonly string[], accepts: (code: number, t: T
  */
 export function orderRowTranscoder(type: avsc.Type, expected: string, columnTypes: readonly string[]): OrderRowTranscoder | null {
   const t = type as Typed
-  if (t.typeName !== 'record' || t.name !== expected) return null
+  if (!WRITES_ORDER_EVENT_COLUMNS || t.typeName !== 'record' || t.name !== expected) return null
   if (columnTypes.length !== ORDER_EVENT_COLUMN_TYPES.length || columnTypes.some((c, k) => c !== ORDER_EVENT_COLUMN_TYPES[k])) return null
   let symbols: Int8Array | null = null
   let refundedNull = -1
