@@ -10,7 +10,7 @@ import { ORDER_EVENT_COLUMNS } from './rows.ts'
  * An order event's Avro bytes straight into its `order_events` RowBinary row, for the events that
  * certainly pass the order rules: no event object, no JS string, no decimal text. The projection's
  * decode thread (order-rows-worker.ts) spent about 3.3 µs an event decoding each with avsc, checking
- * it and encoding its row; this takes about 1.2 µs (docs/analytics-performance.md, "Ingest").
+ * it and encoding its row; this takes about 1.5 µs (docs/analytics-performance.md, "Ingest").
  *
  * It is a fast path, never the judge. A record it does not take (`row` returns false, having written
  * nothing) goes the way every record went before: decoded by avsc, checked by orderSemanticErrors,
@@ -22,8 +22,9 @@ import { ORDER_EVENT_COLUMNS } from './rows.ts'
  *   starting with a printable ASCII character (the rules' own quick non-blank test);
  * - every order rule of event-rules.ts holding, stated here on numbers (a change to those rules needs
  *   one here: test/projection/order-row-transcoder.test.ts compares both on events broken in every field);
- * - integers and line sums within the safe integers, decimals of at most six bytes and 15 digits,
- *   times that DateTime64 stores as they are, and nothing after the record's last field.
+ * - longs within what avsc reads (±(2^53 − 2)), line sums within the safe integers, decimals of at
+ *   most six bytes and 15 digits, times that DateTime64 stores as they are, and nothing after the
+ *   record's last field.
  */
 export interface OrderRowTranscoder {
   /**
