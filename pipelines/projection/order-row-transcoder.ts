@@ -3,7 +3,7 @@ import type avsc from 'avsc'
 import { ORDER_EVENT_TYPES } from '../../common/events.ts'
 import { FUTURE_TOLERANCE_MS, MAX_QUANTITY, MAX_TIMESTAMP, MIN_TIMESTAMP } from '../../common/event-rules.ts'
 import { MAX_DATETIME64_MS } from '../../common/time.ts'
-import type { ByteWriter } from '../../common/store/row-binary.ts'
+import { ByteWriter } from '../../common/store/row-binary.ts'
 import { ORDER_EVENT_COLUMNS } from './rows.ts'
 
 /**
@@ -173,6 +173,11 @@ class Transcoder implements OrderRowTranscoder {
   private readonly len = new Int32Array(FIELDS.length)
   private readonly num = new Float64Array(FIELDS.length)
   private itemCount = 0
+  /** The last text read (text()). */
+  private textStart = 0
+  private textLen = 0
+  /** The items' tuples of the record being read (items()). */
+  private readonly itemRows = new ByteWriter(256)
 
   constructor(
     private readonly plan: Uint8Array,
@@ -188,7 +193,7 @@ class Transcoder implements OrderRowTranscoder {
     this.p = start + 5
     this.end = end
     if (!this.read() || this.p !== end || !this.holds(now)) return false
-    this.write(w, end - start)
+    this.write(w)
     return true
   }
 
@@ -258,9 +263,13 @@ class Transcoder implements OrderRowTranscoder {
     return occurred <= now + FUTURE_TOLERANCE_MS && num[PLACED_AT]! <= occurred
   }
 
-  /** Reads the items (every block), checking each; their lines' sum goes to num[ITEMS], where it stays a safe integer. */
+  /**
+   * Reads the items (every block), checking each, and writes their tuples to `itemRows` (the row
+   * takes them once every field is read); their lines' sum goes to num[ITEMS], a safe integer.
+   */
   private items(): boolean {
-    this.start[ITEMS] = this.p
+    const rows = this.itemRows
+    rows.pos = 0
     let count = 0
     let sum = 0
     for (let n = this.long(); n !== 0; n = this.long()) {
@@ -271,17 +280,25 @@ class Transcoder implements OrderRowTranscoder {
       }
       count += n
       for (; n > 0; n--) {
+        let sku = 0
+        let skuLen = 0
+        let name = -1
+        let nameLen = 0
         let quantity = NaN
         let price = NaN
         for (let k = 0; k < this.itemPlan.length; k++) {
           switch (this.itemPlan[k]!) {
             case SKU:
               if (!this.text(-1, true)) return false
+              sku = this.textStart
+              skuLen = this.textLen
               break
             case NAME: {
               const branch = this.long()
               if (branch === 1 - this.nameNull) {
                 if (!this.text(-1, false)) return false
+                name = this.textStart
+                nameLen = this.textLen
               } else if (branch !== this.nameNull) return false
               break
             }
@@ -296,6 +313,15 @@ class Transcoder implements OrderRowTranscoder {
         const line = quantity * price
         sum += line
         if (!Number.isSafeInteger(line) || !Number.isSafeInteger(sum)) return false
+        // The tuple, in its order: sku, name, quantity, unit_price.
+        this.bytes(rows, sku, skuLen)
+        if (name < 0) rows.u8(1)
+        else {
+          rows.u8(0)
+          this.bytes(rows, name, nameLen)
+        }
+        rows.int(quantity, 4)
+        rows.int64(price)
       }
     }
     this.itemCount = count
@@ -305,7 +331,7 @@ class Transcoder implements OrderRowTranscoder {
 
   /**
    * A string of valid UTF-8 within the record; its start and length kept as field `f`'s (not for
-   * -1). A required one starts with a printable ASCII character.
+   * -1), and as the last text's. A required one starts with a printable ASCII character.
    */
   private text(f: number, required: boolean): boolean {
     const n = this.long()
@@ -320,6 +346,8 @@ class Transcoder implements OrderRowTranscoder {
       this.start[f] = s
       this.len[f] = n
     }
+    this.textStart = s
+    this.textLen = n
     this.p = s + n
     return true
   }
@@ -363,112 +391,48 @@ class Transcoder implements OrderRowTranscoder {
   }
 
   /** The row, in ORDER_EVENT_COLUMNS' order, from what read() kept. */
-  private write(w: ByteWriter, recordBytes: number): void {
+  private write(w: ByteWriter): void {
     const { num } = this
-    // A byte of the record becomes at most nine of the row (a one-byte varint an Int64 and its null
-    // flag); the event type's one byte its name, at most 15.
-    w.ensure(recordBytes * 9 + 64)
-    this.int64(w, num[TENANT_ID]!)
-    this.int64(w, num[CUSTOMER_ID]!)
+    w.int64(num[TENANT_ID]!)
+    w.int64(num[CUSTOMER_ID]!)
     this.string(w, ORDER_ID)
     this.string(w, EVENT_ID)
     const symbol = SYMBOLS[num[EVENT_TYPE]!]!
+    w.ensure(symbol.length + 1)
     w.buf[w.pos++] = symbol.length
     w.buf.set(symbol, w.pos)
     w.pos += symbol.length
     this.string(w, STATUS)
-    this.int64(w, num[TOTAL]!)
+    w.int64(num[TOTAL]!)
     const refunded = num[REFUNDED]!
-    if (Number.isNaN(refunded)) w.buf[w.pos++] = 1
+    if (Number.isNaN(refunded)) w.u8(1)
     else {
-      w.buf[w.pos++] = 0
-      this.int64(w, refunded)
+      w.u8(0)
+      w.int64(refunded)
     }
     this.string(w, CURRENCY)
-    this.writeItems(w)
-    this.int64(w, num[PLACED_AT]!)
-    this.int64(w, num[OCCURRED_AT]!)
-    this.string(w, SOURCE)
-  }
-
-  /** The items again, from their start: read() checked them all. */
-  private writeItems(w: ByteWriter): void {
+    const items = this.itemRows
     w.varint(this.itemCount)
-    this.p = this.start[ITEMS]!
-    for (let n = this.long(); n !== 0; n = this.long()) {
-      if (n < 0) {
-        n = -n
-        this.long()
-      }
-      for (; n > 0; n--) {
-        // The tuple's order: sku, name, quantity, unit_price.
-        let sku = 0
-        let skuLen = 0
-        let name = -1
-        let nameLen = 0
-        let quantity = 0
-        let price = 0
-        for (let k = 0; k < this.itemPlan.length; k++) {
-          switch (this.itemPlan[k]!) {
-            case SKU:
-              skuLen = this.long()
-              sku = this.p
-              this.p += skuLen
-              break
-            case NAME:
-              if (this.long() !== this.nameNull) {
-                nameLen = this.long()
-                name = this.p
-                this.p += nameLen
-              }
-              break
-            case QUANTITY:
-              quantity = this.long()
-              break
-            default:
-              price = this.cents()
-          }
-        }
-        this.bytes(w, sku, skuLen)
-        if (name < 0) w.buf[w.pos++] = 1
-        else {
-          w.buf[w.pos++] = 0
-          this.bytes(w, name, nameLen)
-        }
-        w.int(quantity, 4)
-        this.int64(w, price)
-      }
-    }
+    w.ensure(items.pos)
+    w.buf.set(items.buf.subarray(0, items.pos), w.pos)
+    w.pos += items.pos
+    w.int64(num[PLACED_AT]!)
+    w.int64(num[OCCURRED_AT]!)
+    this.string(w, SOURCE)
   }
 
   private string(w: ByteWriter, f: number): void {
     this.bytes(w, this.start[f]!, this.len[f]!)
   }
 
-  /** A RowBinary String: its length as a varint, then the bytes (w has room: write's ensure). */
+  /** A RowBinary String: its length as a varint, then the record's bytes b[s, s + n). */
   private bytes(w: ByteWriter, s: number, n: number): void {
     w.varint(n)
+    w.ensure(n)
     const buf = w.buf
     const b = this.b
     if (n < 32) for (let i = 0; i < n; i++) buf[w.pos + i] = b[s + i]!
     else buf.set(b.subarray(s, s + n), w.pos)
     w.pos += n
-  }
-
-  /** A safe integer as 8 bytes, two's complement, little-endian (ByteWriter.int64 without its own room check). */
-  private int64(w: ByteWriter, v: number): void {
-    const buf = w.buf
-    const p = w.pos
-    const lo = v >>> 0
-    const hi = Math.floor(v / 4294967296) | 0
-    buf[p] = lo
-    buf[p + 1] = lo >>> 8
-    buf[p + 2] = lo >>> 16
-    buf[p + 3] = lo >>> 24
-    buf[p + 4] = hi
-    buf[p + 5] = hi >>> 8
-    buf[p + 6] = hi >>> 16
-    buf[p + 7] = hi >>> 24
-    w.pos = p + 8
   }
 }
