@@ -141,11 +141,12 @@ function columnName(k: number): string {
   return s
 }
 
-/** An inline string's text element; spaces at its ends are kept. */
+/** An inline string's text element; spaces, tabs and line breaks at its ends are kept. */
 function text(s: string): string {
   const t = escapeXml(s)
-  return s.length && (s[0] === ' ' || s[s.length - 1] === ' ' || s[0] === '\n' || s[s.length - 1] === '\n' || s[0] === '\t' || s[s.length - 1] === '\t') ? `<t xml:space="preserve">${t}</t>` : `<t>${t}</t>`
+  return EDGE_SPACE.test(s) ? `<t xml:space="preserve">${t}</t>` : `<t>${t}</t>`
 }
+const EDGE_SPACE = /^[ \t\n]|[ \t\n]$/
 
 const XML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' }
 function escapeXml(s: string): string {
