@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto'
+import { newEventId } from '../../common/event-id.ts'
 import { customerKey, type CustomerFeatures, type SegmentChanged } from '../../common/events.ts'
 import { partitionFor } from '../../common/eventlog/partitioner.ts'
 import { centsText } from '../../common/decimal.ts'
@@ -127,7 +127,7 @@ const SOURCE = 'cdp.features'
 // costs about a microsecond a key in V8 (16 µs for a features event), a literal 0.2 µs in all.
 export function featuresEvent(c: CustomerIdentity, agg: CustomerAggregates, v: FeatureValues, now: number): CustomerFeatures {
   return {
-    event_id: randomUUID(), tenant_id: c.tenantId, occurred_at: now, source: SOURCE, customer_id: c.customerId,
+    event_id: newEventId(), tenant_id: c.tenantId, occurred_at: now, source: SOURCE, customer_id: c.customerId,
     first_order_at: agg.firstOrderAt,
     last_order_at: agg.lastOrderAt,
     order_count: agg.orderCount,
@@ -149,7 +149,7 @@ export function featuresEvent(c: CustomerIdentity, agg: CustomerAggregates, v: F
 
 export function segmentChangedEvent(c: CustomerIdentity, prev: { segment: string | null; rfmScore: string | null }, v: FeatureValues, now: number): SegmentChanged {
   return {
-    event_id: randomUUID(), tenant_id: c.tenantId, occurred_at: now, source: SOURCE, customer_id: c.customerId,
+    event_id: newEventId(), tenant_id: c.tenantId, occurred_at: now, source: SOURCE, customer_id: c.customerId,
     previous_segment: prev.segment,
     segment: v.segment,
     previous_rfm_score: prev.rfmScore,

@@ -6,7 +6,7 @@
  * the order the events arrived in, on duplicates or on a crash in between (a resolution that did
  * not finish is simply done again). docs/identity.md.
  */
-import { randomUUID } from 'node:crypto'
+import { newEventId } from '../../common/event-id.ts'
 import type { EventCodec } from '../../common/eventlog/codec.ts'
 import type { EventLog } from '../../common/eventlog/port.ts'
 import type { Logger } from '../../common/logger.ts'
@@ -47,7 +47,7 @@ export interface TenantResolved {
  * including a new customer's own (every customer is its own profile until it is resolved).
  */
 export function profileEvents(tenantId: number, before: ReadonlyMap<number, number>, after: Resolution, now: number): ProfileChanged[] {
-  const header = (profile_id: number) => ({ event_id: randomUUID(), tenant_id: tenantId, occurred_at: now, source: 'identity', profile_id })
+  const header = (profile_id: number) => ({ event_id: newEventId(), tenant_id: tenantId, occurred_at: now, source: 'identity', profile_id })
   const membersBefore = new Map<number, Set<number>>()
   for (const [customer, profile] of before) {
     const m = membersBefore.get(profile) ?? new Set<number>()
