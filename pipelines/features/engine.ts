@@ -956,7 +956,14 @@ export class FeatureEngine {
  * meanwhile wins), so they are stored with its next write.
  */
 class Update {
-  private before: { version: number; segment: string | null; score: string | null; last: number; deleted: boolean } | null = null
+  // What take() replaced, as fields rather than an object of their own: a write's updates live
+  // until its inserts end, through young-generation collections that copy whatever they hold.
+  private taken = false
+  private beforeVersion = 0
+  private beforeSegment: string | null = null
+  private beforeScore: string | null = null
+  private beforeLast = NaN
+  private beforeDeleted = false
   private facts: Map<string, OrderFact> | null = null
 
   constructor(
@@ -970,7 +977,12 @@ class Update {
 
   take(): void {
     const c = this.c
-    this.before = { version: c.rowVersion, segment: c.emittedSegment, score: c.emittedScore, last: c.last, deleted: c.deleted }
+    this.taken = true
+    this.beforeVersion = c.rowVersion
+    this.beforeSegment = c.emittedSegment
+    this.beforeScore = c.emittedScore
+    this.beforeLast = c.last
+    this.beforeDeleted = c.deleted
     this.facts = c.dirtyOrders
     c.rowVersion = this.version
     c.emittedSegment = this.segment
@@ -983,13 +995,12 @@ class Update {
 
   rollBack(): void {
     const c = this.c
-    const b = this.before
-    if (b && c.rowVersion === this.version) {
-      c.rowVersion = b.version
-      c.emittedSegment = b.segment
-      c.emittedScore = b.score
-      c.last = b.last
-      c.deleted = b.deleted
+    if (this.taken && c.rowVersion === this.version) {
+      c.rowVersion = this.beforeVersion
+      c.emittedSegment = this.beforeSegment
+      c.emittedScore = this.beforeScore
+      c.last = this.beforeLast
+      c.deleted = this.beforeDeleted
     }
     for (const [orderId, f] of this.facts ?? []) {
       const pending = c.dirtyOrders?.get(orderId)
