@@ -68,17 +68,19 @@ class PartitionLog {
     this.positions[this.count++] = pos
   }
 
-  /** Appends and fsyncs; resolves with the first offset. Appends are serialised per partition. */
-  append(frames: Buffer[]): Promise<number> {
+  /**
+   * Appends frames laid end to end in `frames` (`lengths`: each one's bytes) and fsyncs; resolves
+   * with the first offset. Appends are serialised per partition.
+   */
+  append(frames: Buffer, lengths: readonly number[]): Promise<number> {
     const run = this.appending.then(async () => {
       const first = this.count
-      const buf = Buffer.concat(frames)
-      await this.fd.write(buf, 0, buf.length, this.size)
+      await this.fd.write(frames, 0, frames.length, this.size)
       await this.fd.datasync()
       let pos = this.size
-      for (const f of frames) {
+      for (const n of lengths) {
         this.index(pos)
-        pos += f.length
+        pos += n
       }
       this.size = pos
       return first
@@ -125,17 +127,27 @@ class PartitionLog {
 }
 
 /** The frame of record `r` whose key's bytes are `key`. */
-function encodeFrame(key: Buffer | null, r: OutRecord, timestamp: number): Buffer {
-  const headers = r.headers ? Object.entries(r.headers).map(([k, v]) => [Buffer.from(k), Buffer.from(v)] as const) : NO_HEADER_BYTES
-  let headerBytes = 0
-  for (let i = 0; i < headers.length; i++) headerBytes += 6 + headers[i]![0].length + headers[i]![1].length
-  const len = 8 + 4 + (key?.length ?? 0) + 4 + (r.value?.length ?? 0) + 2 + headerBytes
-  const buf = Buffer.allocUnsafe(FRAME_HEADER + len)
-  let p = FRAME_HEADER
+/** A record's header bytes, when it has headers: each name and value as bytes. */
+type HeaderBytes = readonly (readonly [Buffer, Buffer])[]
+
+function headerBytesOf(r: OutRecord): HeaderBytes {
+  return r.headers ? Object.entries(r.headers).map(([k, v]) => [Buffer.from(k), Buffer.from(v)] as const) : NO_HEADER_BYTES
+}
+
+/** The bytes of a record's frame: its header (FRAME_HEADER) and its body. */
+function frameLength(key: Buffer | null, value: Buffer | null, headers: HeaderBytes): number {
+  let len = FRAME_HEADER + 8 + 4 + (key?.length ?? 0) + 4 + (value?.length ?? 0) + 2
+  for (let i = 0; i < headers.length; i++) len += 6 + headers[i]![0].length + headers[i]![1].length
+  return len
+}
+
+/** Writes a record's frame at buf[at, end), end - at being its frameLength. */
+function writeFrame(buf: Buffer, at: number, end: number, key: Buffer | null, value: Buffer | null, headers: HeaderBytes, timestamp: number): void {
+  let p = at + FRAME_HEADER
   buf.writeInt32BE(Math.floor(timestamp / 0x1_0000_0000), p)
   buf.writeUInt32BE(timestamp % 0x1_0000_0000 >>> 0, p + 4); p += 8
   p = writeBytes(buf, p, key)
-  p = writeBytes(buf, p, r.value)
+  p = writeBytes(buf, p, value)
   buf.writeUInt16BE(headers.length, p); p += 2
   for (const [k, v] of headers) {
     buf.writeUInt16BE(k.length, p); p += 2
@@ -143,9 +155,8 @@ function encodeFrame(key: Buffer | null, r: OutRecord, timestamp: number): Buffe
     buf.writeUInt32BE(v.length, p); p += 4
     v.copy(buf, p); p += v.length
   }
-  buf.writeUInt32BE(len, 0)
-  buf.writeUInt32BE(zlib.crc32(buf.subarray(FRAME_HEADER)), 4)
-  return buf
+  buf.writeUInt32BE(end - at - FRAME_HEADER, at)
+  buf.writeUInt32BE(zlib.crc32(buf.subarray(at + FRAME_HEADER, end)), at + 4)
 }
 
 function writeBytes(buf: Buffer, p: number, b: Buffer | null): number {
@@ -306,19 +317,42 @@ export class EmbeddedEventLog implements EventLog {
   async send(topic: string, records: OutRecord[]): Promise<void> {
     if (this.closed) throw new Error('event log is closed')
     const parts = this.parts(topic)
-    const byPartition = new Map<number, Buffer[]>()
     const now = Date.now()
     // Made once per send, not per record (tsx's keepNames names each closure as it is made).
     const roundRobin = () => this.rr++
-    for (const r of records) {
+    // Each partition's frames are written end to end into one buffer (its append writes that
+    // buffer as it is): no buffer a record, and no second copy to join them.
+    const keys: (Buffer | null)[] = new Array(records.length)
+    const headers: HeaderBytes[] = new Array(records.length)
+    const partitionOf = new Int32Array(records.length)
+    const lengths = new Map<number, number[]>()
+    const bytes = new Map<number, number>()
+    for (let i = 0; i < records.length; i++) {
+      const r = records[i]!
       // A key's bytes once, for its partition and its frame.
       const key = typeof r.key === 'string' ? Buffer.from(r.key) : r.key
       const p = partitionFor(key, parts.length, roundRobin)
-      let list = byPartition.get(p)
-      if (!list) byPartition.set(p, (list = []))
-      list.push(encodeFrame(key, r, now))
+      const h = headerBytesOf(r)
+      const n = frameLength(key, r.value, h)
+      keys[i] = key
+      headers[i] = h
+      partitionOf[i] = p
+      let list = lengths.get(p)
+      if (!list) lengths.set(p, (list = []))
+      list.push(n)
+      bytes.set(p, (bytes.get(p) ?? 0) + n)
     }
-    await Promise.all([...byPartition].map(([p, frames]) => parts[p]!.append(frames)))
+    const frames = new Map<number, { buf: Buffer; at: number }>()
+    for (const [p, n] of bytes) frames.set(p, { buf: Buffer.allocUnsafe(n), at: 0 })
+    for (let i = 0; i < records.length; i++) {
+      const f = frames.get(partitionOf[i]!)!
+      const key = keys[i] ?? null
+      const h = headers[i]!
+      const end = f.at + frameLength(key, records[i]!.value, h)
+      writeFrame(f.buf, f.at, end, key, records[i]!.value, h, now)
+      f.at = end
+    }
+    await Promise.all([...frames].map(([p, f]) => parts[p]!.append(f.buf, lengths.get(p)!)))
     this.appended.emit(topic)
   }
 
