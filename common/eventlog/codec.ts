@@ -3,7 +3,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { ALL_TOPICS, subjectFor, type TopicSpec } from '../topics.ts'
 import { UndecodableRecordError, type SchemaRegistryPort } from './schema-registry.ts'
-import { SchemaMismatchError, typeNameOf } from './wire-format.ts'
+import { SchemaMismatchError, typeNameOf, type FramedValues } from './wire-format.ts'
 
 export { SchemaMismatchError, typeNameOf }
 
@@ -51,10 +51,12 @@ export class EventCodec {
     return this.registry.encode(this.schemaId(topic), value)
   }
 
-  /** `encode`, or a promise of it only when the topic's schema must be fetched first: a producer of many records awaits nothing per record. */
-  encodeSoon(topic: string, value: unknown): Buffer | Promise<Buffer> {
-    const id = this.schemaId(topic)
-    return this.registry.encodeKnown(id, value) ?? this.registry.encode(id, value)
+  /**
+   * Encodes `value` into `into` when the topic's schema is known here (the rule once the codec is
+   * created) and answers true; false, with nothing added, when it must be fetched first (`encode`).
+   */
+  encodeInto(topic: string, value: unknown, into: FramedValues): boolean {
+    return this.registry.encodeKnownInto(this.schemaId(topic), value, into)
   }
 
   /** The full name of the record type `topic` carries (a value of another type is a SchemaMismatchError). */

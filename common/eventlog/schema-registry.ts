@@ -3,7 +3,7 @@ import path from 'node:path'
 import avsc from 'avsc'
 import { writeJsonAtomic } from '../json-file.ts'
 import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry'
-import { AVRO_OPTS, avroType, frame, readPayload, schemaIdOf, UndecodableRecordError } from './wire-format.ts'
+import { AVRO_OPTS, avroType, frame, readPayload, schemaIdOf, UndecodableRecordError, type FramedValues } from './wire-format.ts'
 
 /**
  * Where Avro schemas live and get their ids. Both implementations frame values in the Confluent
@@ -14,8 +14,8 @@ export interface SchemaRegistryPort {
   /** Registers `schema` under `subject` with BACKWARD compatibility; returns its id. Throws IncompatibleSchemaError. */
   register(subject: string, schema: string): Promise<number>
   encode(id: number, value: unknown): Promise<Buffer>
-  /** `encode` without a promise when schema `id` is known here (undefined when it must be fetched first). */
-  encodeKnown(id: number, value: unknown): Buffer | undefined
+  /** `encode` into `into`, without a promise, when schema `id` is known here; false (nothing added) when it must be fetched first. */
+  encodeKnownInto(id: number, value: unknown, into: FramedValues): boolean
   decode(buf: Buffer): Promise<{ schemaId: number; value: unknown }>
   /**
    * `decode` without a promise when the value's schema is already known here (undefined when it
@@ -59,9 +59,11 @@ abstract class AvroCodecBase implements SchemaRegistryPort {
     return frame(id, t, value)
   }
 
-  encodeKnown(id: number, value: unknown): Buffer | undefined {
+  encodeKnownInto(id: number, value: unknown, into: FramedValues): boolean {
     const t = this.types.get(id)
-    return t && frame(id, t, value)
+    if (!t) return false
+    into.add(id, t, value)
+    return true
   }
 
   async decode(buf: Buffer): Promise<{ schemaId: number; value: unknown }> {

@@ -44,6 +44,54 @@ export function frame(id: number, t: avsc.Type, value: unknown): Buffer {
 }
 
 /**
+ * Values framed in the Confluent wire format one after another in one buffer, as they are
+ * encoded: a producer of many records makes no buffer per value (and copies none out of a scratch
+ * buffer). `value(i)` is a view of the i-th; the buffer is never written again under a view.
+ */
+export class FramedValues {
+  private buf: Buffer
+  private at = 0
+  private readonly ends: number[] = []
+
+  constructor(initialBytes = 64 * 1024) {
+    this.buf = Buffer.allocUnsafe(initialBytes)
+  }
+
+  get length(): number {
+    return this.ends.length
+  }
+
+  /** Appends `value` framed with schema `id` (its type `t`); throws as avsc does for a value the type refuses (nothing is appended then). */
+  add(id: number, t: avsc.Type, value: unknown): void {
+    const start = this.at
+    for (;;) {
+      // avsc answers a buffer too small with a negative position: how far past its end it wrote.
+      const end = start + 5 <= this.buf.length ? t.encode(value, this.buf, start + 5) : this.buf.length - (start + 5)
+      if (end >= 0) {
+        this.buf[start] = 0
+        this.buf.writeUInt32BE(id, start + 1)
+        this.at = end
+        this.ends.push(end)
+        return
+      }
+      const grown = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.buf.length - end))
+      this.buf.copy(grown, 0, 0, start)
+      this.buf = grown
+    }
+  }
+
+  /** An empty slot, for a value encoded elsewhere (its schema had to be fetched first). */
+  skip(): void {
+    this.ends.push(this.at)
+  }
+
+  /** The i-th value, framed: a view of the shared buffer. */
+  value(i: number): Buffer {
+    return this.buf.subarray(i === 0 ? 0 : this.ends[i - 1]!, this.ends[i]!)
+  }
+}
+
+/**
  * The schema id of a value in the Confluent wire format, the value being buf[start, end) (the
  * whole buffer by default); its Avro payload starts 5 bytes in.
  */

@@ -1,8 +1,9 @@
 import { customerKey, type ProfileChanged, type SegmentChanged } from '../../common/events.ts'
 import { TOPICS } from '../../common/topics.ts'
 import { encodingInsertFor, InsertRows, insertJsonRows, NO_MERGE_ON_INSERT, type EncodingInsert, type Store } from '../../common/store/clickhouse.ts'
-import type { EventLog, LogRecord, OutRecord } from '../../common/eventlog/port.ts'
+import type { EventLog, LogRecord } from '../../common/eventlog/port.ts'
 import type { EventCodec } from '../../common/eventlog/codec.ts'
+import { EncodedRecords } from '../../common/eventlog/encoded-records.ts'
 import type { Logger } from '../../common/logger.ts'
 import type { PipelineDefinition, StepResult } from '../../common/runtime/pipeline.ts'
 import { decodeInputEvent, decodeRecord, type InputEvent } from '../ingest/index.ts'
@@ -761,12 +762,6 @@ export class FeatureEngine {
     while (this.storing.size) await Promise.allSettled([...this.storing])
   }
 
-  /** An event as a record of `topic`: encoded now when its schema is known here, else once it is registered. */
-  outRecord(topic: string, key: string, event: unknown): OutRecord | Promise<OutRecord> {
-    const value = this.deps.codec.encodeSoon(topic, event)
-    return value instanceof Promise ? value.then((v) => ({ key, value: v })) : { key, value }
-  }
-
   /** The RowBinary encodings of the written rows, looked up at the first write (a lookup that fails is asked again at the next). */
   private rowEncodings(): Promise<RowEncodings> {
     const store = this.deps.store
@@ -800,8 +795,8 @@ export class FeatureEngine {
     // Events encoded as they are made (at once when the schema is known here, which is the rule), and
     // what the state takes from the write kept small (Update): a write holds no event or feature
     // values across its awaits.
-    const featureRecords: (OutRecord | Promise<OutRecord>)[] = []
-    const changes = new SegmentChanges(this, new InsertRows(this.deps.store, 'segment_changes', SEGMENT_CHANGE_COLUMNS, encodings.changes))
+    const featureRecords = new EncodedRecords(this.deps.codec, TOPICS.customerFeatures.name)
+    const changes = new SegmentChanges(new EncodedRecords(this.deps.codec, TOPICS.segmentChanges.name), new InsertRows(this.deps.store, 'segment_changes', SEGMENT_CHANGE_COLUMNS, encodings.changes))
     const updates: Update[] = []
     for (const c of customers) {
       const ref = refs.get(c.tenantId)!
@@ -828,15 +823,15 @@ export class FeatureEngine {
       const version = this.version(c, now)
       rows.add(featureRowValues(c, agg, orders.history(), v, now, version))
       const key = customerKey(c.tenantId, c.customerId)
-      if (moved) featureRecords.push(this.outRecord(TOPICS.customerFeatures.name, key, featuresEvent(c, agg, v, now)))
+      if (moved) featureRecords.add(key, featuresEvent(c, agg, v, now))
       if (v.segment !== c.emittedSegment) changes.add(segmentChangedEvent(c, emittedOf(c), v, now))
       updates.push(new Update(c, v.segment, v.rfm_score, digest, version, false))
     }
     const profileRows = this.pendingProfiles.map((p) => profileRow(p.partition, p.record))
     if (!updates.length && !profileRows.length) return { changed: 0, segmentChanges: 0, stored: Promise.resolve() }
     // Publish before storing: a crash in between re-publishes (at least once) instead of losing a change.
-    const changeRecords = await settled(changes.records)
-    const encodedFeatures = await settled(featureRecords)
+    const changeRecords = await changes.records.records()
+    const encodedFeatures = await featureRecords.records()
     // A rebalance began while this tick computed: write nothing (the next tick, or the new owner, does).
     if (outsideBatch && (this.ownershipEpoch !== tickEpoch || !updates.every(({ c }) => owns(c)))) {
       this.deps.logger.info({ pipeline: this.name }, 'tick writes dropped: the group changed while it ran (the next tick or the new owner writes them)')
@@ -1014,25 +1009,19 @@ type RowEncodings = { features: EncodingInsert | null; facts: EncodingInsert | n
 
 /** A write's segment changes as they are made: their records, their rows, and how many go to each segment (the metric). */
 class SegmentChanges {
-  readonly records: (OutRecord | Promise<OutRecord>)[] = []
   readonly byTarget = new Map<string, number>()
 
   constructor(
-    private readonly engine: FeatureEngine,
+    readonly records: EncodedRecords,
     readonly rows: InsertRows,
   ) {}
 
   add(e: SegmentChanged): void {
-    this.records.push(this.engine.outRecord(TOPICS.segmentChanges.name, customerKey(e.tenant_id, e.customer_id), e))
+    this.records.add(customerKey(e.tenant_id, e.customer_id), e)
     this.rows.add(segmentChangeRowValues(e))
     const to = e.segment ?? 'none'
     this.byTarget.set(to, (this.byTarget.get(to) ?? 0) + 1)
   }
-}
-
-/** The records, waiting only when one of them is still being encoded. */
-function settled(records: (OutRecord | Promise<OutRecord>)[]): OutRecord[] | Promise<OutRecord[]> {
-  return records.some((r) => r instanceof Promise) ? Promise.all(records) : (records as OutRecord[])
 }
 
 /** What a batch's fold gathers for its flush: customers touched, each tenant's newest order time, profiles whose orders or members changed. */

@@ -1,0 +1,46 @@
+import type { EventCodec } from './codec.ts'
+import type { OutRecord } from './port.ts'
+import { FramedValues } from './wire-format.ts'
+
+/**
+ * The records a producer sends to one topic, each value encoded as it is added (so no event
+ * object outlives its add) into one shared buffer (`FramedValues`): a write of thirty thousand
+ * events made thirty thousand buffers, which lived until the send and were copied by every
+ * young-generation collection on the way. A value whose schema must be fetched first is encoded
+ * apart (`records()` waits for it); a value its schema refuses throws at `add`, as `encode` would.
+ */
+export class EncodedRecords {
+  private readonly values = new FramedValues()
+  private readonly keys: string[] = []
+  private late: Map<number, Promise<Buffer>> | null = null
+
+  constructor(
+    private readonly codec: EventCodec,
+    readonly topic: string,
+  ) {}
+
+  get length(): number {
+    return this.keys.length
+  }
+
+  add(key: string, value: unknown): void {
+    if (!this.codec.encodeInto(this.topic, value, this.values)) {
+      const encoded = this.codec.encode(this.topic, value)
+      encoded.catch(() => {}) // rejected at records(), which awaits it
+      ;(this.late ??= new Map()).set(this.keys.length, encoded)
+      this.values.skip()
+    }
+    this.keys.push(key)
+  }
+
+  /** The records in the order they were added: at once, unless a value is still being encoded. */
+  records(): OutRecord[] | Promise<OutRecord[]> {
+    const late = this.late
+    if (!late) return this.keys.map((key, i) => ({ key, value: this.values.value(i) }))
+    return (async () => {
+      const encoded = new Map<number, Buffer>()
+      for (const [i, value] of late) encoded.set(i, await value)
+      return this.keys.map((key, i) => ({ key, value: encoded.get(i) ?? this.values.value(i) }))
+    })()
+  }
+}

@@ -1,0 +1,79 @@
+import { describe, expect, it } from 'vitest'
+import { EventCodec, readSchema } from '../../common/eventlog/codec.ts'
+import { EncodedRecords } from '../../common/eventlog/encoded-records.ts'
+import { EmbeddedSchemaRegistry } from '../../common/eventlog/schema-registry.ts'
+import { avroType, frame, FramedValues } from '../../common/eventlog/wire-format.ts'
+import { TOPICS } from '../../common/topics.ts'
+import type { SegmentChanged } from '../../common/events.ts'
+import { tmpDir } from '../helpers.ts'
+
+const SEGMENTS = ['Champions', 'At Risk', 'Hibernating', null]
+
+function change(i: number): SegmentChanged {
+  return {
+    event_id: `e-${i}`, tenant_id: 3, occurred_at: 1_700_000_000_000 + i, source: 'cdp.features', customer_id: i,
+    previous_segment: SEGMENTS[i % 4]!, segment: SEGMENTS[(i + 1) % 4]!,
+    // Now and then a long or non-ASCII text, so values vary in size and the buffer grows mid-value.
+    previous_rfm_score: i % 37 === 0 ? 'ñ'.repeat(500 + i) : '111', rfm_score: i % 5 === 0 ? null : '555',
+  }
+}
+
+describe('FramedValues', () => {
+  const type = avroType(readSchema('segment-changed.avsc'))
+
+  it('holds each value framed exactly as frame() makes it, while its buffer grows from 16 bytes', () => {
+    const values = new FramedValues(16)
+    const events = Array.from({ length: 600 }, (_, i) => change(i))
+    for (const e of events) values.add(42, type, e)
+    expect(values.length).toBe(events.length)
+    events.forEach((e, i) => expect(values.value(i).equals(frame(42, type, e)), `value ${i}`).toBe(true))
+  })
+
+  it('throws for a value its type refuses and adds nothing; the values before and after are intact', () => {
+    const values = new FramedValues(64)
+    values.add(7, type, change(1))
+    expect(() => values.add(7, type, { ...change(2), customer_id: 'two' })).toThrow()
+    values.add(7, type, change(3))
+    expect(values.length).toBe(2)
+    expect(values.value(0).equals(frame(7, type, change(1)))).toBe(true)
+    expect(values.value(1).equals(frame(7, type, change(3)))).toBe(true)
+  })
+})
+
+/** A real registry whose cache misses every other value's schema, as one that must fetch it first. */
+class ForgetfulRegistry extends EmbeddedSchemaRegistry {
+  private calls = 0
+  override encodeKnownInto(id: number, value: unknown, into: FramedValues): boolean {
+    return this.calls++ % 2 === 0 ? super.encodeKnownInto(id, value, into) : false
+  }
+}
+
+describe('EncodedRecords', () => {
+  const topic = TOPICS.segmentChanges.name
+
+  it('gives the records in the order added, keys as given, values the codec decodes back to the events', async () => {
+    const codec = await EventCodec.create(new EmbeddedSchemaRegistry(tmpDir()))
+    const records = new EncodedRecords(codec, topic)
+    const events = Array.from({ length: 300 }, (_, i) => change(i))
+    events.forEach((e, i) => records.add(`3:${i}`, e))
+    const out = records.records()
+    expect(out).toBeInstanceOf(Array) // every schema known: no promise
+    const got = out as Awaited<typeof out>
+    expect(got.map((r) => r.key)).toEqual(events.map((_, i) => `3:${i}`))
+    for (let i = 0; i < events.length; i++) expect({ ...(await codec.decode<SegmentChanged>(topic, got[i]!.value)) }).toEqual(events[i])
+    expect(() => records.add('3:x', { ...change(1), tenant_id: null })).toThrow()
+    expect(records.length).toBe(events.length)
+  })
+
+  it('waits for values whose schema had to be fetched, and keeps them in their place among the others', async () => {
+    const codec = await EventCodec.create(new ForgetfulRegistry(tmpDir()))
+    const records = new EncodedRecords(codec, topic)
+    const events = Array.from({ length: 50 }, (_, i) => change(i))
+    events.forEach((e, i) => records.add(`3:${i}`, e))
+    const out = records.records()
+    expect(out).toBeInstanceOf(Promise)
+    const got = await out
+    expect(got.map((r) => r.key)).toEqual(events.map((_, i) => `3:${i}`))
+    for (let i = 0; i < events.length; i++) expect({ ...(await codec.decode<SegmentChanged>(topic, got[i]!.value)) }).toEqual(events[i])
+  })
+})
