@@ -4,6 +4,7 @@ import { EncodedRecords } from '../../common/eventlog/encoded-records.ts'
 import { EmbeddedSchemaRegistry } from '../../common/eventlog/schema-registry.ts'
 import { avroType, frame, FramedValues } from '../../common/eventlog/wire-format.ts'
 import { TOPICS } from '../../common/topics.ts'
+import type { OutRecord } from '../../common/eventlog/port.ts'
 import type { SegmentChanged } from '../../common/events.ts'
 import { tmpDir } from '../helpers.ts'
 
@@ -51,29 +52,34 @@ class ForgetfulRegistry extends EmbeddedSchemaRegistry {
 describe('EncodedRecords', () => {
   const topic = TOPICS.segmentChanges.name
 
-  it('gives the records in the order added, keys as given, values the codec decodes back to the events', async () => {
-    const codec = await EventCodec.create(new EmbeddedSchemaRegistry(tmpDir()))
+  /** `n` segment changes added to records of a codec on `registry`, keyed 3:<i>. */
+  async function added(registry: EmbeddedSchemaRegistry, n: number) {
+    const codec = await EventCodec.create(registry)
     const records = new EncodedRecords(codec, topic)
-    const events = Array.from({ length: 300 }, (_, i) => change(i))
+    const events = Array.from({ length: n }, (_, i) => change(i))
     events.forEach((e, i) => records.add(`3:${i}`, e))
-    const out = records.records()
-    expect(out).toBeInstanceOf(Array) // every schema known: no promise
-    const got = out as Awaited<typeof out>
+    return { codec, records, events }
+  }
+
+  /** The records are the events, in order: keys as given, values the codec decodes back to them. */
+  async function expectRecordsOf(codec: EventCodec, got: OutRecord[], events: SegmentChanged[]) {
     expect(got.map((r) => r.key)).toEqual(events.map((_, i) => `3:${i}`))
     for (let i = 0; i < events.length; i++) expect({ ...(await codec.decode<SegmentChanged>(topic, got[i]!.value)) }).toEqual(events[i])
+  }
+
+  it('gives the records in the order added, keys as given, values the codec decodes back to the events', async () => {
+    const { codec, records, events } = await added(new EmbeddedSchemaRegistry(tmpDir()), 300)
+    const out = records.records()
+    expect(out).toBeInstanceOf(Array) // every schema known: no promise
+    await expectRecordsOf(codec, out as OutRecord[], events)
     expect(() => records.add('3:x', { ...change(1), tenant_id: null })).toThrow()
     expect(records.length).toBe(events.length)
   })
 
   it('waits for values whose schema had to be fetched, and keeps them in their place among the others', async () => {
-    const codec = await EventCodec.create(new ForgetfulRegistry(tmpDir()))
-    const records = new EncodedRecords(codec, topic)
-    const events = Array.from({ length: 50 }, (_, i) => change(i))
-    events.forEach((e, i) => records.add(`3:${i}`, e))
+    const { codec, records, events } = await added(new ForgetfulRegistry(tmpDir()), 50)
     const out = records.records()
     expect(out).toBeInstanceOf(Promise)
-    const got = await out
-    expect(got.map((r) => r.key)).toEqual(events.map((_, i) => `3:${i}`))
-    for (let i = 0; i < events.length; i++) expect({ ...(await codec.decode<SegmentChanged>(topic, got[i]!.value)) }).toEqual(events[i])
+    await expectRecordsOf(codec, await out, events)
   })
 })
