@@ -126,7 +126,6 @@ class PartitionLog {
   }
 }
 
-/** The frame of record `r` whose key's bytes are `key`. */
 /** A record's header bytes, when it has headers: each name and value as bytes. */
 type HeaderBytes = readonly (readonly [Buffer, Buffer])[]
 
@@ -325,31 +324,28 @@ export class EmbeddedEventLog implements EventLog {
     const keys: (Buffer | null)[] = new Array(records.length)
     const headers: HeaderBytes[] = new Array(records.length)
     const partitionOf = new Int32Array(records.length)
+    const sizes = new Int32Array(records.length)
     const lengths = new Map<number, number[]>()
-    const bytes = new Map<number, number>()
     for (let i = 0; i < records.length; i++) {
       const r = records[i]!
       // A key's bytes once, for its partition and its frame.
       const key = typeof r.key === 'string' ? Buffer.from(r.key) : r.key
       const p = partitionFor(key, parts.length, roundRobin)
       const h = headerBytesOf(r)
-      const n = frameLength(key, r.value, h)
       keys[i] = key
       headers[i] = h
       partitionOf[i] = p
+      sizes[i] = frameLength(key, r.value, h)
       let list = lengths.get(p)
       if (!list) lengths.set(p, (list = []))
-      list.push(n)
-      bytes.set(p, (bytes.get(p) ?? 0) + n)
+      list.push(sizes[i]!)
     }
     const frames = new Map<number, { buf: Buffer; at: number }>()
-    for (const [p, n] of bytes) frames.set(p, { buf: Buffer.allocUnsafe(n), at: 0 })
+    for (const [p, list] of lengths) frames.set(p, { buf: Buffer.allocUnsafe(list.reduce((a, b) => a + b, 0)), at: 0 })
     for (let i = 0; i < records.length; i++) {
       const f = frames.get(partitionOf[i]!)!
-      const key = keys[i] ?? null
-      const h = headers[i]!
-      const end = f.at + frameLength(key, records[i]!.value, h)
-      writeFrame(f.buf, f.at, end, key, records[i]!.value, h, now)
+      const end = f.at + sizes[i]!
+      writeFrame(f.buf, f.at, end, keys[i] ?? null, records[i]!.value, headers[i]!, now)
       f.at = end
     }
     await Promise.all([...frames].map(([p, f]) => parts[p]!.append(f.buf, lengths.get(p)!)))
