@@ -3,21 +3,26 @@ import type { OutRecord } from './port.ts'
 import { FramedValues } from './wire-format.ts'
 
 /**
- * The records a producer sends to one topic, each value encoded as it is added (so no event
- * object outlives its add) into one shared buffer (`FramedValues`): a write of thirty thousand
- * events made thirty thousand buffers, which lived until the send and were copied by every
- * young-generation collection on the way. A value whose schema must be fetched first is encoded
- * apart (`records()` waits for it); a value its schema refuses throws at `add`, as `encode` would.
+ * The records a producer sends to one topic, each value encoded as it is added into one shared
+ * buffer (`FramedValues`): a write of thirty thousand events made thirty thousand buffers, which
+ * lived until the send and were copied by every young-generation collection on the way. A value
+ * its schema refuses throws at `add`, as `frame` does, and is not added. A value whose schema must
+ * be fetched first is encoded apart (its promise holds the value until then): `records()` waits
+ * for it, and rejects if that encoding fails.
  */
 export class EncodedRecords {
-  private readonly values = new FramedValues()
+  private readonly values: FramedValues
   private readonly keys: string[] = []
   private late: Map<number, Promise<Buffer>> | null = null
 
+  /** @param initialBytes the values' buffer at the first add (64 KB by default; it doubles as needed). */
   constructor(
     private readonly codec: EventCodec,
     readonly topic: string,
-  ) {}
+    initialBytes?: number,
+  ) {
+    this.values = new FramedValues(initialBytes)
+  }
 
   get length(): number {
     return this.keys.length

@@ -24,6 +24,7 @@ export function avroType(schema: string | object): avsc.Type {
 }
 
 let scratch = Buffer.allocUnsafe(64 * 1024)
+const EMPTY = Buffer.alloc(0)
 
 /**
  * `value` in the Confluent wire format (magic byte 0, schema id, Avro payload). The payload is
@@ -49,13 +50,13 @@ export function frame(id: number, t: avsc.Type, value: unknown): Buffer {
  * buffer). `value(i)` is a view of the i-th; the buffer is never written again under a view.
  */
 export class FramedValues {
-  private buf: Buffer
+  /** Allocated at the first value (a producer that adds none allocates nothing), then grown by doubling. */
+  private buf: Buffer = EMPTY
   private at = 0
   private readonly ends: number[] = []
 
-  constructor(initialBytes = 64 * 1024) {
-    this.buf = Buffer.allocUnsafe(initialBytes)
-  }
+  /** @param initialBytes the buffer's size at the first value (more if that value needs it). */
+  constructor(private readonly initialBytes = 64 * 1024) {}
 
   get length(): number {
     return this.ends.length
@@ -66,6 +67,7 @@ export class FramedValues {
     const start = this.at
     for (;;) {
       // avsc answers a buffer too small with a negative position: how far past its end it wrote.
+      // (It would also answer so for a start past the end; the guard only keeps that explicit.)
       const end = start + 5 <= this.buf.length ? t.encode(value, this.buf, start + 5) : this.buf.length - (start + 5)
       if (end >= 0) {
         this.buf[start] = 0
@@ -74,7 +76,8 @@ export class FramedValues {
         this.ends.push(end)
         return
       }
-      const grown = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.buf.length - end))
+      // Views already made keep reading the old buffer, which is never written again.
+      const grown = Buffer.allocUnsafe(Math.max(this.initialBytes, this.buf.length * 2, this.buf.length - end))
       this.buf.copy(grown, 0, 0, start)
       this.buf = grown
     }

@@ -16,7 +16,8 @@ export const TOPIC_OF: Record<IngestKind, string> = { orders: TOPICS.orders.name
 export async function publishEvents(log: EventLog, codec: EventCodec, kind: IngestKind, events: (OrderEvent | CustomerUpserted)[]): Promise<void> {
   if (events.length === 0) return
   const topic = TOPIC_OF[kind]
-  const records = new EncodedRecords(codec, topic)
+  // About 170 bytes an order event: a small request's buffer is small, a large one's grows.
+  const records = new EncodedRecords(codec, topic, Math.min(64 * 1024, events.length * 256))
   for (const e of events) records.add(customerKey(e.tenant_id, e.customer_id), e)
   await log.send(topic, await records.records())
   eventsIngested.inc({ kind, source: events[0]!.source }, events.length)
