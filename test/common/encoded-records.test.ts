@@ -82,4 +82,33 @@ describe('EncodedRecords', () => {
     expect(out).toBeInstanceOf(Promise)
     await expectRecordsOf(codec, await out, events)
   })
+
+  it('rejects records() when a value encoded apart is refused, and leaves no rejection unhandled', async () => {
+    const unhandled: unknown[] = []
+    const onUnhandled = (err: unknown) => unhandled.push(err)
+    process.on('unhandledRejection', onUnhandled)
+    try {
+      const { records } = await added(new ForgetfulRegistry(tmpDir()), 0)
+      records.add('3:0', change(0)) // encoded here
+      records.add('3:1', { ...change(1), customer_id: 'one' }) // encoded apart: refused there
+      await expect(records.records()).rejects.toThrow()
+      await new Promise((r) => setTimeout(r, 50))
+      expect(unhandled).toEqual([])
+    } finally {
+      process.off('unhandledRejection', onUnhandled)
+    }
+  })
+
+  it('keeps the records already given intact while later values grow the buffer', async () => {
+    const { codec, records, events } = await added(new EmbeddedSchemaRegistry(tmpDir()), 20)
+    const first = records.records() as OutRecord[]
+    const copies = first.map((r) => Buffer.from(r.value!))
+    // 200 KB of text: more than the buffer's first 64 KB, so it is moved to a larger one.
+    records.add('3:big', { ...change(20), previous_rfm_score: 'x'.repeat(200_000) })
+    first.forEach((r, i) => expect(r.value!.equals(copies[i]!), `record ${i}`).toBe(true))
+    await expectRecordsOf(codec, first, events)
+    const all = records.records() as OutRecord[]
+    expect(all).toHaveLength(21)
+    expect((await codec.decode<SegmentChanged>(topic, all[20]!.value)).previous_rfm_score).toHaveLength(200_000)
+  })
 })
