@@ -69,20 +69,17 @@ class PartitionLog {
   }
 
   /**
-   * Appends frames laid end to end in `frames` (`lengths`: each one's bytes) and fsyncs; resolves
-   * with the first offset. Appends are serialised per partition.
+   * Appends frames laid end to end in `frames` and fsyncs; resolves with the first offset. Appends
+   * are serialised per partition.
    */
-  append(frames: Buffer, lengths: readonly number[]): Promise<number> {
+  append(frames: Buffer): Promise<number> {
     const run = this.appending.then(async () => {
       const first = this.count
       await this.fd.write(frames, 0, frames.length, this.size)
       await this.fd.datasync()
-      let pos = this.size
-      for (const n of lengths) {
-        this.index(pos)
-        pos += n
-      }
-      this.size = pos
+      // Each frame starts with its body's length, as recover() reads them.
+      for (let at = 0; at < frames.length; at += FRAME_HEADER + frames.readUInt32BE(at)) this.index(this.size + at)
+      this.size += frames.length
       return first
     })
     this.appending = run.then(() => undefined, () => undefined)
@@ -325,7 +322,7 @@ export class EmbeddedEventLog implements EventLog {
     const headers: HeaderBytes[] = new Array(records.length)
     const partitionOf = new Int32Array(records.length)
     const sizes = new Int32Array(records.length)
-    const lengths = new Map<number, number[]>()
+    const bytes = new Map<number, number>()
     for (let i = 0; i < records.length; i++) {
       const r = records[i]!
       // A key's bytes once, for its partition and its frame.
@@ -336,19 +333,17 @@ export class EmbeddedEventLog implements EventLog {
       headers[i] = h
       partitionOf[i] = p
       sizes[i] = frameLength(key, r.value, h)
-      let list = lengths.get(p)
-      if (!list) lengths.set(p, (list = []))
-      list.push(sizes[i]!)
+      bytes.set(p, (bytes.get(p) ?? 0) + sizes[i]!)
     }
     const frames = new Map<number, { buf: Buffer; at: number }>()
-    for (const [p, list] of lengths) frames.set(p, { buf: Buffer.allocUnsafe(list.reduce((a, b) => a + b, 0)), at: 0 })
+    for (const [p, n] of bytes) frames.set(p, { buf: Buffer.allocUnsafe(n), at: 0 })
     for (let i = 0; i < records.length; i++) {
       const f = frames.get(partitionOf[i]!)!
       const end = f.at + sizes[i]!
       writeFrame(f.buf, f.at, end, keys[i] ?? null, records[i]!.value, headers[i]!, now)
       f.at = end
     }
-    await Promise.all([...frames].map(([p, f]) => parts[p]!.append(f.buf, lengths.get(p)!)))
+    await Promise.all([...frames].map(([p, f]) => parts[p]!.append(f.buf)))
     this.appended.emit(topic)
   }
 
