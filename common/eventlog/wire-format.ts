@@ -27,20 +27,34 @@ let scratch = Buffer.allocUnsafe(64 * 1024)
 const EMPTY = Buffer.alloc(0)
 
 /**
- * `value` in the Confluent wire format (magic byte 0, schema id, Avro payload). The payload is
- * written after the header in a buffer kept for the purpose, then copied once into a buffer of its
- * exact size (avsc's toBuffer would allocate and zero one, and framing copy it again).
+ * Writes `value` in the Confluent wire format (magic byte 0, schema id, Avro payload) at
+ * buf[start…]; returns its end, or, when `buf` is too short, a negative number: the bytes it needs
+ * minus buf.length (avsc's own answer for a payload past the end). Throws as avsc does for a value
+ * the type refuses.
+ */
+function writeFramed(buf: Buffer, start: number, id: number, t: avsc.Type, value: unknown): number {
+  // The guard only keeps explicit what avsc would answer for a start past the end anyway.
+  const end = start + 5 <= buf.length ? t.encode(value, buf, start + 5) : buf.length - (start + 5)
+  if (end >= 0) {
+    buf[start] = 0
+    buf.writeUInt32BE(id, start + 1)
+  }
+  return end
+}
+
+/**
+ * `value` in the Confluent wire format. It is written in a buffer kept for the purpose, then
+ * copied once into a buffer of its exact size (avsc's toBuffer would allocate and zero one, and
+ * framing copy it again).
  */
 export function frame(id: number, t: avsc.Type, value: unknown): Buffer {
-  let end = t.encode(value, scratch, 5)
+  let end = writeFramed(scratch, 0, id, t, value)
   while (end < 0) {
     scratch = Buffer.allocUnsafe(Math.max(scratch.length * 2, scratch.length - end))
-    end = t.encode(value, scratch, 5)
+    end = writeFramed(scratch, 0, id, t, value)
   }
   const out = Buffer.allocUnsafe(end)
   scratch.copy(out, 0, 0, end)
-  out[0] = 0
-  out.writeUInt32BE(id, 1)
   return out
 }
 
@@ -66,12 +80,8 @@ export class FramedValues {
   add(id: number, t: avsc.Type, value: unknown): void {
     const start = this.at
     for (;;) {
-      // avsc answers a buffer too small with a negative position: how far past its end it wrote.
-      // (It would also answer so for a start past the end; the guard only keeps that explicit.)
-      const end = start + 5 <= this.buf.length ? t.encode(value, this.buf, start + 5) : this.buf.length - (start + 5)
+      const end = writeFramed(this.buf, start, id, t, value)
       if (end >= 0) {
-        this.buf[start] = 0
-        this.buf.writeUInt32BE(id, start + 1)
         this.at = end
         this.ends.push(end)
         return
