@@ -9,6 +9,7 @@ import { TOPICS } from '../../common/topics.ts'
 import { publishEvents } from '../../pipelines/ingest/publisher.ts'
 import { runFeatures } from '../../pipelines/features/run.ts'
 import { caughtUp, readTopic, silentLogger, testConfig, uniqueName } from '../helpers.ts'
+import { TenantSettingsStore } from '../../common/store/tenant-settings.ts'
 import { history, NOW } from './histories.ts'
 
 const DAY = 86_400_000
@@ -26,9 +27,14 @@ describe('a tick written in chunks', () => {
       await publishEvents(rt.log, rt.codec, 'orders', h.orders)
       await caughtUp(rt.log, features.name, { what: 'caught up', timeoutMs: 60_000 })
       await features.tick()
-      // Four months on, quiet customers age: the second tick rescores and writes most of them.
-      // (What the batches wrote before depends on how the log split them; the second tick does not.)
+      // Four months on, with the reference date moved to a day inside the history: the orders after
+      // it no longer count, so the second tick rescores every customer and many change segment.
+      // (Aging alone moves no one's quintile once the thresholds are refreshed; what the batches
+      // wrote before depends on how the log split them; the second tick does not.)
       clock += 120 * DAY
+      const settings = new TenantSettingsStore(rt.store)
+      const { updated_at: _, ...current } = await settings.get(tenant)
+      await settings.put({ ...current, reference_date: '2024-10-01' })
       const second = await features.tick()
       // The CLV fit starts from the batches' model, which depends on the split, so its last digits may differ; RFM does not.
       const q = async (query: string) => (await rt.store.query({ query, query_params: { t: tenant, at: clock }, format: 'JSONEachRow' })).json<Record<string, unknown>>()
