@@ -7,6 +7,24 @@ export interface Storing {
   stored: Promise<void>
 }
 
+interface Waiting<T> {
+  items: T[]
+  resolve: () => void
+  reject: (err: unknown) => void
+}
+
+/**
+ * Batches better written together than apart (the feature consumer's: a customer's record and its
+ * orders, on two topics, scored once instead of twice). A turn holds back a waiting batch while
+ * `waits(items)` says the one it pairs with is still on its way, writing the others; while every
+ * waiting batch waits, it waits too (woken by WriteTurns.wake()), up to `waitMs`, then writes them
+ * all. Only how batches are grouped into writes changes, never what a write does with them.
+ */
+export interface Pairs<T> {
+  waits(items: T[]): boolean
+  waitMs: number
+}
+
 /**
  * Batches' writes in turn, the waiting ones together: a batch whose write must wait for the one in
  * flight joins the others waiting, and they are written as one (one insert per table, not one per
@@ -18,11 +36,13 @@ export interface Storing {
  * once its rows are stored; a failed write fails every batch in it (all are delivered again).
  */
 export class WriteTurns<T> {
-  private waiting: { items: T[]; resolve: () => void; reject: (err: unknown) => void }[] = []
+  private waiting: Waiting<T>[] = []
   private waitingItems = 0
   private chain: Promise<unknown> = Promise.resolve()
   /** Wakes a turn that waits to gather more items (gather). */
   private enough: (() => void) | null = null
+  /** Wakes a turn that waits for the batches its waiting ones pair with (pairs). */
+  private changed: (() => void) | null = null
 
   /**
    * @param write writes the items of one or more batches, in the order the batches arrived; it may
@@ -32,41 +52,90 @@ export class WriteTurns<T> {
    * @param gather a turn that finds fewer than `items` waiting waits up to `waitMs` for more
    *   before it writes (ClickHouse: fewer, larger inserts leave fewer parts to merge). `weigh`
    *   counts what an item stands for (one by default).
+   * @param pairs batches that should be written with another still on its way: see Pairs.
    */
   constructor(
     private readonly write: (items: T[]) => Promise<void | Storing>,
     private readonly exclusive: (fn: () => Promise<void>) => Promise<void> = (fn) => this.inTurn(fn),
     private readonly gather: { items: number; waitMs: number; weigh?: (item: T) => number } | null = null,
+    private readonly pairs: Pairs<T> | null = null,
   ) {}
 
   /** Resolves once a write holding `items` has succeeded. */
   submit(items: T[]): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       this.waiting.push({ items, resolve, reject })
-      const weigh = this.gather?.weigh
-      if (weigh) for (const item of items) this.waitingItems += weigh(item)
-      else this.waitingItems += items.length
+      this.waitingItems += this.weight(items)
       if (this.enough && this.gather && this.waitingItems >= this.gather.items) this.enough()
-      void this.exclusive(async () => {
-        if (this.gather && this.waiting.length && this.waitingItems < this.gather.items) await this.gathered(this.gather.waitMs)
-        const group = this.waiting.splice(0)
-        this.waitingItems = 0
-        if (!group.length) return // an earlier turn wrote this batch with its own
-        try {
-          const storing = await this.write(group.length === 1 ? group[0]!.items : group.flatMap((g) => g.items))
-          if (storing) {
-            storing.stored.then(
-              () => group.forEach((g) => g.resolve()),
-              (err: unknown) => group.forEach((g) => g.reject(err)),
-            )
-            return
-          }
-          for (const g of group) g.resolve()
-        } catch (err) {
-          for (const g of group) g.reject(err)
-        }
-      })
+      this.wake()
+      void this.exclusive(() => this.turn())
     })
+  }
+
+  /** A batch that `pairs.waits` for may have come or gone: a turn waiting on it looks again. */
+  wake(): void {
+    this.changed?.()
+  }
+
+  private async turn(): Promise<void> {
+    if (this.gather && this.waiting.length && this.waitingItems < this.gather.items) await this.gathered(this.gather.waitMs)
+    let group: Waiting<T>[]
+    if (this.pairs && this.waiting.length) {
+      const held = await this.paired(this.pairs)
+      group = this.waiting.filter((g) => !held.has(g))
+      this.waiting = this.waiting.filter((g) => held.has(g))
+      // The batches held back get a turn of their own, should nothing else come to give them one.
+      if (this.waiting.length) void this.exclusive(() => this.turn())
+    } else group = this.waiting.splice(0)
+    this.waitingItems = 0
+    for (const g of this.waiting) this.waitingItems += this.weight(g.items)
+    if (!group.length) return // an earlier turn wrote this batch with its own
+    try {
+      const storing = await this.write(group.length === 1 ? group[0]!.items : group.flatMap((g) => g.items))
+      if (storing) {
+        storing.stored.then(
+          () => group.forEach((g) => g.resolve()),
+          (err: unknown) => group.forEach((g) => g.reject(err)),
+        )
+        return
+      }
+      for (const g of group) g.resolve()
+    } catch (err) {
+      for (const g of group) g.reject(err)
+    }
+  }
+
+  private weight(items: T[]): number {
+    const weigh = this.gather?.weigh
+    if (!weigh) return items.length
+    let n = 0
+    for (const item of items) n += weigh(item)
+    return n
+  }
+
+  /**
+   * The waiting batches to hold back from this turn's write: none once `pairs.waitMs` has passed;
+   * else those that wait for a batch still on its way, after waiting (woken by wake()) while
+   * every one does. A turn of the event loop first, for a batch whose handler has just finished to
+   * be submitted.
+   */
+  private async paired(pairs: Pairs<T>): Promise<Set<Waiting<T>>> {
+    const deadline = performance.now() + pairs.waitMs
+    for (;;) {
+      await new Promise<void>((resolve) => setImmediate(resolve))
+      const held = new Set(this.waiting.filter((g) => pairs.waits(g.items)))
+      const left = deadline - performance.now()
+      if (held.size < this.waiting.length || left <= 0) return left > 0 ? held : new Set()
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer)
+          this.changed = null
+          resolve()
+        }
+        const timer = setTimeout(done, left)
+        this.changed = done
+      })
+    }
   }
 
   /** Resolves once enough items wait, or after `ms`. */

@@ -128,4 +128,49 @@ describe('WriteTurns', () => {
     b.gates[0]!.fail(new Error('insert failed'))
     expect(await Promise.all([q1, q2])).toEqual(['failed: insert failed', 'failed: insert failed'])
   })
+
+  it('pairs: a batch whose pair is still coming is held back while the others are written, then written with its pair', async () => {
+    const w = gatedWriter()
+    // Batch [n] pairs with [n + 1] while n + 1 is "being processed".
+    const coming = new Set([2])
+    const turns = new WriteTurns<number>(w.write, undefined, null, { waits: (items) => coming.has(items[0]! + 1), waitMs: 60_000 })
+    const one = settled(turns.submit([1]))
+    await tick()
+    expect(w.writes).toEqual([]) // its pair is coming, and nothing else waits: the turn waits
+    const ten = settled(turns.submit([10]))
+    await tick()
+    await tick()
+    expect(w.writes).toEqual([[10]]) // written without waiting; [1] is held back
+    coming.delete(2)
+    const two = settled(turns.submit([2]))
+    w.gates[0]!.open()
+    await new Promise((r) => setTimeout(r, 20))
+    expect(w.writes).toEqual([[10], [1, 2]])
+    w.gates[1]!.open()
+    expect(await Promise.all([one, ten, two])).toEqual(['ok', 'ok', 'ok'])
+  })
+
+  it('pairs: a held batch is written alone once its pair is no longer coming (wake), or after waitMs at the latest', async () => {
+    const w = gatedWriter()
+    const coming = new Set([4])
+    const turns = new WriteTurns<number>(w.write, undefined, null, { waits: (items) => coming.has(items[0]! + 1), waitMs: 60_000 })
+    const three = settled(turns.submit([3]))
+    await new Promise((r) => setTimeout(r, 20))
+    expect(w.writes).toEqual([])
+    // Its pair ended with nothing to write (every record dead-lettered): no submit, only a wake.
+    coming.delete(4)
+    turns.wake()
+    await new Promise((r) => setTimeout(r, 20))
+    expect(w.writes).toEqual([[3]])
+    w.gates[0]!.fail(new Error('insert refused'))
+    expect(await three).toBe('failed: insert refused')
+
+    const b = gatedWriter()
+    const never = new WriteTurns<number>(b.write, undefined, null, { waits: () => true, waitMs: 30 })
+    const p = settled(never.submit([5]))
+    await new Promise((r) => setTimeout(r, 200))
+    expect(b.writes).toEqual([[5]])
+    b.gates[0]!.open()
+    expect(await p).toBe('ok')
+  })
 })
