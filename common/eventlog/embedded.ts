@@ -24,6 +24,15 @@ const READ_CHUNK = 4 * 1024 * 1024
 class PartitionLog {
   /** File position of each record, by offset. */
   private positions: Float64Array = new Float64Array(1024)
+  /**
+   * Stream time at each offset: the largest record timestamp up to it (timestamps are append times),
+   * in ms after the first record's, as float32: exact for the first 4.6 hours, then to 1/16,000,000
+   * of the span (a quarter of a second a month). What aligned consumers read by (consume's
+   * alignTopics), for four bytes a record.
+   */
+  private stamps: Float32Array = new Float32Array(1024)
+  private firstStamp = NaN
+  private lastStamp = -Infinity
   count = 0
   private size = 0
   private appending: Promise<void> = Promise.resolve()
@@ -52,20 +61,44 @@ class PartitionLog {
       const body = Buffer.alloc(len)
       await this.fd.read(body, 0, len, pos + FRAME_HEADER)
       if (zlib.crc32(body) !== head.readUInt32BE(4)) break
-      this.index(pos)
+      this.index(pos, body.readInt32BE(0) * 0x1_0000_0000 + body.readUInt32BE(4))
       pos += FRAME_HEADER + len
     }
     if (pos < size) await this.fd.truncate(pos)
     this.size = pos
   }
 
-  private index(pos: number): void {
+  private index(pos: number, timestamp: number): void {
     if (this.count === this.positions.length) {
       const grown = new Float64Array(this.positions.length * 2)
       grown.set(this.positions)
       this.positions = grown
+      const stamps = new Float32Array(this.stamps.length * 2)
+      stamps.set(this.stamps)
+      this.stamps = stamps
     }
+    if (this.count === 0) this.firstStamp = timestamp
+    this.lastStamp = Math.max(this.lastStamp, timestamp)
+    this.stamps[this.count] = this.lastStamp - this.firstStamp
     this.positions[this.count++] = pos
+  }
+
+  /** Stream time at `offset` (below count), in the stamps' precision. */
+  stampAt(offset: number): number {
+    return this.firstStamp + this.stamps[offset]!
+  }
+
+  /** The first offset in [from, to) whose stream time is after `ms` (to when none), in the stamps' precision. */
+  firstAfter(ms: number, from: number, to: number): number {
+    const after = Math.fround(ms - this.firstStamp)
+    let lo = from
+    let hi = to
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1
+      if (this.stamps[mid]! > after) hi = mid
+      else lo = mid + 1
+    }
+    return lo
   }
 
   /**
@@ -78,7 +111,7 @@ class PartitionLog {
       await this.fd.write(frames, 0, frames.length, this.size)
       await this.fd.datasync()
       // Each frame starts with its body's length, as recover() reads them.
-      for (let at = 0; at < frames.length; at += FRAME_HEADER + frames.readUInt32BE(at)) this.index(this.size + at)
+      for (let at = 0; at < frames.length; at += FRAME_HEADER + frames.readUInt32BE(at)) this.index(this.size + at, frames.readInt32BE(at + FRAME_HEADER) * 0x1_0000_0000 + frames.readUInt32BE(at + FRAME_HEADER + 4))
       this.size += frames.length
       return first
     })
@@ -121,6 +154,16 @@ class PartitionLog {
     await this.appending
     await this.fd.close()
   }
+}
+
+/** A consumer's place in one topic partition (consume). */
+interface Position {
+  topic: string
+  partition: number
+  /** The next offset to hand out. */
+  next: number
+  /** The offset after the records read (a batch being handled included): what an aligned peer follows. */
+  read: number
 }
 
 /** A record's header bytes, when it has headers: each name and value as bytes. */
@@ -387,14 +430,42 @@ export class EmbeddedEventLog implements EventLog {
     }
     for (const t of opts.topics) this.appended.on(t, wake)
 
-    const positions: { topic: string; partition: number; next: number }[] = []
+    const positions: Position[] = []
     for (const topic of opts.topics) {
       const parts = this.parts(topic)
       parts.forEach((p, i) => {
         const committed = group[topic]?.[String(i)]
         const next = committed !== undefined ? Number(committed) : opts.fromBeginning === false ? p.count : 0
-        positions.push({ topic, partition: i, next })
+        positions.push({ topic, partition: i, next, read: next })
       })
+    }
+    // The same partition of the other aligned topics (alignTopics).
+    const aligned = new Set(opts.alignTopics ?? [])
+    const peers = new Map<Position, Position[]>()
+    for (const pos of positions) {
+      if (aligned.has(pos.topic)) peers.set(pos, positions.filter((q) => q !== pos && q.partition === pos.partition && aligned.has(q.topic)))
+    }
+    /**
+     * Where a read from `pos.next` may end: up to maxBatch records, unless a peer would reach less
+     * far in stream time with its own next batch. Then this position follows that peer: it reads
+     * only records no later than those the peer has read, and waits (0 records) when the peer has
+     * read nothing past its next one. The peer leads and never waits for this one, so two never
+     * wait for each other; a peer with nothing left to read holds no one back.
+     */
+    const alignedEnd = (pos: Position, part: PartitionLog): number => {
+      let end = Math.min(part.count, pos.next + maxBatch)
+      const own = peers.get(pos)
+      if (!own || end <= pos.next) return end
+      const reach = part.stampAt(end - 1)
+      for (const q of own) {
+        const qPart = this.parts(q.topic)[q.partition]!
+        if (q.read >= qPart.count) continue
+        const qReach = qPart.stampAt(Math.min(qPart.count, q.read + maxBatch) - 1)
+        if (reach <= qReach) continue
+        end = q.read > 0 ? part.firstAfter(qPart.stampAt(q.read - 1), pos.next, end) : pos.next
+        if (end <= pos.next) break
+      }
+      return end
     }
 
     opts.onAssign?.(positions.map(({ topic, partition }) => ({ topic, partition })))
@@ -410,6 +481,29 @@ export class EmbeddedEventLog implements EventLog {
     // partition's decode runs while another's sink writes. Within a partition, batches stay in order.
     // With inFlight above 1 a slot is held while a batch is read and handed, not while it is handled.
     const slots = new Semaphore(PARTITIONS_CONSUMED_CONCURRENTLY)
+    // Aligned positions of one partition are one unit of work (as Kafka Streams' task is): they
+    // share a slot, so that a follower reads and is handled beside the batch it follows.
+    const shared = new Map<number, { holders: number; release: (() => void) | null; taking: Promise<() => void> | null }>()
+    const slotFor = async (pos: Position): Promise<() => void> => {
+      if (!peers.has(pos)) return slots.acquire()
+      let g = shared.get(pos.partition)
+      if (!g) shared.set(pos.partition, (g = { holders: 0, release: null, taking: null }))
+      const group = g
+      if (group.holders === 0) {
+        group.taking ??= slots.acquire().then((r) => ((group.release = r), (group.taking = null), r))
+        group.holders++
+        await group.taking
+      } else group.holders++
+      let held = true
+      return () => {
+        if (!held) return
+        held = false
+        if (--group.holders === 0) {
+          group.release?.()
+          group.release = null
+        }
+      }
+    }
     /** Waits `ms`, or less when records arrive or the consumer stops. */
     const pause = (ms: number) =>
       new Promise<void>((resolve) => {
@@ -423,7 +517,7 @@ export class EmbeddedEventLog implements EventLog {
         wakers.add(done)
       })
     const inFlight = opts.inFlight ?? 1
-    const partitionLoop = async (pos: { topic: string; partition: number; next: number }) => {
+    const partitionLoop = async (pos: Position) => {
       let failures = 0
       const part = this.parts(pos.topic)[pos.partition]!
       let commitFailure: Error | null = null
@@ -435,6 +529,7 @@ export class EmbeddedEventLog implements EventLog {
               commit: async (next) => commit(pos.topic, pos.partition, Number(next)),
               rewind: (offset) => {
                 pos.next = Number(offset)
+                pos.read = pos.next
                 wake()
               },
               onError: (err) => opts.onError?.(err, { topic: pos.topic, partition: pos.partition }),
@@ -451,11 +546,20 @@ export class EmbeddedEventLog implements EventLog {
           continue
         }
         if (flow) await flow.room()
-        const release = await slots.acquire()
+        const release = await slotFor(pos)
         try {
           if (!running) break
           const from = pos.next
-          const records = await part.read(pos.topic, pos.partition, from, maxBatch)
+          const end = alignedEnd(pos, part)
+          if (end <= from) {
+            // Following a peer that has not read past this one's next record: woken when it reads.
+            release()
+            await pause(250)
+            continue
+          }
+          const records = await part.read(pos.topic, pos.partition, from, end - from)
+          pos.read = from + records.length
+          if (peers.has(pos)) wake()
           const batch: Batch = {
             topic: pos.topic,
             partition: pos.partition,
@@ -479,6 +583,7 @@ export class EmbeddedEventLog implements EventLog {
             opts.onError?.(err, { topic: pos.topic, partition: pos.partition })
             // Redeliver the same batch after a growing pause, as a Kafka consumer restart would.
             failures++
+            pos.read = pos.next
             release()
             await pause(retryPauseMs(failures))
             continue

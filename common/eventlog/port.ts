@@ -55,6 +55,13 @@ export interface ConsumeOptions {
    * delivered again from its first record, with the batches handed after it (partition-flow.ts).
    */
   inFlight?: number
+  /**
+   * Topics whose partitions of one number are read in step by stream time (their records'
+   * timestamps), as Kafka Streams picks the earliest record of a task's co-partitioned inputs:
+   * under a backlog a partition of one of them is not read far past what the same partition of the
+   * others has been read to. Only the embedded log does this (see embedded.ts, alignedEnd).
+   */
+  alignTopics?: string[]
   /** Records of each partition, in order. Resolve to commit; throw to have the batch redelivered. */
   onBatch(batch: Batch): Promise<void>
   /** Called when onBatch throws, before the redelivery; defaults to nothing. */

@@ -52,6 +52,8 @@ export interface PipelineDefinition<T> {
    * batches of a partition at once: only for a sink whose writes may overlap and land in any order.
    */
   batchesInFlight?: number
+  /** Input topics read in step by stream time (ConsumeOptions.alignTopics). */
+  alignTopics?: string[]
   /** Releases what the definition holds of its own (a thread), when the pipeline stops. */
   close?(): Promise<void>
   /** This consumer's partitions, on join and after every rebalance (stateful pipelines keep state per partition). */
@@ -93,6 +95,7 @@ export async function runPipeline<T>(def: PipelineDefinition<T>, deps: PipelineD
     fromBeginning: deps.fromBeginning ?? true,
     maxBatch: deps.maxBatch,
     inFlight: def.batchesInFlight,
+    alignTopics: def.alignTopics,
     onError: (err, where) => logger.error({ err, ...where }, 'batch failed; it will be delivered again'),
     onAssign: def.onAssign ? (a) => def.onAssign!(a) : undefined,
     onRebalancing: def.onRebalancing ? () => def.onRebalancing!() : undefined,

@@ -51,3 +51,136 @@ describe('embedded event log: what a send wrote is read back after a reopen', ()
     }
   })
 })
+
+/**
+ * alignTopics: the same partition of two topics read in step by stream time. `dense` carries four
+ * records for each of `sparse`'s, sent in rounds (a sparse record, then its dense ones), so a
+ * sparse batch of maxBatch records would reach far past what the dense topic has been read to.
+ */
+describe('embedded event log: aligned topics are read in step by stream time', () => {
+  const ROUNDS = 12
+  async function setUp(dir: string) {
+    const [dense, sparse] = [uniqueName('dense'), uniqueName('sparse')]
+    const log = await newEmbeddedLog(dir)
+    await log.createTopics([{ name: dense, partitions: 2, compacted: false }, { name: sparse, partitions: 2, compacted: false }])
+    for (let r = 0; r < ROUNDS; r++) {
+      // Both partitions each round (keys 1 and 2 hash apart or together: either is fine, each partition is checked alone).
+      await log.send(sparse, [1, 2].map((k) => ({ key: `${k}`, value: Buffer.from(`s${r}`) })))
+      await new Promise((res) => setTimeout(res, 3))
+      await log.send(dense, [1, 2].flatMap((k) => Array.from({ length: 4 }, (_, i) => ({ key: `${k}`, value: Buffer.from(`d${r}.${i}`) }))))
+      await new Promise((res) => setTimeout(res, 3))
+    }
+    return { log, dense, sparse }
+  }
+
+  /** Consumes both topics aligned (maxBatch 8) until every record is seen; returns the batches in the order they were handed. */
+  async function consume(log: EventLog, dense: string, sparse: string, alignTopics: string[] | undefined) {
+    const handed: { topic: string; partition: number; records: LogRecord[] }[] = []
+    const total = (await log.endOffsets(dense)).concat(await log.endOffsets(sparse)).reduce((n, o) => n + Number(o.offset), 0)
+    let seen = 0
+    const handle = await log.consume({
+      groupId: uniqueName('aligned'),
+      topics: [dense, sparse],
+      fromBeginning: true,
+      maxBatch: 8,
+      alignTopics,
+      onBatch: async (b) => {
+        handed.push({ topic: b.topic, partition: b.partition, records: b.records })
+        seen += b.records.length
+        // Handled for a while, as a sink writes: the other loops move meanwhile.
+        await new Promise((res) => setTimeout(res, 5))
+      },
+    })
+    await waitFor(async () => seen >= total, { what: `${total} records`, timeoutMs: 30_000 })
+    await handle.stop()
+    return { handed, total }
+  }
+
+  /**
+   * Checks every record was handed once, in offset order within its partition; returns how many
+   * sparse batches reached past what the dense partition's next batch would (its records up to
+   * the one maxBatch past those handed so far): none when the two are read in step.
+   */
+  function beyondStep(handed: { topic: string; partition: number; records: LogRecord[] }[], total: number, dense: string): number {
+    expect(handed.reduce((n, x) => n + x.records.length, 0)).toBe(total)
+    const readTo = new Map<string, number>()
+    for (const x of handed) {
+      const key = `${x.topic}/${x.partition}`
+      expect(x.records.map((r) => Number(r.offset))).toEqual(x.records.map((_, i) => (readTo.get(key) ?? 0) + i))
+      readTo.set(key, (readTo.get(key) ?? 0) + x.records.length)
+    }
+    // Each dense partition's timestamps by offset.
+    const denseTimes = new Map<number, number[]>()
+    for (const x of handed) if (x.topic === dense) for (const r of x.records) (denseTimes.get(x.partition) ?? denseTimes.set(x.partition, []).get(x.partition)!)[Number(r.offset)] = r.timestamp
+    const denseRead = new Map<number, number>()
+    let beyond = 0
+    for (const x of handed) {
+      if (x.topic === dense) {
+        denseRead.set(x.partition, (denseRead.get(x.partition) ?? 0) + x.records.length)
+        continue
+      }
+      const times = denseTimes.get(x.partition) ?? []
+      const read = denseRead.get(x.partition) ?? 0
+      if (read >= times.length) continue
+      const reach = Math.max(...times.slice(0, Math.min(times.length, read + 8)))
+      if (x.records.some((r) => r.timestamp > reach)) beyond++
+    }
+    return beyond
+  }
+
+  it("never hands a sparse batch past what the dense partition's next batch reaches; each record once and in order", async () => {
+    const { log, dense, sparse } = await setUp(tmpDir())
+    try {
+      const aligned = await consume(log, dense, sparse, [dense, sparse])
+      expect(beyondStep(aligned.handed, aligned.total, dense)).toBe(0)
+      // Unaligned, the sparse partitions' first batches reach eight rounds ahead at once.
+      const free = await consume(log, dense, sparse, undefined)
+      expect(beyondStep(free.handed, free.total, dense)).toBeGreaterThan(0)
+    } finally {
+      await log.close()
+    }
+  })
+
+  it('reads by the stream times a reopened log recovers, and holds no one back once a topic is read to its end', async () => {
+    const dir = tmpDir()
+    const first = await setUp(dir)
+    const { dense, sparse } = first
+    await first.log.close()
+    const log = await newEmbeddedLog(dir)
+    try {
+      const denseCount = new Map((await log.endOffsets(dense)).map((o) => [o.partition, Number(o.offset)]))
+      const { handed, total } = await consume(log, dense, sparse, [dense, sparse])
+      expect(beyondStep(handed, total, dense)).toBe(0)
+      // A group that has read the dense topic to its end (committed) reads the sparse one at full batches.
+      const group = uniqueName('caught-up')
+      let seen = 0
+      const denseOnly = await log.consume({ groupId: group, topics: [dense], fromBeginning: true, onBatch: async (bt) => void (seen += bt.records.length) })
+      await waitFor(async () => seen >= [...denseCount.values()].reduce((n, c) => n + c, 0), { what: 'the dense topic read', timeoutMs: 30_000 })
+      await denseOnly.stop()
+      const sizes = new Map<number, number[]>()
+      const sparseEnd = (await log.endOffsets(sparse)).reduce((n, o) => n + Number(o.offset), 0)
+      let got = 0
+      const both = await log.consume({
+        groupId: group,
+        topics: [dense, sparse],
+        fromBeginning: true,
+        maxBatch: 8,
+        alignTopics: [dense, sparse],
+        onBatch: async (bt) => {
+          if (bt.topic !== sparse) return
+          ;(sizes.get(bt.partition) ?? sizes.set(bt.partition, []).get(bt.partition)!).push(bt.records.length)
+          got += bt.records.length
+        },
+      })
+      await waitFor(async () => got >= sparseEnd, { what: 'the sparse topic read', timeoutMs: 30_000 })
+      await both.stop()
+      // Full batches, the last of each partition holding the rest.
+      for (const [p, got] of sizes) {
+        const n = (await log.endOffsets(sparse)).find((o) => o.partition === p)!.offset
+        expect(got).toEqual([...Array(Math.floor(Number(n) / 8)).fill(8), ...(Number(n) % 8 ? [Number(n) % 8] : [])])
+      }
+    } finally {
+      await log.close()
+    }
+  })
+})
