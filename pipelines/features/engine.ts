@@ -53,6 +53,20 @@ const THREAD_WAIT_FROM = 1_000
 const THREAD_WAIT_MS = 1_000
 
 /**
+ * How long a write waits at most for the batches its waiting ones pair with (pairedBatchComing),
+ * when every one waits: the decode thread reads a batch of 20,000 records in 100–200 ms on two
+ * cores. Past it, they are written as they are.
+ */
+const PAIR_WAIT_MS = 1_000
+
+/** Order and customer batches of one partition as pairs: 2p and 2p + 1 (key ^ 1 is the pair's); null for another topic. */
+function inputKey(record: LogRecord): number | null {
+  if (record.topic === TOPICS.orders.name) return 2 * record.partition
+  if (record.topic === TOPICS.customers.name) return 2 * record.partition + 1
+  return null
+}
+
+/**
  * What the consumer folds, made as soon as a record is decoded: of an input event only the fields
  * the fold reads, so the decoded event (its items, its strings) dies young instead of being copied
  * by every scavenge while its batch waits its turn; and the identity lane's profile records.
@@ -188,9 +202,17 @@ export class FeatureEngine {
    * batches of other partitions that arrive while one is written wait together and are then
    * folded and written as one (one insert per table, not one per batch). At a thousand events a
    * second the four partitions' small batches had queued behind each other, each paying the
-   * inserts' fixed cost.
+   * inserts' fixed cost. An order or customer batch whose pair (pairedBatchComing) is still being
+   * decoded waits for it while other batches are written: under a backlog a customer's record and
+   * its orders, read in step (alignTopics), are then folded and scored in one write, not two
+   * (docs/analytics-performance.md, "Streaming", stop 41).
    */
-  private readonly writes = new WriteTurns<{ record: LogRecord; value: EngineInput }>((items) => this.apply(items), (fn) => this.exclusive(fn))
+  private readonly writes = new WriteTurns<{ record: LogRecord; value: EngineInput }>((items) => this.apply(items), (fn) => this.exclusive(fn), null, {
+    waits: (items) => this.pairedBatchComing(items),
+    waitMs: PAIR_WAIT_MS,
+  })
+  /** Batches of the input topics being processed (decoded, checked), by inputKey. */
+  private readonly processing = new Map<number, number>()
   /** Rebalances queued on `chain` that have not dropped their state yet: records then wait their turn (observeNow). */
   private assignsPending = 0
   /**
@@ -237,6 +259,7 @@ export class FeatureEngine {
     const def: PipelineDefinition<EngineInput> = {
       name: this.name,
       topics: [TOPICS.orders.name, TOPICS.customers.name, TOPICS.profileChanges.name],
+      alignTopics: [TOPICS.orders.name, TOPICS.customers.name],
       process: (record, codec) => {
         // Most records need no state loaded: seen at once, decoded while another partition's batch
         // is being written. The others wait their turn with batches and ticks.
@@ -244,22 +267,17 @@ export class FeatureEngine {
         return this.exclusive(() => this.observe(record)).then(() => this.decode(record, codec))
       },
       processMany: async (records, codec) => {
-        const topic = records[0]?.topic
-        const setup = { orders: codec.expectedType(TOPICS.orders.name), customers: codec.expectedType(TOPICS.customers.name) }
-        if (!this.inputs || topic === TOPICS.profileChanges.name || !setup.orders || !setup.customers) return processEach(def, records, codec)
-        // Still loading (its first batches): a large batch waits for it a while, a small one is decoded here.
-        if (!this.inputs.ready && (records.length < THREAD_WAIT_FROM || !(await this.inputs.whenReady(THREAD_WAIT_MS)))) {
-          this.inputs.start()
-          return processEach(def, records, codec)
-        }
-        let reply: InputsReply
+        const key = records.length ? inputKey(records[0]!) : null
+        if (key === null) return this.inputsOf(def, records, codec)
+        this.processing.set(key, (this.processing.get(key) ?? 0) + 1)
         try {
-          reply = await this.inputs.run(records, codec.registry, { orders: setup.orders, customers: setup.customers }, this.now())
-        } catch {
-          // The thread failed (the next batch starts another): this batch is decoded here.
-          return processEach(def, records, codec)
+          return await this.inputsOf(def, records, codec)
+        } finally {
+          const left = this.processing.get(key)! - 1
+          if (left) this.processing.set(key, left)
+          else this.processing.delete(key)
+          this.writes.wake()
         }
-        return this.takeInputs(def, records, codec, reply)
       },
       close: async () => {
         // Restores, batches and ticks in their turns finish before the store can close.
@@ -292,6 +310,36 @@ export class FeatureEngine {
       },
     }
     return def
+  }
+
+  /** A batch's inputs: read by the decode thread where it can, else here record by record. */
+  private async inputsOf(def: PipelineDefinition<EngineInput>, records: readonly LogRecord[], codec: EventCodec): Promise<StepResult<EngineInput>[]> {
+    const topic = records[0]?.topic
+    const setup = { orders: codec.expectedType(TOPICS.orders.name), customers: codec.expectedType(TOPICS.customers.name) }
+    if (!this.inputs || topic === TOPICS.profileChanges.name || !setup.orders || !setup.customers) return processEach(def, records, codec)
+    // Still loading (its first batches): a large batch waits for it a while, a small one is decoded here.
+    if (!this.inputs.ready && (records.length < THREAD_WAIT_FROM || !(await this.inputs.whenReady(THREAD_WAIT_MS)))) {
+      this.inputs.start()
+      return processEach(def, records, codec)
+    }
+    let reply: InputsReply
+    try {
+      reply = await this.inputs.run(records, codec.registry, { orders: setup.orders, customers: setup.customers }, this.now())
+    } catch {
+      // The thread failed (the next batch starts another): this batch is decoded here.
+      return processEach(def, records, codec)
+    }
+    return this.takeInputs(def, records, codec, reply)
+  }
+
+  /**
+   * A batch whose pair is still being processed: the batch of the same partition of the other input
+   * topic (a customer's record and its orders, read in step by stream time: alignTopics), with
+   * which it is better written than before it: its customers are then scored once, not twice.
+   */
+  private pairedBatchComing(items: { record: LogRecord }[]): boolean {
+    const key = items.length ? inputKey(items[0]!.record) : null
+    return key !== null && (this.processing.get(key ^ 1) ?? 0) > 0
   }
 
   /**
