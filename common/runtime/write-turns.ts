@@ -126,29 +126,13 @@ export class WriteTurns<T> {
       const held = new Set(this.waiting.filter((g) => pairs.waits(g.items)))
       const left = deadline - performance.now()
       if (held.size < this.waiting.length || left <= 0) return left > 0 ? held : new Set()
-      await new Promise<void>((resolve) => {
-        const done = () => {
-          clearTimeout(timer)
-          this.changed = null
-          resolve()
-        }
-        const timer = setTimeout(done, left)
-        this.changed = done
-      })
+      await wakeableWait(left, (wake) => (this.changed = wake))
     }
   }
 
   /** Resolves once enough items wait, or after `ms`. */
   private gathered(ms: number): Promise<void> {
-    return new Promise<void>((resolve) => {
-      const done = () => {
-        clearTimeout(timer)
-        this.enough = null
-        resolve()
-      }
-      const timer = setTimeout(done, ms)
-      this.enough = done
-    })
+    return wakeableWait(ms, (wake) => (this.enough = wake))
   }
 
   private inTurn(fn: () => Promise<void>): Promise<void> {
@@ -156,4 +140,17 @@ export class WriteTurns<T> {
     this.chain = run.catch(() => {})
     return run
   }
+}
+
+/** Resolves after `ms`, or as soon as the function it hands to `keep` is called (then `keep(null)`). */
+function wakeableWait(ms: number, keep: (wake: (() => void) | null) => void): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      clearTimeout(timer)
+      keep(null)
+      resolve()
+    }
+    const timer = setTimeout(done, ms)
+    keep(done)
+  })
 }
