@@ -423,9 +423,18 @@ export class EmbeddedEventLog implements EventLog {
     let running = true
     // Loops waiting for records (or a backoff) wake when records arrive or the consumer stops.
     const wakers = new Set<() => void>()
+    // Followers of aligned peers (alignedEnd) waiting for a peer's read: woken by it as well, apart
+    // from the loops in a retry's backoff, which a read must not cut short.
+    const following = new Set<() => void>()
     const wake = () => {
+      wakeFollowers()
       const waiting = [...wakers]
       wakers.clear()
+      for (const w of waiting) w()
+    }
+    const wakeFollowers = () => {
+      const waiting = [...following]
+      following.clear()
       for (const w of waiting) w()
     }
     for (const t of opts.topics) this.appended.on(t, wake)
@@ -449,8 +458,9 @@ export class EmbeddedEventLog implements EventLog {
      * Where a read from `pos.next` may end: up to maxBatch records, unless a peer would reach less
      * far in stream time with its own next batch. Then this position follows that peer: it reads
      * only records no later than those the peer has read, and waits (0 records) when the peer has
-     * read nothing past its next one. The peer leads and never waits for this one, so two never
-     * wait for each other; a peer with nothing left to read holds no one back.
+     * read nothing past its next one. The peer leads and does not wait for this one (should both,
+     * judging at different moments as the logs grow, briefly take the other for the leader, the
+     * next read, append or 250 ms pause ends it); a peer with nothing left to read holds no one back.
      */
     const alignedEnd = (pos: Position, part: PartitionLog): number => {
       let end = Math.min(part.count, pos.next + maxBatch)
@@ -483,38 +493,24 @@ export class EmbeddedEventLog implements EventLog {
     const slots = new Semaphore(PARTITIONS_CONSUMED_CONCURRENTLY)
     // Aligned positions of one partition are one unit of work (as Kafka Streams' task is): they
     // share a slot, so that a follower reads and is handled beside the batch it follows.
-    const shared = new Map<number, { holders: number; release: (() => void) | null; taking: Promise<() => void> | null }>()
-    const slotFor = async (pos: Position): Promise<() => void> => {
+    const shared = new Map<number, SharedSlot>()
+    const slotFor = (pos: Position): Promise<() => void> => {
       if (!peers.has(pos)) return slots.acquire()
-      let g = shared.get(pos.partition)
-      if (!g) shared.set(pos.partition, (g = { holders: 0, release: null, taking: null }))
-      const group = g
-      if (group.holders === 0) {
-        group.taking ??= slots.acquire().then((r) => ((group.release = r), (group.taking = null), r))
-        group.holders++
-        await group.taking
-      } else group.holders++
-      let held = true
-      return () => {
-        if (!held) return
-        held = false
-        if (--group.holders === 0) {
-          group.release?.()
-          group.release = null
-        }
-      }
+      let slot = shared.get(pos.partition)
+      if (!slot) shared.set(pos.partition, (slot = new SharedSlot(slots)))
+      return slot.acquire(pos)
     }
-    /** Waits `ms`, or less when records arrive or the consumer stops. */
-    const pause = (ms: number) =>
+    /** Waits `ms`, or less when records arrive or the consumer stops (or, for a follower, when a peer reads). */
+    const pause = (ms: number, set = wakers) =>
       new Promise<void>((resolve) => {
         const done = () => {
-          wakers.delete(done)
+          set.delete(done)
           clearTimeout(timer)
           resolve()
         }
         const timer = setTimeout(done, ms)
         timer.unref()
-        wakers.add(done)
+        set.add(done)
       })
     const inFlight = opts.inFlight ?? 1
     const partitionLoop = async (pos: Position) => {
@@ -554,12 +550,14 @@ export class EmbeddedEventLog implements EventLog {
           if (end <= from) {
             // Following a peer that has not read past this one's next record: woken when it reads.
             release()
-            await pause(250)
+            await pause(250, following)
             continue
           }
           const records = await part.read(pos.topic, pos.partition, from, end - from)
+          // Read before a rewind moved pos.next back (inFlight above 1): read again from there.
+          if (pos.next !== from) continue
           pos.read = from + records.length
-          if (peers.has(pos)) wake()
+          if (peers.has(pos)) wakeFollowers()
           const batch: Batch = {
             topic: pos.topic,
             partition: pos.partition,
@@ -568,8 +566,6 @@ export class EmbeddedEventLog implements EventLog {
             heartbeat: async () => {},
           }
           if (flow) {
-            // Read before a rewind moved pos.next back: read again from there.
-            if (pos.next !== from) continue
             pos.next = from + records.length
             flow.hand(String(from), String(pos.next - 1), () => opts.onBatch(batch))
             continue
@@ -630,7 +626,50 @@ export class EmbeddedEventLog implements EventLog {
 
 
 /** At most `n` holders at once; `acquire` resolves to a release that may be called more than once. */
-class Semaphore {
+/**
+ * One slot of a consumer's Semaphore held by the aligned positions of a partition together: the
+ * first to come takes a slot, the others join its hold. A position joins a hold once: to go again it
+ * waits for the hold to end and then takes (or joins) a fresh one, so a pair gives its slot back
+ * between batches, as any other loop does, and the loops queued meanwhile get theirs.
+ */
+export class SharedSlot {
+  private holders = 0
+  private hold = 0
+  private release: (() => void) | null = null
+  private taking: Promise<void> | null = null
+  private ended: Promise<void> = Promise.resolve()
+  private end: () => void = () => {}
+  private readonly joined = new Map<object, number>()
+
+  constructor(private readonly slots: Semaphore) {}
+
+  async acquire(who: object): Promise<() => void> {
+    while (this.holders > 0 && this.joined.get(who) === this.hold) await this.ended
+    if (this.holders === 0) {
+      this.hold++
+      this.ended = new Promise<void>((resolve) => (this.end = resolve))
+      this.taking = this.slots.acquire().then((release) => {
+        this.release = release
+        this.taking = null
+      })
+    }
+    this.holders++
+    this.joined.set(who, this.hold)
+    if (this.taking) await this.taking
+    let held = true
+    return () => {
+      if (!held) return
+      held = false
+      if (--this.holders === 0) {
+        this.release?.()
+        this.release = null
+        this.end()
+      }
+    }
+  }
+}
+
+export class Semaphore {
   private free: number
   private readonly waiting: (() => void)[] = []
   constructor(n: number) {

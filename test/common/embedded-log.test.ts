@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import type { EventLog, LogRecord } from '../../common/eventlog/port.ts'
+import { Semaphore, SharedSlot } from '../../common/eventlog/embedded.ts'
 import { newEmbeddedLog, tmpDir, uniqueName, waitFor } from '../helpers.ts'
 
 /** Every record of `topic`, read by a new group from the beginning. */
@@ -182,5 +183,79 @@ describe('embedded event log: aligned topics are read in step by stream time', (
     } finally {
       await log.close()
     }
+  })
+
+  it("gives a pair's slot back between batches: with more partitions than slots, and another topic, every one is read before any pair's backlog ends", async () => {
+    const log = await newEmbeddedLog(tmpDir())
+    const [dense, sparse, other] = [uniqueName('dense'), uniqueName('sparse'), uniqueName('other')]
+    try {
+      await log.createTopics([6, 6, 2].map((partitions, i) => ({ name: [dense, sparse, other][i]!, partitions, compacted: false })))
+      const keys = Array.from({ length: 48 }, (_, k) => `${k}`)
+      for (let r = 0; r < 6; r++) {
+        await log.send(sparse, keys.map((key) => ({ key, value: Buffer.from(`s${r}`) })))
+        await log.send(dense, keys.flatMap((key) => [0, 1, 2, 3].map((i) => ({ key, value: Buffer.from(`d${r}.${i}`) }))))
+      }
+      await log.send(other, keys.map((key) => ({ key, value: Buffer.from('o') })))
+      const ends = new Map<string, number>()
+      for (const t of [dense, sparse, other]) for (const o of await log.endOffsets(t)) if (Number(o.offset) > 0) ends.set(`${t}/${o.partition}`, Number(o.offset))
+      expect([...ends.keys()].filter((k) => k.startsWith(dense)).length).toBe(6)
+      const handed: string[] = []
+      let seen = 0
+      const total = [...ends.values()].reduce((n, c) => n + c, 0)
+      const handle = await log.consume({
+        groupId: uniqueName('fair'),
+        topics: [dense, sparse, other],
+        fromBeginning: true,
+        maxBatch: 8,
+        alignTopics: [dense, sparse],
+        onBatch: async (b) => {
+          handed.push(`${b.topic}/${b.partition}`)
+          seen += b.records.length
+          // A follower's batch handled longer than its leader's: the leader comes back while it is held.
+          await new Promise((res) => setTimeout(res, b.topic === sparse ? 10 : 2))
+        },
+      })
+      await waitFor(async () => seen >= total, { what: `${total} records`, timeoutMs: 60_000 })
+      await handle.stop()
+      // The first batch of every topic partition comes before the last batch of any dense one.
+      const firstOf = (k: string) => handed.indexOf(k)
+      const lastDense = Math.min(...[...ends.keys()].filter((k) => k.startsWith(dense)).map((k) => handed.lastIndexOf(k)))
+      for (const k of ends.keys()) expect(firstOf(k), k).toBeLessThan(lastDense)
+    } finally {
+      await log.close()
+    }
+  })
+
+  it('a shared slot is joined once per hold: a position that comes back queues behind the loops waiting for a slot', async () => {
+    const slots = new Semaphore(1)
+    const pair = new SharedSlot(slots)
+    const [a, b] = [{}, {}]
+    const order: string[] = []
+    const releaseA = await pair.acquire(a)
+    const releaseB = await pair.acquire(b) // joins a's hold
+    const other = slots.acquire().then((release) => (order.push('other'), release))
+    releaseA()
+    const again = pair.acquire(a).then((release) => (order.push('a again'), release))
+    await new Promise((res) => setTimeout(res, 10))
+    expect(order).toEqual([]) // b still holds the slot; a waits for the hold to end
+    releaseB()
+    const releaseOther = await other
+    await new Promise((res) => setTimeout(res, 10))
+    expect(order).toEqual(['other']) // the slot went to the loop queued first
+    releaseOther()
+    ;(await again)()
+    expect(order).toEqual(['other', 'a again'])
+
+    // Both wait while the slot is taken elsewhere: the second does not join a hold not yet taken.
+    const busy = new Semaphore(1)
+    const elsewhere = await busy.acquire()
+    const waiting = new SharedSlot(busy)
+    let got = 0
+    const both = [waiting.acquire(a), waiting.acquire(b)].map((p) => p.then((release) => (got++, release)))
+    await new Promise((res) => setTimeout(res, 10))
+    expect(got).toBe(0)
+    elsewhere()
+    for (const release of await Promise.all(both)) release()
+    expect(got).toBe(2)
   })
 })
