@@ -9,6 +9,8 @@ export interface Storing {
 
 interface Waiting<T> {
   items: T[]
+  /** When it was submitted (performance.now()): Pairs.waitMs counts from there. */
+  at: number
   resolve: () => void
   reject: (err: unknown) => void
 }
@@ -17,8 +19,9 @@ interface Waiting<T> {
  * Batches better written together than apart (the feature consumer's: a customer's record and its
  * orders, on two topics, scored once instead of twice). A turn holds back a waiting batch while
  * `waits(items)` says the one it pairs with is still on its way, writing the others; while every
- * waiting batch waits, it waits too (woken by WriteTurns.wake()), up to `waitMs`, then writes them
- * all. Only how batches are grouped into writes changes, never what a write does with them.
+ * waiting batch waits, it waits too (woken by WriteTurns.wake()). No batch is held back longer than
+ * `waitMs` after it was submitted. Only how batches are grouped into writes changes, never what a
+ * write does with them.
  */
 export interface Pairs<T> {
   waits(items: T[]): boolean
@@ -64,7 +67,7 @@ export class WriteTurns<T> {
   /** Resolves once a write holding `items` has succeeded. */
   submit(items: T[]): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      this.waiting.push({ items, resolve, reject })
+      this.waiting.push({ items, at: performance.now(), resolve, reject })
       this.waitingItems += this.weight(items)
       if (this.enough && this.gather && this.waitingItems >= this.gather.items) this.enough()
       this.wake()
@@ -114,19 +117,20 @@ export class WriteTurns<T> {
   }
 
   /**
-   * The waiting batches to hold back from this turn's write: none once `pairs.waitMs` has passed;
-   * else those that wait for a batch still on its way, after waiting (woken by wake()) while
-   * every one does. A turn of the event loop first, for a batch whose handler has just finished to
-   * be submitted.
+   * The waiting batches to hold back from this turn's write: those whose pair is still on its way
+   * and that have waited less than `pairs.waitMs` since they were submitted. While every waiting
+   * batch is held, the turn waits (woken by wake()) until one is not. A turn of the event loop
+   * first, for a batch whose handler has just finished to be submitted.
    */
   private async paired(pairs: Pairs<T>): Promise<Set<Waiting<T>>> {
-    const deadline = performance.now() + pairs.waitMs
     for (;;) {
       await new Promise<void>((resolve) => setImmediate(resolve))
-      const held = new Set(this.waiting.filter((g) => pairs.waits(g.items)))
-      const left = deadline - performance.now()
-      if (held.size < this.waiting.length || left <= 0) return left > 0 ? held : new Set()
-      await wakeableWait(left, (wake) => (this.changed = wake))
+      const now = performance.now()
+      const held = new Set(this.waiting.filter((g) => now - g.at < pairs.waitMs && pairs.waits(g.items)))
+      if (held.size < this.waiting.length) return held
+      let left = Infinity
+      for (const g of held) left = Math.min(left, g.at + pairs.waitMs - now)
+      await wakeableWait(Math.max(1, left), (wake) => (this.changed = wake))
     }
   }
 
