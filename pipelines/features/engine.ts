@@ -66,6 +66,13 @@ function inputKey(record: LogRecord): number | null {
   return null
 }
 
+/** Adds `by` to a key's count, dropping the key at 0. */
+function count(counts: Map<number, number>, key: number, by: number): void {
+  const n = (counts.get(key) ?? 0) + by
+  if (n) counts.set(key, n)
+  else counts.delete(key)
+}
+
 /**
  * What the consumer folds, made as soon as a record is decoded: of an input event only the fields
  * the fold reads, so the decoded event (its items, its strings) dies young instead of being copied
@@ -213,6 +220,8 @@ export class FeatureEngine {
   })
   /** Batches of the input topics being processed (decoded, checked), by inputKey. */
   private readonly processing = new Map<number, number>()
+  /** Of those, the ones waiting for a turn of their own (observeInTurn), by inputKey. */
+  private readonly inTurnQueue = new Map<number, number>()
   /** Rebalances queued on `chain` that have not dropped their state yet: records then wait their turn (observeNow). */
   private assignsPending = 0
   /**
@@ -264,18 +273,16 @@ export class FeatureEngine {
         // Most records need no state loaded: seen at once, decoded while another partition's batch
         // is being written. The others wait their turn with batches and ticks.
         if (this.observeNow(record)) return this.decode(record, codec)
-        return this.exclusive(() => this.observe(record)).then(() => this.decode(record, codec))
+        return this.observeInTurn(record).then(() => this.decode(record, codec))
       },
       processMany: async (records, codec) => {
         const key = records.length ? inputKey(records[0]!) : null
         if (key === null) return this.inputsOf(def, records, codec)
-        this.processing.set(key, (this.processing.get(key) ?? 0) + 1)
+        count(this.processing, key, 1)
         try {
           return await this.inputsOf(def, records, codec)
         } finally {
-          const left = this.processing.get(key)! - 1
-          if (left) this.processing.set(key, left)
-          else this.processing.delete(key)
+          count(this.processing, key, -1)
           this.writes.wake()
         }
       },
@@ -333,13 +340,30 @@ export class FeatureEngine {
   }
 
   /**
+   * observe() in turn with batches and ticks. Meanwhile the batch it is part of is not waited for
+   * by a write (pairedBatchComing), which would hold the turn it waits for.
+   */
+  private async observeInTurn(record: LogRecord): Promise<void> {
+    const key = inputKey(record)
+    if (key !== null) {
+      count(this.inTurnQueue, key, 1)
+      this.writes.wake()
+    }
+    try {
+      await this.exclusive(() => this.observe(record))
+    } finally {
+      if (key !== null) count(this.inTurnQueue, key, -1)
+    }
+  }
+
+  /**
    * A batch whose pair is still being processed: the batch of the same partition of the other input
    * topic (a customer's record and its orders, read in step by stream time: alignTopics), with
    * which it is better written than before it: its customers are then scored once, not twice.
    */
   private pairedBatchComing(items: { record: LogRecord }[]): boolean {
     const key = items.length ? inputKey(items[0]!.record) : null
-    return key !== null && (this.processing.get(key ^ 1) ?? 0) > 0
+    return key !== null && (this.processing.get(key ^ 1) ?? 0) > 0 && !this.inTurnQueue.has(key ^ 1)
   }
 
   /**
@@ -366,7 +390,7 @@ export class FeatureEngine {
         out[i] = r instanceof Promise ? await r : r
         continue
       }
-      if (!this.observeNow(record)) await this.exclusive(() => this.observe(record))
+      if (!this.observeNow(record)) await this.observeInTurn(record)
       keep[i] = 1
       handled++
       out[i] = kept
