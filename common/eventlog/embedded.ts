@@ -542,6 +542,12 @@ export class EmbeddedEventLog implements EventLog {
           continue
         }
         if (flow) await flow.room()
+        // A follower with nothing it may read yet waits without a slot: joining its pair's hold only
+        // to leave it would use up its one join of that hold (SharedSlot).
+        if (peers.has(pos) && alignedEnd(pos, part) <= pos.next) {
+          await pause(250, following)
+          continue
+        }
         const release = await slotFor(pos)
         try {
           if (!running) break
