@@ -61,7 +61,7 @@ class PartitionLog {
       const body = Buffer.alloc(len)
       await this.fd.read(body, 0, len, pos + FRAME_HEADER)
       if (zlib.crc32(body) !== head.readUInt32BE(4)) break
-      this.index(pos, body.readInt32BE(0) * 0x1_0000_0000 + body.readUInt32BE(4))
+      this.index(pos, timestampAt(body, 0))
       pos += FRAME_HEADER + len
     }
     if (pos < size) await this.fd.truncate(pos)
@@ -111,7 +111,7 @@ class PartitionLog {
       await this.fd.write(frames, 0, frames.length, this.size)
       await this.fd.datasync()
       // Each frame starts with its body's length, as recover() reads them.
-      for (let at = 0; at < frames.length; at += FRAME_HEADER + frames.readUInt32BE(at)) this.index(this.size + at, frames.readInt32BE(at + FRAME_HEADER) * 0x1_0000_0000 + frames.readUInt32BE(at + FRAME_HEADER + 4))
+      for (let at = 0; at < frames.length; at += FRAME_HEADER + frames.readUInt32BE(at)) this.index(this.size + at, timestampAt(frames, at + FRAME_HEADER))
       this.size += frames.length
       return first
     })
@@ -178,6 +178,11 @@ function frameLength(key: Buffer | null, value: Buffer | null, headers: HeaderBy
   let len = FRAME_HEADER + 8 + 4 + (key?.length ?? 0) + 4 + (value?.length ?? 0) + 2
   for (let i = 0; i < headers.length; i++) len += 6 + headers[i]![0].length + headers[i]![1].length
   return len
+}
+
+/** The timestamp a frame's body starts with (an i64 of ms, as writeFrame writes it), the body at buf[at…]. */
+function timestampAt(buf: Buffer, at: number): number {
+  return buf.readInt32BE(at) * 0x1_0000_0000 + buf.readUInt32BE(at + 4)
 }
 
 /** Writes a record's frame at buf[at, end), end - at being its frameLength. */
@@ -266,7 +271,7 @@ class ChunkRecord implements LogRecord {
 /** The record whose frame body is chunk[p, end). */
 function decodeBody(topic: string, partition: number, offset: number, chunk: Buffer, p: number, end: number): LogRecord {
   // Two 32-bit halves, not a BigInt per record: exact for any time within 2^53 ms.
-  const timestamp = chunk.readInt32BE(p) * 0x1_0000_0000 + chunk.readUInt32BE(p + 4)
+  const timestamp = timestampAt(chunk, p)
   p += 8
   // Read inline, not by a closure made per record (tsx's keepNames names each closure as it is made).
   const kn = chunk.readInt32BE(p)
@@ -631,7 +636,6 @@ export class EmbeddedEventLog implements EventLog {
 }
 
 
-/** At most `n` holders at once; `acquire` resolves to a release that may be called more than once. */
 /**
  * One slot of a consumer's Semaphore held by the aligned positions of a partition together: the
  * first to come takes a slot, the others join its hold. A position joins a hold once: to go again it
@@ -675,6 +679,7 @@ export class SharedSlot {
   }
 }
 
+/** At most `n` holders at once; `acquire` resolves to a release that may be called more than once. */
 export class Semaphore {
   private free: number
   private readonly waiting: (() => void)[] = []
