@@ -57,6 +57,17 @@ const say = (msg: string) => console.info(`[scale-out] ${msg}`)
  */
 class Freezer {
   frozen = false
+  /**
+   * @param oneAtATime hand each consumer of the instance one batch of a partition at a time. kafkajs
+   *   heartbeats while no handler blocks its fetch loop; with batches in flight (the projection's
+   *   inFlight) a frozen handler blocks it only once that many batches of one partition hang, so a
+   *   frozen instance reading a quiet partition would keep heartbeating and hold it for good, which
+   *   a crashed process does not. The instance that freezes hands one batch at a time: its first
+   *   frozen batch stops its heartbeats. The others keep the projection's batches in flight, across
+   *   the takeover and the fourth's join.
+   */
+  constructor(private readonly oneAtATime = false) {}
+
   private readonly hung: ((err: Error) => void)[] = []
   /** The latest assignment of each of the instance's groups, partitions of the orders topic. */
   readonly assigned = new Map<string, number[]>()
@@ -92,6 +103,7 @@ class Freezer {
       consume: (o: ConsumeOptions) =>
         log.consume({
           ...o,
+          inFlight: this.oneAtATime ? 1 : o.inFlight,
           onAssign: (a) => {
             this.assigned.set(o.groupId, a.filter((x) => x.topic === TOPICS.orders.name).map((x) => x.partition).sort((x, y) => x - y))
             o.onAssign?.(a)
@@ -173,8 +185,9 @@ describe('scale-out: several instances per role on real Kafka', () => {
     let clock = NOW
     const now = () => clock
 
+    const VICTIM = 'features-2'
     const open = async (name: string) => {
-      const freezer = new Freezer()
+      const freezer = new Freezer(name === VICTIM)
       const base = await openRuntime({ ...config, kafkaClientId: name }, silentLogger, { store })
       const rt: Runtime = { ...base, log: freezer.log(base.log), store: freezer.store(store) }
       return { freezer, rt }
@@ -203,7 +216,7 @@ describe('scale-out: several instances per role on real Kafka', () => {
       await startAtEnd([prefix + PROJECTION_GROUP, prefix + FEATURES_GROUP], INPUTS)
       await startAtEnd([prefix + AUDIENCE_SYNC_GROUP], [TOPICS.segmentChanges.name])
 
-      const instances = [await startFeatures('features-1'), await startFeatures('features-2'), await startFeatures('features-3')]
+      const instances = [await startFeatures('features-1'), await startFeatures(VICTIM), await startFeatures('features-3')]
       const audience = [await startAudience('audience-1'), await startAudience('audience-2')]
       const live = () => instances.filter((i) => !i.freezer.frozen)
       const coverage = (xs: FeatureInstance[]) => new Set(xs.flatMap((i) => i.freezer.assigned.get(prefix + FEATURES_GROUP) ?? []))
