@@ -16,6 +16,13 @@ export interface DecodeJob<Setup> {
   setup: Setup | null
   /** The time rules judge by (occurred_at not in the future), as the main thread's check would. */
   now: number
+  /**
+   * Where it is decoded among the jobs waiting: by (after, id), lowest first. `after` is its own id
+   * (when absent too), or, for a job of a group another job of which was sent before it and is not
+   * answered yet, that job's `after`: it is decoded right behind the group's earlier jobs
+   * (DecodeThread.run).
+   */
+  after?: number
 }
 
 /**
@@ -78,10 +85,23 @@ export class ThreadSchemas {
 /**
  * Serves a decode thread's jobs with `handle`: a reply is posted with the buffers of `transfer`
  * handed over, not copied; a job that throws is answered with its error (the main thread then
- * ends this thread and starts another).
+ * ends this thread and starts another). Jobs wait in arrival order and are taken by (after, id)
+ * (DecodeJob.after), one per turn of the event loop, so the jobs sent while one is decoded are
+ * all here when the next is chosen.
  */
 export function serveDecodeJobs<Setup, Reply extends { id: number }>(handle: (job: DecodeJob<Setup>) => Reply, transfer: (reply: Reply) => ArrayBufferLike[]): void {
-  parentPort?.on('message', (job: DecodeJob<Setup>) => {
+  const waiting: DecodeJob<Setup>[] = []
+  let scheduled = false
+  const schedule = () => {
+    if (scheduled) return
+    scheduled = true
+    setImmediate(next)
+  }
+  const next = () => {
+    scheduled = false
+    const job = takeNext(waiting)
+    if (!job) return
+    if (waiting.length) schedule()
     let reply: Reply
     try {
       reply = handle(job)
@@ -90,9 +110,43 @@ export function serveDecodeJobs<Setup, Reply extends { id: number }>(handle: (jo
       return
     }
     parentPort!.postMessage(reply, transfer(reply) as ArrayBuffer[])
+  }
+  parentPort?.on('message', (job: DecodeJob<Setup>) => {
+    waiting.push(job)
+    schedule()
   })
   // Its modules are loaded: the thread takes jobs from now on (DecodeThread.ready).
   parentPort?.postMessage({ ready: true })
+}
+
+/**
+ * Removes and returns the job to decode next of those waiting (in arrival order): the lowest
+ * (after, id). What the jobs that came before it carry for the jobs after them (the setup, writer
+ * schemas) it takes along, so a job taken ahead of them is decoded as it would have been after them.
+ */
+export function takeNext<Setup>(waiting: DecodeJob<Setup>[]): DecodeJob<Setup> | undefined {
+  if (!waiting.length) return undefined
+  let at = 0
+  for (let i = 1; i < waiting.length; i++) {
+    const a = waiting[i]!
+    const b = waiting[at]!
+    const aAfter = a.after ?? a.id
+    const bAfter = b.after ?? b.id
+    if (aAfter < bAfter || (aAfter === bAfter && a.id < b.id)) at = i
+  }
+  const job = waiting.splice(at, 1)[0]!
+  const carried: [number, string][] = []
+  for (let i = 0; i < at; i++) {
+    const earlier = waiting[i]!
+    if (earlier.setup !== null) {
+      job.setup ??= earlier.setup
+      earlier.setup = null
+    }
+    carried.push(...earlier.schemas)
+    earlier.schemas = []
+  }
+  if (carried.length) job.schemas = [...carried, ...job.schemas]
+  return job
 }
 
 /** `value`'s index in `list`, added at the end when it is not there yet (a reply's few distinct currencies). */

@@ -16,15 +16,16 @@ const RESPAWN_AFTER_MS = 30_000
  * `serveDecodeJobs`, decode-thread-worker.ts), which decodes and checks them while the main thread
  * reads the log and writes to the store. On two cores the main thread did all of it, and was the
  * bottleneck of the projection and of the feature consumer (docs/analytics-performance.md,
- * "Ingest"). Jobs are answered in the order they are sent. A thread that fails fails the jobs it
- * holds (their batches are delivered again) and the next job starts a new one.
+ * "Ingest"). Jobs are answered in the order they are sent, but for groups (run). A thread that
+ * fails fails the jobs it holds (their batches are delivered again) and the next job starts a new one.
  *
  * `Setup` is what a thread needs once (sent with its first job); `Reply` what the worker answers.
  */
 export class DecodeThread<Setup, Reply extends { id: number }> {
   private worker: Worker | null = null
   private seq = 0
-  private readonly pending = new Map<number, { resolve: (r: Reply) => void; reject: (err: Error) => void }>()
+  /** Jobs sent and not answered yet: with their group and place (DecodeJob.after). */
+  private readonly pending = new Map<number, { resolve: (r: Reply) => void; reject: (err: Error) => void; group: number | undefined; after: number }>()
   /** Schema ids the current thread has been sent. */
   private sent = new Set<number>()
   private setupSent = false
@@ -92,9 +93,12 @@ export class DecodeThread<Setup, Reply extends { id: number }> {
 
   /**
    * The worker's answer for these records' values (schemas the registry knows are sent along;
-   * `setup` with a thread's first job); `now` is the time the worker's rules judge by.
+   * `setup` with a thread's first job); `now` is the time the worker's rules judge by. Jobs are
+   * decoded in the order they are sent, except that a job of a `group` is decoded right behind
+   * the jobs of its group sent before it and not answered yet (the feature consumer's: a
+   * partition's order batch and customer batch, written together once both are decoded).
    */
-  run(records: readonly LogRecord[], registry: SchemaRegistryPort, setup: Setup, now = Date.now()): Promise<Reply> {
+  run(records: readonly LogRecord[], registry: SchemaRegistryPort, setup: Setup, now = Date.now(), group?: number): Promise<Reply> {
     const worker = this.worker ?? this.spawn()
     if (this.idleTimer) clearTimeout(this.idleTimer)
     this.idleTimer = null
@@ -129,10 +133,12 @@ export class DecodeThread<Setup, Reply extends { id: number }> {
       ends[i] = pos
     }
     const id = ++this.seq
-    const job: DecodeJob<Setup> = { id, topic: records[0]?.topic ?? '', values, ends, schemas, setup: this.setupSent ? null : setup, now }
+    let after = id
+    if (group !== undefined) for (const p of this.pending.values()) if (p.group === group) after = Math.min(after, p.after)
+    const job: DecodeJob<Setup> = { id, topic: records[0]?.topic ?? '', values, ends, schemas, setup: this.setupSent ? null : setup, now, after }
     this.setupSent = true
     return new Promise<Reply>((resolve, reject) => {
-      this.pending.set(id, { resolve, reject })
+      this.pending.set(id, { resolve, reject, group, after })
       try {
         worker.postMessage(job, [values.buffer, ends.buffer])
       } catch (err) {

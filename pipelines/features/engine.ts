@@ -331,7 +331,8 @@ export class FeatureEngine {
     }
     let reply: InputsReply
     try {
-      reply = await this.inputs.run(records, codec.registry, { orders: setup.orders, customers: setup.customers }, this.now())
+      // A partition's order and customer batches one after the other: they are written together (pairedBatchComing).
+      reply = await this.inputs.run(records, codec.registry, { orders: setup.orders, customers: setup.customers }, this.now(), records[0]?.partition)
     } catch {
       // The thread failed (the next batch starts another): this batch is decoded here.
       return processEach(def, records, codec)

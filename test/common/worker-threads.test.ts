@@ -11,6 +11,9 @@ import { Worker } from 'node:worker_threads'
 import { afterAll, describe, expect, it } from 'vitest'
 import { hash53 } from '../../common/hash53.ts'
 import { DecodeThread } from '../../common/runtime/decode-thread.ts'
+import { takeNext, type DecodeJob } from '../../common/runtime/decode-thread-worker.ts'
+import type { LogRecord } from '../../common/eventlog/port.ts'
+import type { SchemaRegistryPort } from '../../common/eventlog/schema-registry.ts'
 import { buildWorkerBundle, workerBundle } from '../../common/runtime/worker-bundle.ts'
 import { InputsThread } from '../../pipelines/features/input-thread.ts'
 
@@ -76,7 +79,7 @@ describe('worker bundles', () => {
   })
 })
 
-class FixtureThread extends DecodeThread<unknown, { id: number }> {
+class FixtureThread<Setup = unknown, Reply extends { id: number } = { id: number }> extends DecodeThread<Setup, Reply> {
   constructor(name: string) {
     super(new URL(`./fixtures/${name}`, import.meta.url), name)
   }
@@ -122,5 +125,47 @@ describe('DecodeThread.whenReady', () => {
     } finally {
       await thread.close()
     }
+  })
+})
+
+describe('the order a decode thread takes its jobs in', () => {
+  const record = (schemaId?: number): LogRecord[] => [
+    { topic: 't', partition: 0, offset: '0', key: null, value: schemaId === undefined ? Buffer.from('x') : Buffer.from([0, 0, 0, 0, schemaId, 1]), headers: {}, timestamp: 0 },
+  ]
+  const registry = { knownSchema: (id: number) => `schema ${id}` } as unknown as SchemaRegistryPort
+
+  it('is the order jobs are sent in, but a job of a group comes right behind the jobs of its group still waiting, with the schemas sent before it', async () => {
+    const thread = new FixtureThread<string, { id: number; setup: string | null; schemas: number[] }>('ordered-worker.mjs')
+    try {
+      expect(await thread.whenReady(30_000)).toBe(true)
+      const done: string[] = []
+      const job = (name: string, records: LogRecord[], group?: number) =>
+        thread.run(records, registry, 'the setup', 0, group).then((r) => {
+          done.push(name)
+          return r
+        })
+      const jobs = [job('a, group 0', record(), 0), job('b', record(7)), job('c', record()), job('d, group 0', record(), 0), job('e, group 1', record(), 1), job('f, group 1', record(), 1)]
+      const replies = await Promise.all(jobs)
+      expect(done).toEqual(['a, group 0', 'd, group 0', 'b', 'c', 'e, group 1', 'f, group 1'])
+      // d is decoded before b, with b's schema and the first job's setup.
+      expect(replies[3]).toMatchObject({ setup: 'the setup', schemas: [7] })
+      expect(replies.map((r) => r.setup)).toEqual(Array(6).fill('the setup'))
+
+      // Once a group's jobs are answered, its next job waits its turn like any other.
+      done.length = 0
+      await Promise.all([job('g', record()), job('h, group 0', record(), 0)])
+      expect(done).toEqual(['g', 'h, group 0'])
+    } finally {
+      await thread.close()
+    }
+  })
+
+  it('takeNext: the lowest (after, id), carrying the setup and schemas of the jobs that came before it', () => {
+    const job = (id: number, after?: number, extra: Partial<DecodeJob<string>> = {}): DecodeJob<string> => ({ id, after, topic: 't', values: new Uint8Array(0), ends: new Int32Array(0), schemas: [], setup: null, now: 0, ...extra })
+    const waiting = [job(3, undefined, { setup: 'S', schemas: [[1, 'one']] }), job(4, 4, { schemas: [[2, 'two']] }), job(5, 2), job(6, 2)]
+    const first = takeNext(waiting)!
+    expect(first).toMatchObject({ id: 5, setup: 'S', schemas: [[1, 'one'], [2, 'two']] })
+    expect(waiting.map((j) => [j.id, j.setup, j.schemas.length])).toEqual([[3, null, 0], [4, null, 0], [6, null, 0]])
+    expect([takeNext(waiting)!.id, takeNext(waiting)!.id, takeNext(waiting)!.id, takeNext(waiting)]).toEqual([6, 3, 4, undefined])
   })
 })
