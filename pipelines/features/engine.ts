@@ -762,6 +762,10 @@ export class FeatureEngine {
     const aggs: CustomerAggregates[] = []
     for (const c of this.customers.values()) if (c.tenantId === tenantId && this.isProfile(c)) aggs.push(this.aggregates(c, ref.cutoffMs))
     const m = await buildTenantModelParallel(aggs, now, { clvModel: this.clvModel, refitClv: true, referenceMs: ref.ms }, this.deps.logger)
+    // No buyer yet (a write of customer records whose orders come in a later one): the model says
+    // nothing of the tenant and scores no one. It is not kept, or every write until the next
+    // refresh would score the tenant's buyers against it, with no segment.
+    if (m.boundaries === null) return m
     await saveModel(this.deps.store, tenantId, m)
     this.models.set(tenantId, m)
     return m
@@ -1000,6 +1004,8 @@ export class FeatureEngine {
         const clv = current?.clv
         const refit = !clv || moved || now - clv.fittedAt >= this.refitMs || aggs.length >= 2 * clv.customers
         const m = await buildTenantModelParallel(aggs, now, { clvModel: this.clvModel, refitClv: refit, previous: current, referenceMs: ref.ms }, this.deps.logger)
+        // A model without buyers is not kept (model()).
+        if (m.boundaries === null) continue
         await saveModel(this.deps.store, t, m)
         this.models.set(t, m)
       }
