@@ -750,25 +750,34 @@ export class FeatureEngine {
     return r.setting === 'now' ? { ...r, ms: now } : r
   }
 
-  /** The tenant's model: cached, else stored, else fitted on the customers this consumer holds. */
-  private async model(tenantId: number, now: number, ref: Reference): Promise<TenantModel | null> {
+  /**
+   * The tenant's model for a write of `customers`: cached, else stored, else fitted on the
+   * customers this consumer holds. A model fitted from no buyer (a write of customer records whose
+   * orders come in a later one) says nothing of the tenant and scores no one: it is not stored, and
+   * is used only until a write brings a buyer, which fits again. Kept, it would have scored the
+   * tenant's buyers without segments until the next refresh.
+   */
+  private async model(tenantId: number, now: number, ref: Reference, customers: readonly CustomerState[]): Promise<TenantModel | null> {
+    const usable = (m: TenantModel | undefined) => m !== undefined && (m.boundaries !== null || !this.hasBuyer(tenantId, customers, ref))
     const cached = this.models.get(tenantId)
-    if (cached) return cached
+    if (usable(cached)) return cached!
     const stored = (await loadModels(this.deps.store, [tenantId])).get(tenantId)
-    if (stored) {
-      this.models.set(tenantId, stored)
-      return stored
+    if (usable(stored)) {
+      this.models.set(tenantId, stored!)
+      return stored!
     }
     const aggs: CustomerAggregates[] = []
     for (const c of this.customers.values()) if (c.tenantId === tenantId && this.isProfile(c)) aggs.push(this.aggregates(c, ref.cutoffMs))
     const m = await buildTenantModelParallel(aggs, now, { clvModel: this.clvModel, refitClv: true, referenceMs: ref.ms }, this.deps.logger)
-    // No buyer yet (a write of customer records whose orders come in a later one): the model says
-    // nothing of the tenant and scores no one. It is not kept, or every write until the next
-    // refresh would score the tenant's buyers against it, with no segment.
-    if (m.boundaries === null) return m
-    await saveModel(this.deps.store, tenantId, m)
+    if (m.boundaries !== null) await saveModel(this.deps.store, tenantId, m)
     this.models.set(tenantId, m)
     return m
+  }
+
+  /** Some of `customers` of the tenant is a profile with a counting order. */
+  private hasBuyer(tenantId: number, customers: readonly CustomerState[], ref: Reference): boolean {
+    for (const c of customers) if (c.tenantId === tenantId && this.isProfile(c) && this.aggregates(c, ref.cutoffMs).orderCount > 0) return true
+    return false
   }
 
   /** Row versions grow per customer across restarts and clock differences (microsecond-scaled time, else +1). */
@@ -801,7 +810,7 @@ export class FeatureEngine {
     const refs = new Map<number, Reference>()
     for (const t of tenants) {
       const ref = this.referenceOf(t, now)
-      const model = await this.model(t, now, ref)
+      const model = await this.model(t, now, ref, customers)
       refs.set(t, ref)
       models.set(t, model)
     }
@@ -1004,9 +1013,8 @@ export class FeatureEngine {
         const clv = current?.clv
         const refit = !clv || moved || now - clv.fittedAt >= this.refitMs || aggs.length >= 2 * clv.customers
         const m = await buildTenantModelParallel(aggs, now, { clvModel: this.clvModel, refitClv: refit, previous: current, referenceMs: ref.ms }, this.deps.logger)
-        // A model without buyers is not kept (model()).
-        if (m.boundaries === null) continue
-        await saveModel(this.deps.store, t, m)
+        // A model without buyers is not stored (model()).
+        if (m.boundaries !== null) await saveModel(this.deps.store, t, m)
         this.models.set(t, m)
       }
       const { stored: written, ...r } = await this.flush([...this.customers.values()], now, false, epoch)

@@ -23,7 +23,7 @@ describe("a tenant's first model", () => {
     await rt?.close()
   })
 
-  it('is not kept when fitted from customer records without orders: the write with their orders scores them', { timeout: 120_000 }, async () => {
+  it('is not stored when fitted from customer records without orders, by a write or the tick: the write with their orders scores them', { timeout: 120_000 }, async () => {
     const tenant = 957
     const { profiles, orders } = history(tenant, 57, 60)
     const features = await runFeatures(rt, { now: () => NOW, tickMs: 3_600_000, name: uniqueName('features') })
@@ -39,6 +39,9 @@ describe("a tenant's first model", () => {
       const before = await rows()
       expect(before.length).toBe(new Set(profiles.map((p) => p.customer_id)).size)
       expect(before.filter((r) => r.segment !== null)).toEqual([])
+      expect((await loadModels(rt.store, [tenant])).get(tenant)).toBeUndefined()
+      // Nor by the tick.
+      await features.tick()
       expect((await loadModels(rt.store, [tenant])).get(tenant)).toBeUndefined()
 
       // Their orders in the next write: every buyer (a counting order) gets a segment from a model fitted with them.
