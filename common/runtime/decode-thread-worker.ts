@@ -18,9 +18,9 @@ export interface DecodeJob<Setup> {
   now: number
   /**
    * Where it is decoded among the jobs waiting: by (after, id), lowest first. `after` is its own id
-   * (when absent too), or, for a job of a group another job of which was sent before it and is not
-   * answered yet, that job's `after`: it is decoded right behind the group's earlier jobs
-   * (DecodeThread.run).
+   * (when absent too), or, for a job of a group other jobs of which were sent before it and are not
+   * answered yet, the oldest one's id: it is decoded right behind the group's earlier jobs, before
+   * the jobs sent after that one (DecodeThread.run).
    */
   after?: number
 }

@@ -24,8 +24,8 @@ const RESPAWN_AFTER_MS = 30_000
 export class DecodeThread<Setup, Reply extends { id: number }> {
   private worker: Worker | null = null
   private seq = 0
-  /** Jobs sent and not answered yet: with their group and place (DecodeJob.after). */
-  private readonly pending = new Map<number, { resolve: (r: Reply) => void; reject: (err: Error) => void; group: number | undefined; after: number }>()
+  /** Jobs sent and not answered yet, by id: with their group. */
+  private readonly pending = new Map<number, { resolve: (r: Reply) => void; reject: (err: Error) => void; group: number | undefined }>()
   /** Schema ids the current thread has been sent. */
   private sent = new Set<number>()
   private setupSent = false
@@ -134,11 +134,13 @@ export class DecodeThread<Setup, Reply extends { id: number }> {
     }
     const id = ++this.seq
     let after = id
-    if (group !== undefined) for (const p of this.pending.values()) if (p.group === group) after = Math.min(after, p.after)
+    // Behind the oldest of its group's jobs still pending, by that job's id (not its place, which may
+    // itself come from an older job): a group that always has a job pending does not keep moving ahead.
+    if (group !== undefined) for (const [pendingId, p] of this.pending) if (p.group === group) after = Math.min(after, pendingId)
     const job: DecodeJob<Setup> = { id, topic: records[0]?.topic ?? '', values, ends, schemas, setup: this.setupSent ? null : setup, now, after }
     this.setupSent = true
     return new Promise<Reply>((resolve, reject) => {
-      this.pending.set(id, { resolve, reject, group, after })
+      this.pending.set(id, { resolve, reject, group })
       try {
         worker.postMessage(job, [values.buffer, ends.buffer])
       } catch (err) {

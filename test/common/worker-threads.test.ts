@@ -155,6 +155,15 @@ describe('the order a decode thread takes its jobs in', () => {
       done.length = 0
       await Promise.all([job('g', record()), job('h, group 0', record(), 0)])
       expect(done).toEqual(['g', 'h, group 0'])
+
+      // A group that always has a job pending moves up only behind its oldest pending job: l, sent
+      // once i is answered (and k, behind i, is being decoded), comes after j, sent before k.
+      done.length = 0
+      const i = job('i, group 2', record(), 2)
+      const rest = [job('j', record()), job('k, group 2', record(), 2)]
+      await i
+      await Promise.all([...rest, job('l, group 2', record(), 2)])
+      expect(done).toEqual(['i, group 2', 'k, group 2', 'j', 'l, group 2'])
     } finally {
       await thread.close()
     }
