@@ -758,7 +758,8 @@ export class FeatureEngine {
    * tenant's buyers without segments until the next refresh.
    */
   private async model(tenantId: number, now: number, ref: Reference, customers: readonly CustomerState[]): Promise<TenantModel | null> {
-    const usable = (m: TenantModel | undefined) => m !== undefined && (m.boundaries !== null || !this.hasBuyer(tenantId, customers, ref))
+    let buyer: boolean | undefined
+    const usable = (m: TenantModel | undefined) => m !== undefined && (m.boundaries !== null || !(buyer ??= this.hasBuyer(tenantId, customers, ref)))
     const cached = this.models.get(tenantId)
     if (usable(cached)) return cached!
     const stored = (await loadModels(this.deps.store, [tenantId])).get(tenantId)
@@ -769,9 +770,14 @@ export class FeatureEngine {
     const aggs: CustomerAggregates[] = []
     for (const c of this.customers.values()) if (c.tenantId === tenantId && this.isProfile(c)) aggs.push(this.aggregates(c, ref.cutoffMs))
     const m = await buildTenantModelParallel(aggs, now, { clvModel: this.clvModel, refitClv: true, referenceMs: ref.ms }, this.deps.logger)
+    await this.keepModel(tenantId, m)
+    return m
+  }
+
+  /** A model just fitted: cached, and stored unless it has no buyer (model()). */
+  private async keepModel(tenantId: number, m: TenantModel): Promise<void> {
     if (m.boundaries !== null) await saveModel(this.deps.store, tenantId, m)
     this.models.set(tenantId, m)
-    return m
   }
 
   /** Some of `customers` of the tenant is a profile with a counting order. */
@@ -1013,9 +1019,7 @@ export class FeatureEngine {
         const clv = current?.clv
         const refit = !clv || moved || now - clv.fittedAt >= this.refitMs || aggs.length >= 2 * clv.customers
         const m = await buildTenantModelParallel(aggs, now, { clvModel: this.clvModel, refitClv: refit, previous: current, referenceMs: ref.ms }, this.deps.logger)
-        // A model without buyers is not stored (model()).
-        if (m.boundaries !== null) await saveModel(this.deps.store, t, m)
-        this.models.set(t, m)
+        await this.keepModel(t, m)
       }
       const { stored: written, ...r } = await this.flush([...this.customers.values()], now, false, epoch)
       await written
