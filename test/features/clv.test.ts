@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import fs from 'node:fs'
 import { compressPatterns } from '../../pipelines/features/clv/patterns.ts'
-import { newtonPolish } from '../../pipelines/features/clv/optimize.ts'
+import { hessianAt, minimizeWithWarmStart, newtonPolish } from '../../pipelines/features/clv/optimize.ts'
 import {
   bgnbd,
   bgNbd,
@@ -422,6 +422,41 @@ describe('large inputs (days)', () => {
     within(fast.params.r, 0.5, 0.1)
     within(fast.params.alpha, 60, 0.15)
   })
+
+  it('MBG/NBD and Gamma-Gamma land there too', () => {
+    const data = simulateBgNbd(20_000, { r: 0.5, alpha: 60, a: 0.9, b: 3 }, 1100, 7)
+    const fast = fitMbgNbd(data, { warmStartAbove: 1000 })
+    const plain = fitMbgNbd(data, { warmStartAbove: Infinity })
+    expect(fast.converged && plain.converged).toBe(true)
+    for (const k of ['r', 'alpha', 'a', 'b'] as const) within(fast.params[k], plain.params[k], 1e-4)
+    expect(fast.ll).toBeGreaterThanOrEqual(plain.ll - 1e-6)
+    // 50,000 repeat buyers (above Gamma-Gamma's default warm-start threshold, 40,000) drawn from
+    // the model at about CDNOW's parameters: ν ~ Gamma(q, γ), z̄ | ν, x ~ Gamma(p·x, ν·x).
+    let s = 3
+    const rnd = () => ((s = (s * 1103515245 + 12345) % 2147483648), (s + 1) / 2147483649)
+    // Marsaglia & Tsang (2000), shape k >= 1, rate 1.
+    const gamma = (k: number): number => {
+      const d = k - 1 / 3
+      const c = 1 / Math.sqrt(9 * d)
+      for (;;) {
+        const z = Math.sqrt(-2 * Math.log(rnd())) * Math.cos(2 * Math.PI * rnd())
+        const v = (1 + c * z) ** 3
+        if (v > 0 && Math.log(rnd()) < 0.5 * z * z + d - d * v + d * Math.log(v)) return d * v
+      }
+    }
+    const spend = Array.from({ length: 50_000 }, () => {
+      const x = 1 + Math.floor(rnd() * 12)
+      const nu = gamma(4) / 15
+      return { x, zbar: gamma(6 * x) / (nu * x) }
+    })
+    const gg = fitGammaGamma(spend)
+    const ggPlain = fitGammaGamma(spend, { warmStartAbove: Infinity })
+    expect(gg.converged && ggPlain.converged).toBe(true)
+    for (const k of ['p', 'q', 'gamma'] as const) within(gg.params[k], ggPlain.params[k], 1e-4)
+    expect(gg.ll).toBeGreaterThanOrEqual(ggPlain.ll - 1e-6)
+    // The population's mean spend, pγ/(q − 1) = 30, is recovered.
+    within((gg.params.p * gg.params.gamma) / (gg.params.q - 1), 30, 0.02)
+  })
 })
 
 describe('CDNOW summary', () => {
@@ -585,4 +620,45 @@ describe('newtonPolish', () => {
     // The point and its two neighbours for the derivatives; the old search added 30 more.
     expect(r.evaluations).toBe(3)
   })
+
+  // Smooth, convex, not quadratic, its variables coupled; least at 0. The start is as near as a
+  // warm start on a sample leaves it.
+  const bowl = (x: readonly number[]) => x.reduce((s, v, i) => s + (i + 1) * (Math.exp(v) - v) + 0.5 * (v - (x[(i + 1) % x.length] ?? 0)) ** 2 + 0.1 * v ** 4, 0)
+  const start = [0.05, -0.03, 0.04, 0.01]
+
+  it('from an approximate Hessian, reaches the minimum Newton reaches with the gradient alone, in fewer evaluations', () => {
+    const exact = newtonPolish(bowl, start)
+    expect(exact.converged).toBe(true)
+    // A sample's Hessian: of an objective scaled and shifted a little, at the start.
+    const sample = (x: readonly number[]) => 1.03 * bowl(x.map((v, i) => v - 0.01 * (i - 1.5)))
+    const quasi = newtonPolish(bowl, start, { hessian: hessianAt(sample, start)! })
+    expect(quasi.converged).toBe(true)
+    for (let i = 0; i < start.length; i++) expect(Math.abs(quasi.x[i]! - exact.x[i]!)).toBeLessThan(1e-6)
+    expect(quasi.fx).toBeLessThanOrEqual(exact.fx + 1e-12)
+    expect(quasi.evaluations).toBeLessThan(exact.evaluations)
+  })
+
+  it('a step that overshoots a hundredfold is cut back to the minimum of the parabola, not halved seven times', () => {
+    // A Hessian a hundred times too flat: the first step lands at 100 for a minimum at 1.
+    const parabola = (x: readonly number[]) => (x[0]! - 1) ** 2
+    const r = newtonPolish(parabola, [0], { hessian: [[0.02]] })
+    expect(r.converged).toBe(true)
+    expect(Math.abs(r.x[0]! - 1)).toBeLessThan(1e-9)
+    // f(0) and its gradient (3); trials at 100, 10 and 1 (3); the gradient at 1 (2). Halving would
+    // have tried 100, 50, …, 0.78 (8 trials).
+    expect(r.evaluations).toBe(8)
+  })
+})
+
+describe('minimizeWithWarmStart', () => {
+  it('with a sample of the objective, lands where Newton from the sample optimum lands on the full one', () => {
+    // The full objective and a "sample" of it, shifted and scaled as a sample's mean would be.
+    const sample = (x: readonly number[]) => 1.05 * bowl(x.map((v, i) => v - 0.01 * (i - 1.5)))
+    const r = minimizeWithWarmStart(bowl, sample, [0, 0, 0, 0])
+    const reference = newtonPolish(bowl, r.x)
+    expect(r.converged).toBe(true)
+    for (let i = 0; i < 4; i++) expect(Math.abs(r.x[i]! - reference.x[i]!)).toBeLessThan(1e-6)
+  })
+
+  const bowl = (x: readonly number[]) => x.reduce((s, v, i) => s + (i + 1) * (Math.exp(v) - v) + 0.5 * (v - (x[(i + 1) % x.length] ?? 0)) ** 2 + 0.1 * v ** 4, 0)
 })

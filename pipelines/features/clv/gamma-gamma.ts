@@ -31,6 +31,8 @@ export interface GammaGammaFitOptions {
   /** L2 penalty on (p, q, γ/s), s = mean z̄ (default 0), as lifetimes' `penalizer_coef`. */
   penalizer?: number
   optimizer?: NelderMeadOptions
+  /** Above this many customers (default 40,000) the fit warm-starts on a sample (minimizeWithWarmStart); Infinity: plain Nelder–Mead. */
+  warmStartAbove?: number
 }
 
 export interface GammaGammaFit {
@@ -159,7 +161,7 @@ export function fitGammaGamma(data: readonly SpendObservation[], options: GammaG
   }
   // Start at p = 1, q = 2 and γ matching the mean spend (pγ/(q−1) = 1 in scaled units).
   const u0 = [0, qConstraint ? 0 : Math.log(2), 0]
-  const sample = rows.length > WARM_START_ABOVE ? objectiveOn(toSpendData(sampleRows(rows, WARM_START_SAMPLE), meanSpend)) : undefined
+  const sample = rows.length > (options.warmStartAbove ?? WARM_START_ABOVE) ? objectiveOn(toSpendData(sampleRows(rows, WARM_START_SAMPLE), meanSpend)) : undefined
   const bounds = { lower: [-LOG_BOUND, -LOG_BOUND, -LOG_BOUND], upper: [LOG_BOUND, LOG_BOUND, LOG_BOUND] }
   const result = minimizeWithWarmStart(objectiveOn(scaled), sample, u0, { ...bounds, ...options.optimizer })
   const fitted = toParams(result.x)

@@ -182,6 +182,12 @@ export interface NewtonOptions {
   maxIterations?: number
   lower?: readonly number[]
   upper?: readonly number[]
+  /**
+   * An approximation of the Hessian at x0 (of a sample of the same objective, say: `hessianAt`).
+   * Each iteration then computes the gradient only (2n evaluations, not 1 + 2n + n(n−1)/2) and
+   * corrects the approximation by the BFGS update from the gradients it has seen.
+   */
+  hessian?: readonly (readonly number[])[]
 }
 
 /**
@@ -189,7 +195,9 @@ export interface NewtonOptions {
  * gradient and Hessian (so still no derivatives from the caller), Levenberg damping when the Hessian
  * is not positive definite, and a backtracking line search. Each iteration costs 1 + 2n + n(n−1)/2
  * evaluations (15 for n = 4); from a nearby start it converges in 3–5 iterations, where Nelder–Mead
- * needs hundreds of evaluations for the same precision. Reports `converged: false` (and returns the
+ * needs hundreds of evaluations for the same precision. Given a `hessian` to start from, an
+ * iteration costs the 2n evaluations of the gradient and one or more of the line search (a
+ * quasi-Newton method). Reports `converged: false` (and returns the
  * best point seen) when it cannot make progress, e.g. on a bound or a flat likelihood; callers then
  * fall back to Nelder–Mead.
  */
@@ -210,36 +218,24 @@ export function newtonPolish(f: (x: readonly number[]) => number, x0: readonly n
   }
   let x = x0.slice()
   let fx = F(x)
+  // Quasi-Newton: the given approximation, corrected by BFGS; the gradient at x carried over.
+  let B: number[][] | null = options.hessian ? options.hessian.map((row) => row.slice()) : null
+  let g: number[] | null = null
   let converged = false
   let it = 0
   for (; it < maxIterations && Number.isFinite(fx); it++) {
-    const plus = new Array<number>(n)
-    const minus = new Array<number>(n)
-    const g = new Array<number>(n)
-    const H: number[][] = Array.from({ length: n }, () => new Array<number>(n).fill(0))
-    for (let i = 0; i < n; i++) {
-      plus[i] = F(shift(x, i, h))
-      minus[i] = F(shift(x, i, -h))
-      g[i] = (plus[i]! - minus[i]!) / (2 * h)
-      H[i]![i] = (plus[i]! - 2 * fx + minus[i]!) / (h * h)
-    }
-    for (let i = 0; i < n; i++) {
-      for (let j = i + 1; j < n; j++) {
-        const fij = F(shift(shift(x, i, h), j, h))
-        H[i]![j] = H[j]![i] = (fij - plus[i]! - plus[j]! + fx) / (h * h)
-      }
+    let H: number[][]
+    if (B) {
+      g ??= gradientAt(F, x, h)
+      H = B
+    } else {
+      ;({ g, H } = derivativesAt(F, x, fx, h))
     }
     if (![...g, ...H.flat()].every(Number.isFinite)) break
-    // Levenberg damping: H + μI until Cholesky succeeds.
-    let d: number[] | undefined
-    const scale = Math.max(...H.map((row, i) => Math.abs(row[i]!)), 1e-12)
-    for (let mu = 0; mu <= 1e6 * scale; mu = mu === 0 ? 1e-8 * scale : mu * 10) {
-      d = solveCholesky(H.map((row, i) => row.map((v, j) => (i === j ? v + mu : v))), g.map((v) => -v))
-      if (d) break
-    }
+    const d = dampedNewtonStep(H, g)
     if (!d) break
-    // Line search on the full step, then halving (Armijo).
-    const slope = d.reduce((s, v, i) => s + v * g[i]!, 0)
+    // Line search on the full step, then backtracking (Armijo).
+    const slope = d.reduce((s, v, i) => s + v * g![i]!, 0)
     let t = 1
     let moved = false
     // Once the decrease a step promises is below what the objective can resolve in floating point,
@@ -247,7 +243,7 @@ export function newtonPolish(f: (x: readonly number[]) => number, x0: readonly n
     // 2^-30 took about 30 evaluations of the full objective, a fifth to a third of a fit's).
     const resolution = 8 * Number.EPSILON * Math.max(1, Math.abs(fx))
     let unresolvable = false
-    for (let k = 0; k < 30; k++, t /= 2) {
+    for (let k = 0; k < 30; k++) {
       if (t * Math.abs(slope) < resolution) {
         unresolvable = true
         break
@@ -255,11 +251,21 @@ export function newtonPolish(f: (x: readonly number[]) => number, x0: readonly n
       const candidate = x.map((v, i) => v + t * d[i]!)
       const fc = F(candidate)
       if (fc <= fx + 1e-4 * t * slope) {
+        if (B) {
+          const gc = gradientAt(F, candidate, h)
+          bfgsUpdate(B, candidate.map((v, i) => v - x[i]!), gc.map((v, i) => v - g![i]!))
+          g = gc
+        }
         x = candidate
         fx = fc
         moved = true
         break
       }
+      // The next trial: where the parabola through f(x), its slope there and f(candidate) is least,
+      // kept within [t/10, t/2] (Nocedal & Wright, 3.5): a step along a flat ridge that overshoots
+      // by a factor of a hundred needs two or three trials, not seven halvings.
+      const q = Number.isFinite(fc) ? (-slope * t * t) / (2 * (fc - fx - slope * t)) : 0
+      t = Math.min(t / 2, Math.max(t / 10, q))
     }
     const stepSize = Math.max(...d.map((v) => Math.abs(v * t)))
     if (unresolvable || stepSize <= xTol || (!moved && Math.max(...d.map(Math.abs)) <= 10 * xTol)) {
@@ -269,6 +275,63 @@ export function newtonPolish(f: (x: readonly number[]) => number, x0: readonly n
     if (!moved) break
   }
   return { x, fx, iterations: it, evaluations, converged }
+}
+
+/** The central finite-difference gradient (2n evaluations). */
+function gradientAt(F: (x: readonly number[]) => number, x: readonly number[], h: number): number[] {
+  return x.map((_, i) => (F(shift(x, i, h)) - F(shift(x, i, -h))) / (2 * h))
+}
+
+/** The central finite-difference gradient and Hessian at x (f(x) = fx given): 2n + n(n−1)/2 evaluations. */
+function derivativesAt(F: (x: readonly number[]) => number, x: readonly number[], fx: number, h: number): { g: number[]; H: number[][] } {
+  const n = x.length
+  const plus = new Array<number>(n)
+  const minus = new Array<number>(n)
+  const g = new Array<number>(n)
+  const H: number[][] = Array.from({ length: n }, () => new Array<number>(n).fill(0))
+  for (let i = 0; i < n; i++) {
+    plus[i] = F(shift(x, i, h))
+    minus[i] = F(shift(x, i, -h))
+    g[i] = (plus[i]! - minus[i]!) / (2 * h)
+    H[i]![i] = (plus[i]! - 2 * fx + minus[i]!) / (h * h)
+  }
+  for (let i = 0; i < n; i++) {
+    for (let j = i + 1; j < n; j++) {
+      const fij = F(shift(shift(x, i, h), j, h))
+      H[i]![j] = H[j]![i] = (fij - plus[i]! - plus[j]! + fx) / (h * h)
+    }
+  }
+  return { g, H }
+}
+
+/**
+ * The finite-difference Hessian of f at x (1 + 2n + n(n−1)/2 evaluations; step h, default 1e-4):
+ * of a sample of an objective, an approximation of the full objective's to start `newtonPolish` from.
+ * Null where f is not finite around x.
+ */
+export function hessianAt(f: (x: readonly number[]) => number, x: readonly number[], h = 1e-4): number[][] | null {
+  const { H } = derivativesAt(f, x, f(x), h)
+  return H.flat().every(Number.isFinite) ? H : null
+}
+
+/** The Newton step −H⁻¹g, with Levenberg damping (H + μI) until H is positive definite; undefined when no μ makes it so. */
+function dampedNewtonStep(H: number[][], g: number[]): number[] | undefined {
+  const scale = Math.max(...H.map((row, i) => Math.abs(row[i]!)), 1e-12)
+  for (let mu = 0; mu <= 1e6 * scale; mu = mu === 0 ? 1e-8 * scale : mu * 10) {
+    const d = solveCholesky(H.map((row, i) => row.map((v, j) => (i === j ? v + mu : v))), g.map((v) => -v))
+    if (d) return d
+  }
+  return undefined
+}
+
+/** B ← B − (Bs)(Bs)ᵀ/(sᵀBs) + yyᵀ/(yᵀs), in place; skipped where yᵀs ≤ 0 (B would lose positive definiteness). */
+function bfgsUpdate(B: number[][], s: number[], y: number[]): void {
+  const n = s.length
+  const Bs = B.map((row) => row.reduce((acc, v, j) => acc + v * s[j]!, 0))
+  const sBs = s.reduce((acc, v, i) => acc + v * Bs[i]!, 0)
+  const ys = y.reduce((acc, v, i) => acc + v * s[i]!, 0)
+  if (!(ys > 0) || !(sBs > 0)) return
+  for (let i = 0; i < n; i++) for (let j = 0; j < n; j++) B[i]![j] = B[i]![j]! - (Bs[i]! * Bs[j]!) / sBs + (y[i]! * y[j]!) / ys
 }
 
 function shift(x: readonly number[], i: number, by: number): number[] {
@@ -311,7 +374,11 @@ function solveCholesky(A: number[][], b: number[]): number[] | undefined {
 /**
  * The strategy for large inputs: Nelder–Mead on a cheap sampled objective finds the basin, then
  * `newtonPolish` on the full objective converges in a few dozen evaluations (Nelder–Mead alone would
- * need hundreds of full evaluations); if Newton stalls, Nelder–Mead finishes from where it stopped.
+ * need hundreds of full evaluations). The polish starts from the sample's Hessian and computes only
+ * the full objective's gradient (quasi-Newton); should that stall, Newton with the full objective's
+ * own Hessian goes on from where it stopped, and should that stall too, Nelder–Mead. At a million
+ * customers without dropout the MBG/NBD polish took 60 evaluations of the full objective where
+ * Newton took 131.
  * Without a sample it is plain Nelder–Mead.
  */
 export function minimizeWithWarmStart(
@@ -324,12 +391,19 @@ export function minimizeWithWarmStart(
   // The basin is all the warm start has to find: Newton converges from within 1e-3 (log units) in a
   // few steps, and a tighter warm start costs hundreds of evaluations along a flat ridge (no dropout).
   const warm = nelderMead(sample, x0, { ...options, fTol: 1e-7, xTol: 1e-3 })
-  const polished = newtonPolish(full, warm.x, { lower: options.lower, upper: options.upper })
+  const bounds = { lower: options.lower, upper: options.upper }
+  // The sample's Hessian (the objectives are means over their patterns, so of the same scale)
+  // starts a quasi-Newton polish: each of its steps costs the full objective's gradient only.
+  const hessian = hessianAt(sample, warm.x)
+  const quasi = hessian ? newtonPolish(full, warm.x, { ...bounds, hessian }) : null
+  const polished = quasi?.converged ? quasi : newtonPolish(full, quasi?.x ?? warm.x, bounds)
   const fallback = polished.converged ? undefined : nelderMead(full, polished.x, { initialStep: 0.05, restarts: 1, ...options })
   const final = fallback ?? polished
+  const runs = [warm, quasi, polished === quasi ? null : polished, fallback]
   return {
     ...final,
-    iterations: warm.iterations + polished.iterations + (fallback?.iterations ?? 0),
-    evaluations: warm.evaluations + polished.evaluations + (fallback?.evaluations ?? 0),
+    iterations: runs.reduce((s, r) => s + (r?.iterations ?? 0), 0),
+    // The sample's Hessian took 1 + 2n + n(n−1)/2 of them.
+    evaluations: runs.reduce((s, r) => s + (r?.evaluations ?? 0), 0) + 1 + 2 * x0.length + (x0.length * (x0.length - 1)) / 2,
   }
 }
