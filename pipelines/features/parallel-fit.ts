@@ -1,6 +1,7 @@
 import os from 'node:os'
 import { Worker } from 'node:worker_threads'
 import type { Logger } from '../../common/logger.ts'
+import { float64Of } from '../../common/typed-arrays.ts'
 import { bestMbgNbd, compressPatterns, fitGammaGamma, fitMbgNbdFromDefault, fitMbgNbdSeeded, mbgNbdNeedsSeed, seedSample, TRANSACTION_MODELS, type GammaGammaFit, type TransactionFit, type TransactionModelName } from './clv/index.ts'
 import { buildTenantModel, clvFitOf, clvInputs, clvRefitNeeded, fitClvOn, rfmModelPart, type ClvFit, type TenantModel } from './model.ts'
 import type { CustomerAggregates } from './order-facts.ts'
@@ -198,8 +199,8 @@ export async function fitClvParallelWithWork(
     // Started first: the seeded run's worker loads its modules while the patterns are compressed.
     if (modelName === 'mbgnbd' && options?.initial === undefined) seeded = spawn<TransactionFit>()
     if (inputs.fitsSpend) {
-      const x = Float64Array.from(spend, (s) => s.x)
-      const zbar = Float64Array.from(spend, (s) => s.zbar)
+      const x = float64Of(spend.length, (i) => spend[i]!.x)
+      const zbar = float64Of(spend.length, (i) => spend[i]!.zbar)
       gg = inWorker<GammaGammaFit>({ kind: 'gamma-gamma', x, zbar }, [x.buffer as ArrayBuffer, zbar.buffer as ArrayBuffer])
     }
   } catch (err) {
@@ -216,9 +217,9 @@ export async function fitClvParallelWithWork(
       const patterns = compressPatterns(data)
       const sample = seedSample(data)
       if (seeded) {
-        const x = Float64Array.from(sample, (d) => d.x)
-        const tx = Float64Array.from(sample, (d) => d.tx)
-        const T = Float64Array.from(sample, (d) => d.T)
+        const x = float64Of(sample.length, (i) => sample[i]!.x)
+        const tx = float64Of(sample.length, (i) => sample[i]!.tx)
+        const T = float64Of(sample.length, (i) => sample[i]!.T)
         try {
           seeded.send({ kind: 'mbgnbd-seeded', patterns, x, tx, T, options }, [x.buffer as ArrayBuffer, tx.buffer as ArrayBuffer, T.buffer as ArrayBuffer])
         } catch (err) {

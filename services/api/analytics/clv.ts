@@ -6,6 +6,7 @@ import { customerScope } from './customers.ts'
 import { descendingBy, emailOf, indexesMarked, indexOfCustomer, isoDay, once, orNull, Population, releaseMarks, pageInOrder, rowsOf, selection, smallerSide, topRows, type CustomerColumns, type Condition, type Selection } from './customer-columns.ts'
 import { tenantWide, tenantWidePage } from './summary.ts'
 import { PROCESSING_RESULTS_TTL_MS } from './cache.ts'
+import { float64Of } from '../../../common/typed-arrays.ts'
 import { analyticsBody, fieldColumns, pct, round2, select, type AnalyticsContext, type AnalyticsEndpoint, type RowsExport } from './endpoint.ts'
 import { Count, DateOnly, Percentage } from '../response-schemas.ts'
 
@@ -194,7 +195,7 @@ const clvNarrow = once((c: CustomerColumns) => {
   }
   // The CLV order shared by every request, with the values in that order (read in sequence).
   const order = descendingBy(c, c.totalClv)
-  const values = Float64Array.from(order, (i) => c.totalClv[i]!)
+  const values = float64Of(order.length, (k) => c.totalClv[order[k]!]!)
   const present = new Population(n, (i) => c.totalClv[i] === c.totalClv[i])
   const narrow = { flags, tier, clv, predicted, tiers: c.clvTier.values.length, order, values, present }
   return { ...narrow, all: addClvSums(narrow, indexesMarked(present.marks, 1), 1, newClvSums(narrow.tiers)) }
