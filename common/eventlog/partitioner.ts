@@ -3,9 +3,8 @@
  * partition count. Both log adapters use it, so a key lands on the same partition number in
  * either runtime and in Java or librdkafka producers configured with murmur2.
  */
-export function murmur2(data: Buffer): number {
+export function murmur2(data: Uint8Array, length = data.length): number {
   const m = 0x5bd1e995
-  const length = data.length
   let h = (0x9747b28c ^ length) | 0
   const length4 = length & ~3
   for (let i = 0; i < length4; i += 4) {
@@ -35,6 +34,25 @@ export function murmur2(data: Buffer): number {
 
 export function partitionFor(key: Buffer | string | null, partitions: number, fallback: () => number): number {
   if (key === null) return fallback() % partitions
-  const bytes = typeof key === 'string' ? Buffer.from(key) : key
-  return (murmur2(bytes) & 0x7fffffff) % partitions
+  return (keyHash(key) & 0x7fffffff) % partitions
+}
+
+/** Where an ASCII string key's bytes are copied to be hashed (grown as needed). */
+let scratch = new Uint8Array(64)
+
+/**
+ * murmur2 of a key's UTF-8 bytes. An ASCII string's bytes are its character codes, copied into
+ * `scratch` rather than a Buffer of their own: the feature rows of a million customers each compute
+ * their partition, and a `Buffer.from` per key took a tenth of the rows' encoding.
+ */
+function keyHash(key: Buffer | string): number {
+  if (typeof key !== 'string') return murmur2(key)
+  const n = key.length
+  if (n > scratch.length) scratch = new Uint8Array(2 * n)
+  for (let i = 0; i < n; i++) {
+    const c = key.charCodeAt(i)
+    if (c >= 0x80) return murmur2(Buffer.from(key))
+    scratch[i] = c
+  }
+  return murmur2(scratch, n)
 }

@@ -344,11 +344,19 @@ function daysFromCivil(y: number, m: number, d: number): number {
   return era * 146097 + doe - 719468
 }
 
+/**
+ * Days since 1970-01-01 of a 'YYYY-MM-DD' text, read by character codes like `isoMs` (the dates
+ * it accepts, 1900 to 2299). A regular expression and the text made a time for `isoMs` took a
+ * quarter of a second over a million feature rows.
+ */
 function dayNumber(v: unknown): number {
-  if (typeof v !== 'string' || !/^\d{4}-\d{2}-\d{2}$/.test(v)) return unsupported(`Date value ${String(v)}`)
-  const ms = isoMs(`${v}T00:00:00Z`)
-  if (!Number.isFinite(ms)) return unsupported(`Date value ${v}`)
-  return ms / 86_400_000
+  if (typeof v === 'string' && v.length === 10 && v.charCodeAt(4) === 45 && v.charCodeAt(7) === 45) {
+    const y = digits(v, 0, 4)
+    const mo = digits(v, 5, 2)
+    const d = digits(v, 8, 2)
+    if (y >= 1900 && y <= 2299 && mo >= 1 && mo <= 12 && d >= 1 && d <= daysInMonth(y, mo)) return daysFromCivil(y, mo, d)
+  }
+  return unsupported(`Date value ${String(v)}`)
 }
 
 /** The encoders of these column types, or null when one of them has none (the caller sends JSON instead). */

@@ -34,6 +34,10 @@ describe('RowBinary encoders', () => {
     expect(bytes("DateTime64(6, 'UTC')", '1970-01-01T00:00:01.5Z')).toEqual(le64(1_500_000n))
     expect(bytes("DateTime64(6, 'UTC')", 1500)).toEqual(le64(1500n)) // a number is ticks, as in JSON
     expect(bytes('Date', '1970-01-11')).toEqual([10, 0])
+    expect(bytes('Date', '2024-02-29')).toEqual([0x46, 0x4d]) // 19,782 days
+    for (const bad of ['2023-02-29', '2024-13-01', '1970-1-01', '1970-01-01T00:00:00Z', '19700101', 20240229]) {
+      expect(() => bytes('Date', bad), String(bad)).toThrow(RowBinaryUnsupported)
+    }
     expect(bytes('Nullable(String)', null)).toEqual([1])
     expect(bytes('Nullable(String)', 'a')).toEqual([0, 1, 0x61])
     expect(bytes('LowCardinality(String)', 'a')).toEqual([1, 0x61])
