@@ -1,7 +1,7 @@
 /**
  * A Float64Array of `get(i)` for i < n. What `Float64Array.from(items, fn)` gives, but
  * `Float64Array.from` with a mapping function walks its source through the iterator protocol and
- * calls the function the slow way: about 200 ms for a million elements against 15–30 ms here.
+ * calls the function the slow way: about 0.2 s per million elements, against 10–35 ms here.
  */
 export function float64Of(n: number, get: (i: number) => number): Float64Array {
   const out = new Float64Array(n)

@@ -4,6 +4,7 @@
  * either runtime and in Java or librdkafka producers configured with murmur2.
  */
 export function murmur2(data: Uint8Array, length = data.length): number {
+  if (length > data.length) throw new RangeError(`murmur2 of ${length} bytes from ${data.length}`)
   const m = 0x5bd1e995
   let h = (0x9747b28c ^ length) | 0
   const length4 = length & ~3
@@ -37,8 +38,8 @@ export function partitionFor(key: Buffer | string | null, partitions: number, fa
   return (keyHash(key) & 0x7fffffff) % partitions
 }
 
-/** Where an ASCII string key's bytes are copied to be hashed (grown as needed). */
-let scratch = new Uint8Array(64)
+/** Where an ASCII string key's bytes are copied to be hashed; a longer key takes a Buffer of its own. */
+const scratch = new Uint8Array(256)
 
 /**
  * murmur2 of a key's UTF-8 bytes. An ASCII string's bytes are its character codes, copied into
@@ -48,7 +49,7 @@ let scratch = new Uint8Array(64)
 function keyHash(key: Buffer | string): number {
   if (typeof key !== 'string') return murmur2(key)
   const n = key.length
-  if (n > scratch.length) scratch = new Uint8Array(2 * n)
+  if (n > scratch.length) return murmur2(Buffer.from(key))
   for (let i = 0; i < n; i++) {
     const c = key.charCodeAt(i)
     if (c >= 0x80) return murmur2(Buffer.from(key))

@@ -23,13 +23,19 @@ describe('partitioner', () => {
   })
 
   it('a string key lands where its UTF-8 bytes do: ASCII, not ASCII, and longer than the scratch buffer', () => {
-    const keys = [...Object.keys(KAFKA), '77:1000001', 'ñandú:7', '€', 'x'.repeat(200), `${'y'.repeat(100)}ñ`, '']
+    // A lone surrogate is encoded as U+FFFD, as Buffer.from does; 300 characters do not fit the scratch buffer.
+    const keys = [...Object.keys(KAFKA), '77:1000001', 'ñandú:7', '€', '\uD800a', 'x'.repeat(256), 'x'.repeat(300), `${'y'.repeat(100)}ñ`, '']
     // Near 2³¹ partitions the partition is all but the hash itself.
     const P = 2147483647
     for (const key of keys) expect(partitionFor(key, P, () => 0), key).toBe((murmur2(Buffer.from(key)) & 0x7fffffff) % P)
     for (const [key, hash] of Object.entries(KAFKA)) expect(partitionFor(key, 12, () => 0)).toBe((hash & 0x7fffffff) % 12)
     // A short key after a long one reads only its own bytes.
     expect(partitionFor('21', P, () => 0)).toBe((KAFKA['21'] & 0x7fffffff) % P)
+  })
+
+  it('murmur2 of more bytes than there are is refused', () => {
+    expect(() => murmur2(new Uint8Array(2), 3)).toThrow(RangeError)
+    expect(murmur2(Buffer.from('21x'), 2)).toBe(KAFKA['21'])
   })
 
   it('a null key takes the fallback', () => {

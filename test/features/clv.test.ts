@@ -424,8 +424,10 @@ describe('large inputs (days)', () => {
   })
 
   it('MBG/NBD and Gamma-Gamma land there too', () => {
-    const data = simulateBgNbd(20_000, { r: 0.5, alpha: 60, a: 0.9, b: 3 }, 1100, 7)
-    const fast = fitMbgNbd(data, { warmStartAbove: 1000 })
+    // More patterns than the warm start's sample (15,000): its Hessian is a sample's, not the full one.
+    const data = simulateBgNbd(60_000, { r: 0.5, alpha: 60, a: 0.9, b: 3 }, 1100, 7)
+    const fast = fitMbgNbd(data)
+    expect(fast.patterns).toBeGreaterThan(15_000)
     const plain = fitMbgNbd(data, { warmStartAbove: Infinity })
     expect(fast.converged && plain.converged).toBe(true)
     for (const k of ['r', 'alpha', 'a', 'b'] as const) within(fast.params[k], plain.params[k], 1e-4)
@@ -648,16 +650,30 @@ describe('newtonPolish', () => {
     // have tried 100, 50, …, 0.78 (8 trials).
     expect(r.evaluations).toBe(8)
   })
+
+  it('does not call a point converged on the approximate Hessian alone: full Newton has to confirm it', () => {
+    // Already at the minimum, the first quasi-Newton step is nil: no gradient has corrected the
+    // approximation yet, so that proves nothing (a Hessian too steep makes any step look nil).
+    const parabola = (x: readonly number[]) => (x[0]! - 1) ** 2
+    const quasi = newtonPolish(parabola, [1], { hessian: [[2e6]] })
+    expect(quasi.converged).toBe(false)
+    expect(quasi.x).toEqual([1])
+    expect(newtonPolish(parabola, quasi.x).converged).toBe(true)
+  })
 })
 
 describe('minimizeWithWarmStart', () => {
   it('with a sample of the objective, lands where Newton from the sample optimum lands on the full one', () => {
     // The full objective and a "sample" of it, shifted and scaled as a sample's mean would be.
     const sample = (x: readonly number[]) => 1.05 * bowl(x.map((v, i) => v - 0.01 * (i - 1.5)))
-    const r = minimizeWithWarmStart(bowl, sample, [0, 0, 0, 0])
+    let full = 0
+    const r = minimizeWithWarmStart((x) => (full++, bowl(x)), sample, [0, 0, 0, 0])
     const reference = newtonPolish(bowl, r.x)
     expect(r.converged).toBe(true)
     for (let i = 0; i < 4; i++) expect(Math.abs(r.x[i]! - reference.x[i]!)).toBeLessThan(1e-6)
+    // The quasi-Newton polish did it: a few gradients of the full objective, without full Newton's
+    // 15 evaluations a step, let alone Nelder–Mead's hundreds.
+    expect(full).toBeLessThanOrEqual(45)
   })
 
   const bowl = (x: readonly number[]) => x.reduce((s, v, i) => s + (i + 1) * (Math.exp(v) - v) + 0.5 * (v - (x[(i + 1) % x.length] ?? 0)) ** 2 + 0.1 * v ** 4, 0)

@@ -218,15 +218,24 @@ export function newtonPolish(f: (x: readonly number[]) => number, x0: readonly n
   }
   let x = x0.slice()
   let fx = F(x)
-  // Quasi-Newton: the given approximation, corrected by BFGS; the gradient at x carried over.
-  let B: number[][] | null = options.hessian ? options.hessian.map((row) => row.slice()) : null
+  // Quasi-Newton: the given approximation, corrected by BFGS. The gradient at x is computed when
+  // an iteration needs it (not after a step that ends the polish); `from` is the point and
+  // gradient the last step left, for the update.
+  const B: number[][] | null = options.hessian ? options.hessian.map((row) => row.slice()) : null
   let g: number[] | null = null
+  let from: { x: number[]; g: number[] } | null = null
+  let updates = 0
   let converged = false
   let it = 0
   for (; it < maxIterations && Number.isFinite(fx); it++) {
     let H: number[][]
     if (B) {
       g ??= gradientAt(F, x, h)
+      if (from) {
+        bfgsUpdate(B, x.map((v, i) => v - from!.x[i]!), g.map((v, i) => v - from!.g[i]!))
+        updates++
+        from = null
+      }
       H = B
     } else {
       ;({ g, H } = derivativesAt(F, x, fx, h))
@@ -252,9 +261,8 @@ export function newtonPolish(f: (x: readonly number[]) => number, x0: readonly n
       const fc = F(candidate)
       if (fc <= fx + 1e-4 * t * slope) {
         if (B) {
-          const gc = gradientAt(F, candidate, h)
-          bfgsUpdate(B, candidate.map((v, i) => v - x[i]!), gc.map((v, i) => v - g![i]!))
-          g = gc
+          from = { x, g: g! }
+          g = null
         }
         x = candidate
         fx = fc
@@ -264,12 +272,15 @@ export function newtonPolish(f: (x: readonly number[]) => number, x0: readonly n
       // The next trial: where the parabola through f(x), its slope there and f(candidate) is least,
       // kept within [t/10, t/2] (Nocedal & Wright, 3.5): a step along a flat ridge that overshoots
       // by a factor of a hundred needs two or three trials, not seven halvings.
-      const q = Number.isFinite(fc) ? (-slope * t * t) / (2 * (fc - fx - slope * t)) : 0
+      // A step out of bounds (or to a non-finite value) says nothing of the parabola: halved.
+      const q = Number.isFinite(fc) ? (-slope * t * t) / (2 * (fc - fx - slope * t)) : t / 2
       t = Math.min(t / 2, Math.max(t / 10, q))
     }
     const stepSize = Math.max(...d.map((v) => Math.abs(v * t)))
     if (unresolvable || stepSize <= xTol || (!moved && Math.max(...d.map(Math.abs)) <= 10 * xTol)) {
-      converged = true
+      // A quasi-Newton step is only as small as the approximation says: before the full
+      // objective's gradients have corrected it once, the caller confirms with full Newton.
+      converged = !B || updates > 0
       break
     }
     if (!moved) break
