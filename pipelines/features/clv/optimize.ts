@@ -232,8 +232,7 @@ export function newtonPolish(f: (x: readonly number[]) => number, x0: readonly n
     if (B) {
       g ??= gradientAt(F, x, h)
       if (from) {
-        bfgsUpdate(B, x.map((v, i) => v - from!.x[i]!), g.map((v, i) => v - from!.g[i]!))
-        updates++
+        if (bfgsUpdate(B, x.map((v, i) => v - from!.x[i]!), g.map((v, i) => v - from!.g[i]!))) updates++
         from = null
       }
       H = B
@@ -335,14 +334,18 @@ function dampedNewtonStep(H: number[][], g: number[]): number[] | undefined {
   return undefined
 }
 
-/** B ← B − (Bs)(Bs)ᵀ/(sᵀBs) + yyᵀ/(yᵀs), in place; skipped where yᵀs ≤ 0 (B would lose positive definiteness). */
-function bfgsUpdate(B: number[][], s: number[], y: number[]): void {
+/**
+ * B ← B − (Bs)(Bs)ᵀ/(sᵀBs) + yyᵀ/(yᵀs), in place; skipped where yᵀs ≤ 0 (B would lose positive
+ * definiteness). Whether it was made.
+ */
+function bfgsUpdate(B: number[][], s: number[], y: number[]): boolean {
   const n = s.length
   const Bs = B.map((row) => row.reduce((acc, v, j) => acc + v * s[j]!, 0))
   const sBs = s.reduce((acc, v, i) => acc + v * Bs[i]!, 0)
   const ys = y.reduce((acc, v, i) => acc + v * s[i]!, 0)
-  if (!(ys > 0) || !(sBs > 0)) return
+  if (!(ys > 0) || !(sBs > 0)) return false
   for (let i = 0; i < n; i++) for (let j = 0; j < n; j++) B[i]![j] = B[i]![j]! - (Bs[i]! * Bs[j]!) / sBs + (y[i]! * y[j]!) / ys
+  return true
 }
 
 function shift(x: readonly number[], i: number, by: number): number[] {
