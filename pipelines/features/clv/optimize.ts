@@ -205,7 +205,6 @@ export function newtonPolish(f: (x: readonly number[]) => number, x0: readonly n
   const h = options.step ?? 1e-4
   const xTol = options.xTol ?? 1e-7
   const maxIterations = options.maxIterations ?? 30
-  const n = x0.length
   const lower = options.lower ?? []
   const upper = options.upper ?? []
   let evaluations = 0
@@ -408,7 +407,8 @@ export function minimizeWithWarmStart(
   const bounds = { lower: options.lower, upper: options.upper }
   // The sample's Hessian (the objectives are means over their patterns, so of the same scale)
   // starts a quasi-Newton polish: each of its steps costs the full objective's gradient only.
-  const hessian = hessianAt(sample, warm.x)
+  let hessianEvaluations = 0
+  const hessian = hessianAt((x) => (hessianEvaluations++, sample(x)), warm.x)
   const quasi = hessian ? newtonPolish(full, warm.x, { ...bounds, hessian }) : null
   const polished = quasi?.converged ? quasi : newtonPolish(full, quasi?.x ?? warm.x, bounds)
   const fallback = polished.converged ? undefined : nelderMead(full, polished.x, { initialStep: 0.05, restarts: 1, ...options })
@@ -417,7 +417,6 @@ export function minimizeWithWarmStart(
   return {
     ...final,
     iterations: runs.reduce((s, r) => s + (r?.iterations ?? 0), 0),
-    // The sample's Hessian took 1 + 2n + n(n−1)/2 of them.
-    evaluations: runs.reduce((s, r) => s + (r?.evaluations ?? 0), 0) + 1 + 2 * x0.length + (x0.length * (x0.length - 1)) / 2,
+    evaluations: runs.reduce((s, r) => s + (r?.evaluations ?? 0), 0) + hessianEvaluations,
   }
 }
