@@ -314,7 +314,7 @@ export function isoMs(s: string): number {
   if (i < n && s.charCodeAt(i) === 90) i++
   if (i !== n) return NaN
   // DateTime64's range (1900 to 2299): ClickHouse clamps what lies outside, JSON shows how.
-  if (!(y >= 1900 && y <= 2299 && mo >= 1 && mo <= 12 && d >= 1 && d <= daysInMonth(y, mo) && h <= 23 && mi <= 59 && sec <= 59)) return NaN
+  if (!(dateInRange(y, mo, d) && h <= 23 && mi <= 59 && sec <= 59)) return NaN
   return daysFromCivil(y, mo, d) * 86_400_000 + h * 3_600_000 + mi * 60_000 + sec * 1000 + ms
 }
 
@@ -327,6 +327,11 @@ function digits(s: string, at: number, len: number): number {
     v = v * 10 + c
   }
   return v
+}
+
+/** A calendar date in DateTime64's range (1900 to 2299): what `isoMs` and `dayNumber` accept (NaN parts are not). */
+function dateInRange(y: number, mo: number, d: number): boolean {
+  return y >= 1900 && y <= 2299 && mo >= 1 && mo <= 12 && d >= 1 && d <= daysInMonth(y, mo)
 }
 
 function daysInMonth(y: number, m: number): number {
@@ -354,7 +359,7 @@ function dayNumber(v: unknown): number {
     const y = digits(v, 0, 4)
     const mo = digits(v, 5, 2)
     const d = digits(v, 8, 2)
-    if (y >= 1900 && y <= 2299 && mo >= 1 && mo <= 12 && d >= 1 && d <= daysInMonth(y, mo)) return daysFromCivil(y, mo, d)
+    if (dateInRange(y, mo, d)) return daysFromCivil(y, mo, d)
   }
   return unsupported(`Date value ${String(v)}`)
 }
