@@ -5,6 +5,8 @@
  * evaluation computes ln Γ(r + x), ln(α + t_x) and ln(α + T) once per distinct value, not per customer.
  */
 
+import { float64Of } from '../../../common/typed-arrays.ts'
+
 /** One customer (or `weight` identical customers): repeat purchases, recency and age in one time unit. */
 export interface RfmObservation {
   /** Number of repeat purchases (purchase periods − 1). */
@@ -229,6 +231,6 @@ export function samplePatterns(p: Patterns, target: number): Patterns {
     const h = Math.imul(i + 1, 2654435761) >>> 0
     if (h < threshold) keep.push(i)
   }
-  const pick = (a: Float64Array) => Float64Array.from(keep, (i) => a[i]!)
+  const pick = (a: Float64Array) => float64Of(keep.length, (k) => a[keep[k]!]!)
   return fromArrays(pick(p.x), pick(p.tx), pick(p.T), pick(p.w))
 }
