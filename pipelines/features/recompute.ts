@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { encodedInsertFor, insertJsonRows, insertValueRows, queryNativeColumns, type Store } from '../../common/store/clickhouse.ts'
+import { encodedInsertFor, insertJsonRows, insertValueRows, NO_MERGE_ON_INSERT, queryNativeColumns, type Store } from '../../common/store/clickhouse.ts'
 import { tenantExists } from '../../common/store/tenants.ts'
 import type { Logger } from '../../common/logger.ts'
 import type { TransactionModelName } from './clv/index.ts'
@@ -413,6 +413,8 @@ export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine {
                   SELECT s.* REPLACE (h.times AS order_times, h.cents AS order_cents)
                   FROM ${staging} AS s LEFT JOIN ${histories.table} AS h ON h.customer_id = s.customer_id
                   SETTINGS join_algorithm = 'parallel_hash', ${PARALLEL_INSERT}`, // a customer without orders gets []
+          // One row per profile: the block has no duplicate for ClickHouse to collapse as it writes.
+          clickhouse_settings: NO_MERGE_ON_INSERT.settings,
         })
         historyMs = performance.now() - h0
       } finally {
