@@ -130,11 +130,27 @@ const NO_CUTOFF = '9223372036854775807'
 /** The `{cutoff:Int64}` parameter of a cutoff (Infinity: none). */
 const cutoffParam = (cutoffMs: number) => (Number.isFinite(cutoffMs) ? cutoffMs : NO_CUTOFF)
 
-const PROFILES_SQL = `
-SELECT customer_id, argMax(coalesce(email, ''), tuple(version, coalesce(email, ''))), max(version)
+/**
+ * Every profile's own customer with its email and that email's version: the latest event's (ties
+ * to the greatest email). An absorbed customer is no profile.
+ */
+const PROFILE_EMAILS_SQL = `
+SELECT customer_id, argMax(coalesce(email, ''), tuple(version, coalesce(email, ''))) AS email, max(version) AS email_version
 FROM customers WHERE tenant_id = {t:UInt64} AND customer_id NOT IN (SELECT customer_id FROM ${ABSORBED})
-GROUP BY customer_id
+GROUP BY customer_id`
+
+const PROFILES_SQL = `${PROFILE_EMAILS_SQL}
 ORDER BY customer_id`
+
+/**
+ * A query of numbers only, one array per column: from chdb's Native output where it can (no JSON
+ * printed, decoded and parsed for a million rows), as JSON otherwise. No rows: `columns` empty ones.
+ */
+async function queryNumberColumns<T extends unknown[]>(store: Store, sql: string, columns: number): Promise<T> {
+  const cols = await queryNativeColumns(store, sql)
+  if (cols === null) return queryColumns<T>(store, sql)
+  return (cols.length ? cols : Array.from({ length: columns }, () => [])) as T
+}
 
 /**
  * The customers of a tenant absorbed into another customer's profile (they have no row of their
@@ -155,20 +171,25 @@ export async function absorbedCustomers(store: Store, tenantId: number): Promise
   return (await rs.json<[string, string, string]>()).map(([c, email, v]) => ({ customerId: Number(c), email, emailVersion: Number(v) }))
 }
 
-/** A run's staged histories (a Memory table of `HISTORIES_SQL`'s rows); `drop` removes it. */
-export interface StagedHistories {
+/** A run's staged rows (a Memory table of one query's rows); `drop` removes it. */
+export interface Staged {
   table: string
   drop(): Promise<void>
 }
 
-/** Stages every profile's counting order history (up to `cutoffMs`) in a Memory table of its own. */
-export async function stageHistories(store: Store, tenantId: number, cutoffMs = Infinity): Promise<StagedHistories> {
-  const table = `recompute_histories_${tenantId}_${randomBytes(6).toString('hex')}`
+/** A run's staged histories (`HISTORIES_SQL`'s rows). */
+export type StagedHistories = Staged
+/** A run's staged profiles (`PROFILE_EMAILS_SQL`'s rows: customer_id, email, email_version). */
+export type StagedProfiles = Staged
+
+/** Stages a query's rows in a Memory table of their own, named `<kind>_<tenant>_<random>`. */
+async function stage(store: Store, kind: string, tenantId: number, sql: string, params: Record<string, unknown>): Promise<Staged> {
+  const table = `${kind}_${tenantId}_${randomBytes(6).toString('hex')}`
   // Never throws: a failed drop must not hide the error that ended the run (a Memory table left
   // behind holds nothing after a restart).
   const drop = () => store.command({ query: `DROP TABLE IF EXISTS ${table}` }).then(() => undefined, () => undefined)
   try {
-    await store.command({ query: `CREATE TABLE ${table} ENGINE = Memory AS ${HISTORIES_SQL}`, query_params: { t: tenantId, cutoff: cutoffParam(cutoffMs) } })
+    await store.command({ query: `CREATE TABLE ${table} ENGINE = Memory AS ${sql}`, query_params: params })
   } catch (err) {
     await drop()
     throw err
@@ -176,19 +197,33 @@ export async function stageHistories(store: Store, tenantId: number, cutoffMs = 
   return { table, drop }
 }
 
+/** Stages every profile's counting order history (up to `cutoffMs`). */
+export function stageHistories(store: Store, tenantId: number, cutoffMs = Infinity): Promise<StagedHistories> {
+  return stage(store, 'recompute_histories', tenantId, HISTORIES_SQL, { t: tenantId, cutoff: cutoffParam(cutoffMs) })
+}
+
+/** Stages every profile with its email, for the writer to join into the rows (the emails never reach JavaScript). */
+export function stageProfiles(store: Store, tenantId: number): Promise<StagedProfiles> {
+  return stage(store, 'recompute_profiles', tenantId, PROFILE_EMAILS_SQL, { t: tenantId })
+}
+
 /**
  * Every profile of a tenant (a customer with or without orders, or the surviving customer of a
  * merge: pipelines/identity) and the aggregates of all its members' orders, from the raw
  * projections; orders and credit notes placed after `cutoffMs` left out. The email is the
  * profile's own customer's. `history: false` leaves the order histories out (the recompute has
- * ClickHouse join them to the rows it writes); `histories` reads already staged ones.
+ * ClickHouse join them to the rows it writes); `histories` reads already staged ones. With
+ * `profiles` (staged ones), only the profiles' ids are read: each email is '' and its version 0,
+ * for the writer to join in from the staged profiles.
  */
-export async function loadTenantCustomers(store: Store, tenantId: number, cutoffMs = Infinity, opts: { history?: boolean; histories?: StagedHistories | Promise<StagedHistories> } = {}): Promise<BatchCustomer[]> {
+export async function loadTenantCustomers(store: Store, tenantId: number, cutoffMs = Infinity, opts: { history?: boolean; histories?: StagedHistories | Promise<StagedHistories>; profiles?: StagedProfiles | Promise<StagedProfiles> } = {}): Promise<BatchCustomer[]> {
   const cutoff = cutoffParam(cutoffMs)
   const withHistory = opts.history ?? true
   // The emails and the credit notes do not need the staged histories: asked for while they are
   // staged (or while a caller stages them).
-  const profilesP = queryColumns<[number[], string[], number[]]>(store, PROFILES_SQL, { t: tenantId })
+  const profilesP: Promise<[number[], string[]?, number[]?]> = opts.profiles
+    ? Promise.resolve(opts.profiles).then((p) => queryNumberColumns<[number[]]>(store, `SELECT customer_id FROM ${p.table} ORDER BY customer_id`, 1))
+    : queryColumns<[number[], string[], number[]]>(store, PROFILES_SQL, { t: tenantId })
   const creditsP = store.query({ query: CREDITS_SQL, query_params: { t: tenantId, cutoff }, format: 'JSONCompactEachRow' }).then((r) => r.json<[number, number]>())
   // Settled either way, so a failure elsewhere leaves no unhandled rejection behind.
   profilesP.catch(() => undefined)
@@ -196,14 +231,8 @@ export async function loadTenantCustomers(store: Store, tenantId: number, cutoff
   const staged = await (opts.histories ?? stageHistories(store, tenantId, cutoffMs))
   try {
     type AggColumns = [number[], number[], number[], number[], number[], number[], number[], number[], number[], number[][]?, number[][]?]
-    // The aggregates are numbers only and take no parameter: read from chdb's Native output where it
-    // can (no JSON printed, decoded and parsed for a million rows), as JSON otherwise.
-    const aggSql = AGGREGATES_SQL(staged.table, withHistory)
-    const aggP = queryNativeColumns(store, aggSql).then((cols) => {
-      if (cols === null) return queryColumns<AggColumns>(store, aggSql)
-      // No rows, no columns: as many empty ones as the query has.
-      return (cols.length ? cols : Array.from({ length: withHistory ? 11 : 9 }, () => [])) as AggColumns
-    })
+    // The aggregates are numbers only and take no parameter (Native where it can).
+    const aggP = queryNumberColumns<AggColumns>(store, AGGREGATES_SQL(staged.table, withHistory), withHistory ? 11 : 9)
     const [agg, [profileIds, emails, emailVersions], creditRows] = await Promise.all([aggP, profilesP, creditsP])
     const credits = new Map(creditRows.map(([c, cents]) => [Number(c), Number(cents)]))
     const [ids, n, cents, firstAt, lastAt, days, firstDay, lastDay, firstDayCents, times, orderCents] = agg
@@ -214,12 +243,12 @@ export async function loadTenantCustomers(store: Store, tenantId: number, cutoff
     for (let i = 0; i <= ids.length; i++) {
       const id = i < ids.length ? ids[i]! : Infinity
       while (p < profileIds.length && profileIds[p]! < id) {
-        out.push({ customerId: profileIds[p]!, email: emails[p]!, emailVersion: emailVersions[p]!, agg: EMPTY_AGGREGATES, history: EMPTY_HISTORY })
+        out.push({ customerId: profileIds[p]!, email: emails?.[p] ?? '', emailVersion: emailVersions?.[p] ?? 0, agg: EMPTY_AGGREGATES, history: EMPTY_HISTORY })
         p++
       }
       if (i === ids.length) break
       const own = p < profileIds.length && profileIds[p] === id
-      const c: BatchCustomer = { customerId: id, email: own ? emails[p]! : '', emailVersion: own ? emailVersions[p]! : 0, agg: EMPTY_AGGREGATES, history: EMPTY_HISTORY }
+      const c: BatchCustomer = { customerId: id, email: (own && emails?.[p]) || '', emailVersion: (own && emailVersions?.[p]) || 0, agg: EMPTY_AGGREGATES, history: EMPTY_HISTORY }
       if (own) p++
       if (times && orderCents) c.history = { times: times[i]!, cents: orderCents[i]! }
       const x = days[i]! - 1
@@ -277,19 +306,21 @@ export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine {
     // their modules while the orders are read. Orders bound the buyers from above.
     const orders = await queryColumns<[number[]]>(deps.store, 'SELECT count() FROM orders WHERE tenant_id = {t:UInt64}', { t: tenantId })
     if ((orders[0][0] ?? 0) >= PARALLEL_FIT_FROM) prestartFitWorkers(2)
+    // The histories and the profiles (with their emails) are staged side by side; loading starts the
+    // credit notes' query meanwhile. The emails stay in ClickHouse: the rows' final insert joins them.
     const staging = stageHistories(deps.store, tenantId, ref.cutoffMs)
-    // Loading starts the emails' and credit notes' queries while the histories are staged.
-    const loaded = loadTenantCustomers(deps.store, tenantId, ref.cutoffMs, { history: false, histories: staging })
-    let histories: StagedHistories | null = null
+    const profiling = stageProfiles(deps.store, tenantId)
+    const loaded = loadTenantCustomers(deps.store, tenantId, ref.cutoffMs, { history: false, histories: staging, profiles: profiling })
+    const staged = Promise.allSettled([staging, profiling])
     try {
-      histories = await staging
-      return await computeFrom(histories, await loaded)
+      const [histories, profiles] = await Promise.all([staging, profiling])
+      return await computeFrom(histories, profiles, await loaded)
     } finally {
       await loaded.catch(() => undefined)
-      await histories?.drop()
+      for (const s of await staged) if (s.status === 'fulfilled') await s.value.drop()
     }
 
-    async function computeFrom(histories: StagedHistories, customers: BatchCustomer[]): Promise<ProcessingResults> {
+    async function computeFrom(histories: StagedHistories, profiles: StagedProfiles, customers: BatchCustomer[]): Promise<ProcessingResults> {
       check()
       const previous = (await loadModels(deps.store, [tenantId])).get(tenantId) ?? null
       const refit = !own || run.analyses.includes('clv') || run.analyses.includes('churn') || !previous?.clv
@@ -327,9 +358,10 @@ export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine {
       let workerBatches = 0
       let workerWaitMs = 0
       t0 = performance.now()
-      // The rows go to a staging table without their order histories; one INSERT … SELECT then
-      // writes them to the target with each profile's history joined in by ClickHouse, so ten
-      // million orders never travel through JSON (docs/features.md, "Full recompute").
+      // The rows go to a staging table without their order histories and emails; one INSERT …
+      // SELECT then writes them to the target with each profile's history and email joined in by
+      // ClickHouse, so ten million orders never travel through JSON (docs/features.md, "Full
+      // recompute").
       let historyMs = 0
       const staging = `recompute_staging_${tenantId}_${randomBytes(6).toString('hex')}`
       await deps.store.command({ query: `CREATE TABLE ${staging} AS ${target.table} ENGINE = Memory` })
@@ -410,9 +442,11 @@ export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine {
         const h0 = performance.now()
         await deps.store.command({
           query: `INSERT INTO ${target.table}
-                  SELECT s.* REPLACE (h.times AS order_times, h.cents AS order_cents)
-                  FROM ${staging} AS s LEFT JOIN ${histories.table} AS h ON h.customer_id = s.customer_id
-                  SETTINGS join_algorithm = 'parallel_hash', ${PARALLEL_INSERT}`, // a customer without orders gets []
+                  SELECT s.* REPLACE (h.times AS order_times, h.cents AS order_cents, p.email AS email, p.email_version AS email_version)
+                  FROM ${staging} AS s
+                  LEFT JOIN ${histories.table} AS h ON h.customer_id = s.customer_id
+                  LEFT JOIN ${profiles.table} AS p ON p.customer_id = s.customer_id
+                  SETTINGS join_algorithm = 'parallel_hash', ${PARALLEL_INSERT}`, // a customer without orders gets [], orders without a profile row '' and 0
           // One row per profile: the block has no duplicate for ClickHouse to collapse as it writes.
           clickhouse_settings: NO_MERGE_ON_INSERT.settings,
         })
