@@ -1,6 +1,7 @@
 import os from 'node:os'
 import { Worker } from 'node:worker_threads'
 import type { Logger } from '../../common/logger.ts'
+import { workerBundle } from '../../common/runtime/worker-bundle.ts'
 import { float64Of } from '../../common/typed-arrays.ts'
 import { bestMbgNbd, compressPatterns, fitGammaGamma, fitMbgNbdFromDefault, fitMbgNbdSeeded, mbgNbdNeedsSeed, seedSample, TRANSACTION_MODELS, type GammaGammaFit, type TransactionFit, type TransactionModelName } from './clv/index.ts'
 import { buildTenantModel, clvFitOf, clvInputs, clvRefitNeeded, fitClvOn, rfmModelPart, type ClvFit, type TenantModel } from './model.ts'
@@ -56,7 +57,9 @@ function acquire(): Worker | null {
 }
 
 function startWorker(): Worker {
-  const worker = new Worker(new URL('./compute-worker.mjs', import.meta.url))
+  // From one bundled file once one is built (common/runtime/worker-bundle.ts): its modules load in
+  // tens of milliseconds where tsx transforms each one (about half a second of a core a thread).
+  const worker = new Worker(workerBundle(new URL('./compute-worker.ts', import.meta.url)) ?? new URL('./compute-worker.mjs', import.meta.url))
   alive++
   started++
   // A busy worker's error rejects its job (spawn); an idle one's must not go unhandled.
