@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest'
 import fs from 'node:fs'
 import { compressPatterns } from '../../pipelines/features/clv/patterns.ts'
 import { hessianAt, minimizeWithWarmStart, newtonPolish } from '../../pipelines/features/clv/optimize.ts'
+import { digamma } from '../../pipelines/features/clv/special.ts'
+import { digammaStep, digammaStepGap } from '../../pipelines/features/clv/beta-geometric.ts'
 import {
   bgnbd,
   bgNbd,
@@ -85,6 +87,29 @@ describe('special functions', () => {
     within(logBeta(2, 3), Math.log(1 / 12), 1e-14)
   })
 
+  it('digamma matches mpmath to ~1e-14 relative; its steps are exact where the digammas cancel', () => {
+    const cases: [number, number][] = [
+      [1, -0.57721566490153286061],
+      [0.5, -1.9635100260214234794],
+      [1e-9, -1000000000.5772156633],
+      [3.7, 1.1671535393615113859],
+      [10, 2.2517525890667211076],
+      [1e6, 13.815510057964190771],
+    ]
+    for (const [x, v] of cases) within(digamma(x), v, 1e-14)
+    expect(digamma(0)).toBeNaN()
+    // ψ(x + 1) = ψ(x) + 1/x across the shift's threshold.
+    for (const x of [0.3, 9.5, 10, 42]) within(digamma(x + 1), digamma(x) + 1 / x, 1e-14)
+    within(digammaStep(2.5, 3), digamma(5.5) - digamma(2.5), 1e-14)
+    within(digammaStep(2.5, 0.5), digamma(3) - digamma(2.5), 1e-14) // not whole: by ψ
+    // On the rare-dropout ridge: Σ_{k<3} a/((b+k)(a+b+k)) at a = 1e-5, b = 3e5, which the four
+    // digammas (each about 12.6) cannot give to more than a few digits.
+    const a = 1e-5
+    const b = 3e5
+    within(digammaStepGap(a, b, 3), a / (b * (a + b)) + a / ((b + 1) * (a + b + 1)) + a / ((b + 2) * (a + b + 2)), 1e-15)
+    within(digammaStepGap(0.7, 2.4, 4), digamma(6.4) - digamma(2.4) - digamma(7.1) + digamma(3.1), 1e-13)
+  })
+
   it('log 2F1 matches mpmath, including large parameters (Euler transform) and the signed form for c < 0', () => {
     const cases: [number, number, number, number, number][] = [
       [1, 1, 2, 0.5, 0.3266342599782809824], // −ln(1−z)/z
@@ -161,6 +186,45 @@ describe('BG/NBD formulas at published parameters', () => {
     within(bgnbd.expectedPurchases(daily, 365, 5000, 1099, 1100), 1368.5893233156117986, 1e-11)
     within(bgnbd.expectedPurchases(daily, 365, 1000, 1100, 1100), 277.31557088576914806, 1e-11)
     expect(bgnbd.probabilityAlive(daily, 5000, 100, 1100)).toBe(0)
+  })
+})
+
+describe('the likelihood gradient of the beta-geometric family', () => {
+  // Six customers, weight 1 each; gradients by mpmath (50 digits, numerical differentiation of ℓ).
+  const patterns = compressPatterns([
+    { x: 0, tx: 0, T: 30 },
+    { x: 1, tx: 5, T: 40 },
+    { x: 3, tx: 20, T: 25 },
+    { x: 7, tx: 100, T: 300 },
+    { x: 12, tx: 200, T: 210 },
+    { x: 2, tx: 2, T: 700 },
+  ])
+  const cdnowLike = { r: 0.243, alpha: 4.414, a: 0.793, b: 2.426 }
+  // The rare-dropout ridge, where a central difference of ℓ in b is noise.
+  const ridge = { r: 3.56, alpha: 202.8, a: 1.4e-5, b: 2.7e5 }
+  const cases = [
+    [bgnbd, cdnowLike, [14.915057686204919, -0.36877396009453942, -0.72872630683383028, 0.22921828905031202]],
+    [bgnbd, ridge, [0.69056089749784808, -0.022399539601057456, 0.014857825399928408, -7.7040219242279245e-13]],
+    [mbgnbd, cdnowLike, [15.505178297120884, -0.37659631441104011, -1.5029447565431795, 0.51341521395324642]],
+    [mbgnbd, ridge, [0.69056089750842901, -0.022399539601233173, 0.014841600634251185, -7.6955805498268538e-13]],
+  ] as const
+
+  it('matches mpmath in r, α, a and b, on the ridge too', () => {
+    for (const [model, params, expected] of cases) {
+      const g = model.patternLogLikelihoodGradient(params, patterns)
+      for (let i = 0; i < 4; i++) within(g[i]!, expected[i]!, 1e-12)
+    }
+  })
+
+  it('is the slope of the likelihood it belongs to (central differences away from the ridge)', () => {
+    for (const model of [bgnbd, mbgnbd]) {
+      const g = model.patternLogLikelihoodGradient(cdnowLike, patterns)
+      ;(['r', 'alpha', 'a', 'b'] as const).forEach((k, i) => {
+        const h = cdnowLike[k] * 1e-5
+        const slope = (model.patternLogLikelihood({ ...cdnowLike, [k]: cdnowLike[k] + h }, patterns) - model.patternLogLikelihood({ ...cdnowLike, [k]: cdnowLike[k] - h }, patterns)) / (2 * h)
+        within(g[i]!, slope, 1e-8)
+      })
+    }
   })
 })
 
@@ -649,6 +713,21 @@ describe('newtonPolish', () => {
     // f(0) and its gradient (3); trials at 100, 10 and 1 (3); the gradient at 1 (2). Halving would
     // have tried 100, 50, …, 0.78 (8 trials).
     expect(r.evaluations).toBe(8)
+  })
+
+  it('with the gradient in closed form, takes the same steps for one evaluation a gradient instead of 2n', () => {
+    const gradient = (x: readonly number[]) => x.map((v, i) => (i + 1) * (Math.exp(v) - 1) + (v - x[(i + 1) % x.length]!) - (x[(i + 3) % x.length]! - v) + 0.4 * v ** 3)
+    const sample = (x: readonly number[]) => 1.03 * bowl(x.map((v, i) => v - 0.01 * (i - 1.5)))
+    const hessian = hessianAt(sample, start)!
+    const differenced = newtonPolish(bowl, start, { hessian })
+    let gradients = 0
+    const closed = newtonPolish(bowl, start, { hessian, gradient: (x) => (gradients++, gradient(x)) })
+    expect(closed.converged).toBe(true)
+    for (let i = 0; i < start.length; i++) expect(Math.abs(closed.x[i]! - differenced.x[i]!)).toBeLessThan(1e-7)
+    expect(closed.iterations).toBe(differenced.iterations)
+    expect(gradients).toBeGreaterThanOrEqual(closed.iterations)
+    // Each gradient was 8 evaluations (2n) and is now 1.
+    expect(differenced.evaluations - closed.evaluations).toBe(7 * gradients)
   })
 
   it('does not call a point converged on the approximate Hessian alone: full Newton has to confirm it', () => {

@@ -13,7 +13,7 @@
  * which for BG/NBD is Hardie note 027's "#NUM!-safe" D1 + D2 + ln(C3 + δ_{x>0}·C4) rearranged.
  */
 import type { Patterns } from './patterns.ts'
-import { expit, lgamma, log1pExp } from './special.ts'
+import { digamma, expit, lgamma, log1pExp } from './special.ts'
 import { expectedPurchasesNumerator, kernelFunctions, type TransactionModelName, type TransactionParams } from './transaction-model.ts'
 
 export function betaGeometricFamily(name: TransactionModelName, firstPurchaseDropout: boolean) {
@@ -55,6 +55,67 @@ export function betaGeometricFamily(name: TransactionModelName, firstPurchaseDro
     return sum
   }
 
+  /**
+   * ∂(Σ w·ℓ)/∂(r, α, a, b), by the formula above differentiated (ψ the digamma function):
+   *   ∂ℓ/∂r = ψ(r+x) − ψ(r) + ln α − ln(α+T) + σ·(ln(α+T) − ln(α+t_x)),
+   *   ∂ℓ/∂α = r/α − (r+x)/(α+T) + σ·(r+x)·(1/(α+T) − 1/(α+t_x)),
+   *   ∂ℓ/∂a = ψ(a+b) − ψ(a+b+x+s) + σ/a,
+   *   ∂ℓ/∂b = ψ(a+b) + ψ(b+x+s) − ψ(b) − ψ(a+b+x+s) − σ/(b+x+s−1),
+   * with σ = odds/(1 + odds) (0, and no beta part, without a dropout chance). One pass over the
+   * patterns, about as costly as the likelihood's: a fit's polish needs it where a central
+   * difference would evaluate the likelihood eight times.
+   */
+  function patternLogLikelihoodGradient(params: TransactionParams, p: Patterns): number[] {
+    const { r, alpha, a, b } = params
+    const logA = Math.log(a)
+    const logAlpha = Math.log(alpha)
+    const nx = p.xs.length
+    const dBaseR = new Float64Array(nx)
+    const dBaseA = new Float64Array(nx)
+    const dBaseB = new Float64Array(nx)
+    const logOddsBase = new Float64Array(nx)
+    const oddsPerB = new Float64Array(nx)
+    for (let j = 0; j < nx; j++) {
+      const x = p.xs[j]!
+      const chances = x + s > 0
+      dBaseR[j] = digammaStep(r, x) + logAlpha
+      if (chances) {
+        dBaseA[j] = -digammaStep(a + b, x + s)
+        dBaseB[j] = digammaStepGap(a, b, x + s)
+        oddsPerB[j] = 1 / (b + x + s - 1)
+      }
+      logOddsBase[j] = chances ? logA - Math.log(b + x + s - 1) : -Infinity
+    }
+    const logAlphaTx = p.txs.map((t) => Math.log(alpha + t))
+    const logAlphaT = p.Ts.map((t) => Math.log(alpha + t))
+    const invAlphaTx = p.txs.map((t) => 1 / (alpha + t))
+    const invAlphaT = p.Ts.map((t) => 1 / (alpha + t))
+    const { x: xArr, w, xi, txi, Ti } = p
+    let gr = 0
+    let gAlpha = 0
+    let ga = 0
+    let gb = 0
+    let weight = 0
+    for (let i = 0; i < p.size; i++) {
+      const j = xi[i]!
+      const wi = w[i]!
+      const rx = r + xArr[i]!
+      const lT = logAlphaT[Ti[i]!]!
+      const lTx = logAlphaTx[txi[i]!]!
+      const iT = invAlphaT[Ti[i]!]!
+      const logOdds = logOddsBase[j]! + rx * (lT - lTx)
+      // σ(logOdds) from e^{−|logOdds|}, without overflow; 0 without a dropout chance.
+      const e = Math.exp(-Math.abs(logOdds))
+      const sigma = logOdds >= 0 ? 1 / (1 + e) : e / (1 + e)
+      weight += wi
+      gr += wi * (dBaseR[j]! - lT + sigma * (lT - lTx))
+      gAlpha += wi * (-rx * iT + sigma * rx * (iT - invAlphaTx[txi[i]!]!))
+      ga += wi * (dBaseA[j]! + sigma / a)
+      gb += wi * (dBaseB[j]! - sigma * oddsPerB[j]!)
+    }
+    return [gr, gAlpha + (weight * r) / alpha, ga, gb]
+  }
+
   /** ln of the odds that the customer dropped out after the last purchase; −∞ without a chance to. */
   function logDeadOdds(params: TransactionParams, x: number, tx: number, T: number): number {
     if (x + s === 0) return -Infinity
@@ -94,6 +155,32 @@ export function betaGeometricFamily(name: TransactionModelName, firstPurchaseDro
     return logOdds === -Infinity ? 1 : expit(-logOdds)
   }
 
-  const kernel = kernelFunctions(name, patternLogLikelihood)
-  return { patternLogLikelihood, ...kernel, expectedPurchases, expectedPurchasesIfAlive, expectedPurchasesUnconditional, probabilityAlive }
+  const kernel = kernelFunctions(name, patternLogLikelihood, patternLogLikelihoodGradient)
+  return { patternLogLikelihood, patternLogLikelihoodGradient, ...kernel, expectedPurchases, expectedPurchasesIfAlive, expectedPurchasesUnconditional, probabilityAlive }
+}
+
+/** Steps summed term by term, at most (a whole count of purchases, in practice). */
+const MAX_STEPS = 10_000
+
+/**
+ * ψ(z + n) − ψ(z): Σ_{k<n} 1/(z+k) for a whole n, exact where the two ψ nearly cancel (z large),
+ * else by ψ itself.
+ */
+export function digammaStep(z: number, n: number): number {
+  if (!Number.isInteger(n) || n < 0 || n > MAX_STEPS) return digamma(z + n) - digamma(z)
+  let sum = 0
+  for (let k = 0; k < n; k++) sum += 1 / (z + k)
+  return sum
+}
+
+/**
+ * [ψ(b + n) − ψ(b)] − [ψ(a + b + n) − ψ(a + b)] = Σ_{k<n} a / ((b+k)(a+b+k)) for a whole n: on the
+ * rare-dropout ridge (a → 0, b → ∞) the four ψ cancel to a few parts in 10¹¹, where the sum keeps
+ * every digit.
+ */
+export function digammaStepGap(a: number, b: number, n: number): number {
+  if (!Number.isInteger(n) || n < 0 || n > MAX_STEPS) return digammaStep(b, n) - digammaStep(a + b, n)
+  let sum = 0
+  for (let k = 0; k < n; k++) sum += a / ((b + k) * (a + b + k))
+  return sum
 }

@@ -11,6 +11,7 @@ const family = betaGeometricFamily('bgnbd', false)
 
 export const {
   patternLogLikelihood,
+  patternLogLikelihoodGradient,
   logLikelihood,
   totalLogLikelihood,
   fit: fitBgNbd,

@@ -13,6 +13,7 @@ const family = betaGeometricFamily('mbgnbd', true)
 
 export const {
   patternLogLikelihood,
+  patternLogLikelihoodGradient,
   logLikelihood,
   totalLogLikelihood,
   expectedPurchases,

@@ -42,6 +42,24 @@ export function lgamma(x: number): number {
   return HALF_LOG_2PI + (z + 0.5) * Math.log(t) - t + Math.log(sum)
 }
 
+// ψ's asymptotic series: B_2k / (2k) for k = 1..7 (the next term is below 1e-17 for x >= 10).
+const DIGAMMA_SERIES = [1 / 12, -1 / 120, 1 / 252, -1 / 240, 1 / 132, -691 / 32760, 1 / 12] as const
+
+/**
+ * ψ(x) = d ln Γ(x) / dx for x > 0 (NaN otherwise: the fits' parameters are positive). Shifted up by
+ * ψ(x) = ψ(x + 1) − 1/x to x >= 10, then ln x − 1/(2x) − Σ B_2k / (2k x^2k).
+ */
+export function digamma(x: number): number {
+  if (!(x > 0)) return NaN
+  if (x === Infinity) return Infinity
+  let shift = 0
+  for (; x < 10; x++) shift -= 1 / x
+  const inv2 = 1 / (x * x)
+  let series = 0
+  for (let k = DIGAMMA_SERIES.length - 1; k >= 0; k--) series = series * inv2 + DIGAMMA_SERIES[k]!
+  return shift + Math.log(x) - 0.5 / x - series * inv2
+}
+
 /** ln B(a, b) = ln Γ(a) + ln Γ(b) − ln Γ(a + b). */
 export function logBeta(a: number, b: number): number {
   return lgamma(a) + lgamma(b) - lgamma(a + b)
