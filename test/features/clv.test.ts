@@ -18,6 +18,7 @@ import {
   fitGammaGamma,
   fitMbgNbd,
   gammaGammaLogLikelihood,
+  gammaGammaLogLikelihoodGradient,
   hyp2f1Signed,
   lgamma,
   logAddExp,
@@ -310,6 +311,13 @@ describe('Gamma-Gamma', () => {
     const expected = [24.65, 18.91, 35.17, 35.17, 35.17, 71.46, 18.91, 35.17, 27.28, 35.17]
     CDNOW_FIRST_10.forEach((c, i) => expect(Math.abs(expectedAverageSpend(GG_PUBLISHED, c.x, c.zbar) - expected[i]!)).toBeLessThan(0.1))
     expect(expectedAverageSpend(GG_PUBLISHED, 0, 0)).toBeCloseTo(populationMeanSpend(GG_PUBLISHED), 12)
+  })
+
+  it('the likelihood gradient in p, q and γ matches mpmath', () => {
+    const data = [{ x: 1, zbar: 12.5 }, { x: 3, zbar: 40 }, { x: 2, zbar: 7.25, weight: 3 }, { x: 10, zbar: 99 }, { x: 5, zbar: 30 }]
+    const g = gammaGammaLogLikelihoodGradient({ p: 6.25, q: 3.74, gamma: 15.44 }, data)
+    const expected = [-2.3163083987851323, 1.7813278719231104, -0.7326401582471283]
+    for (let i = 0; i < 3; i++) within(g[i]!, expected[i]!, 1e-12)
   })
 
   it('guards q <= 1: the observed mean for repeat buyers, the fallback (default 0) otherwise', () => {

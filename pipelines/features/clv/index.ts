@@ -22,6 +22,7 @@ export {
   fitGammaGamma,
   populationMeanSpend,
   totalLogLikelihood as gammaGammaLogLikelihood,
+  logLikelihoodGradient as gammaGammaLogLikelihoodGradient,
   type GammaGammaFit,
   type GammaGammaFitOptions,
   type GammaGammaParams,
