@@ -39,7 +39,7 @@ export interface TransactionFitOptions {
   /** Overrides for the Nelder–Mead settings. */
   optimizer?: NelderMeadOptions
   /**
-   * Above this many distinct (x, t_x, T) patterns (default 40,000) the fit starts with Nelder–Mead on a
+   * Above this many distinct (x, t_x, T) patterns (default 2,000: WARM_START_ABOVE) the fit starts with Nelder–Mead on a
    * fixed pseudo-random sample of 15,000 patterns and finishes with a quasi-Newton polish on all of
    * them, from the sample's Hessian and with the likelihood's gradient in closed form where the model
    * has one (falling back to full Newton, then Nelder–Mead, if it stalls). Infinity: always plain Nelder–Mead.
