@@ -8,8 +8,8 @@
  * ±Infinity, and the caller reports which parameters sit there.
  *
  * For large inputs (hundreds of thousands of distinct patterns) `minimizeWithWarmStart` runs
- * Nelder–Mead on a sample and finishes with `newtonPolish` (finite differences, still no derivatives
- * from the caller) on the full objective: ~2 s instead of ~16 s at 1M customers.
+ * Nelder–Mead on a sample and finishes with `newtonPolish` on the full objective (its gradient in
+ * closed form when the caller has one, else by finite differences): ~2 s instead of ~16 s at 1M customers.
  */
 
 export interface NelderMeadOptions {
@@ -197,12 +197,12 @@ export interface NewtonOptions {
 
 /**
  * Polishes a minimum that Nelder–Mead has located roughly: Newton steps with a finite-difference
- * gradient and Hessian (so still no derivatives from the caller), Levenberg damping when the Hessian
+ * gradient and Hessian (no derivatives needed from the caller), Levenberg damping when the Hessian
  * is not positive definite, and a backtracking line search. Each iteration costs 1 + 2n + n(n−1)/2
  * evaluations (15 for n = 4); from a nearby start it converges in 3–5 iterations, where Nelder–Mead
  * needs hundreds of evaluations for the same precision. Given a `hessian` to start from, an
- * iteration costs the 2n evaluations of the gradient and one or more of the line search (a
- * quasi-Newton method). Reports `converged: false` (and returns the
+ * iteration costs the gradient (2n evaluations, or one call of a closed-form `gradient`) and one or
+ * more evaluations of the line search (a quasi-Newton method). Reports `converged: false` (and returns the
  * best point seen) when it cannot make progress, e.g. on a bound or a flat likelihood; callers then
  * fall back to Nelder–Mead.
  */
