@@ -3,7 +3,7 @@ import fs from 'node:fs'
 import { compressPatterns } from '../../pipelines/features/clv/patterns.ts'
 import { hessianAt, minimizeWithWarmStart, newtonPolish } from '../../pipelines/features/clv/optimize.ts'
 import { digamma } from '../../pipelines/features/clv/special.ts'
-import { digammaStep, digammaStepGap } from '../../pipelines/features/clv/beta-geometric.ts'
+import { digammaStep, digammaStepGap, runningStepSums } from '../../pipelines/features/clv/beta-geometric.ts'
 import {
   bgnbd,
   bgNbd,
@@ -101,14 +101,20 @@ describe('special functions', () => {
     expect(digamma(0)).toBeNaN()
     // ψ(x + 1) = ψ(x) + 1/x across the shift's threshold.
     for (const x of [0.3, 9.5, 10, 42]) within(digamma(x + 1), digamma(x) + 1 / x, 1e-14)
-    within(digammaStep(2.5, 3), digamma(5.5) - digamma(2.5), 1e-14)
-    within(digammaStep(2.5, 0.5), digamma(3) - digamma(2.5), 1e-14) // not whole: by ψ
-    // On the rare-dropout ridge: Σ_{k<3} a/((b+k)(a+b+k)) at a = 1e-5, b = 3e5, which the four
-    // digammas (each about 12.6) cannot give to more than a few digits.
-    const a = 1e-5
-    const b = 3e5
-    within(digammaStepGap(a, b, 3), a / (b * (a + b)) + a / ((b + 1) * (a + b + 1)) + a / ((b + 2) * (a + b + 2)), 1e-15)
+    // ψ(z + n) − ψ(z) by mpmath.
+    within(digammaStep(2.5, 3), 0.90793650793650793651, 1e-14)
+    within(digammaStep(2.5, 0.5), 0.21962769445322395217, 1e-13) // not whole: by ψ
+    // On the rare-dropout ridge, a = 1e-5, b = 3e5, n = 3: the four digammas (each about 12.6)
+    // cancel to 3.3e-16, which they cannot give to a single digit; the sum gives every one (mpmath).
+    within(digammaStepGap(1e-5, 3e5, 3), 3.3333111111851848148e-16, 1e-14)
     within(digammaStepGap(0.7, 2.4, 4), digamma(6.4) - digamma(2.4) - digamma(7.1) + digamma(3.1), 1e-13)
+    // Every count's sum from one running sum: whole counts in any order; NaN for the rest.
+    const sums = runningStepSums(Float64Array.from([7, 0, 2.5, 3, 20_000]), (k) => 1 / (0.3 + k))
+    within(sums[0]!, 5.4203445578381190873, 1e-14)
+    expect(sums[1]).toBe(0)
+    expect(sums[2]).toBeNaN()
+    expect(sums[3]).toBe(digammaStep(0.3, 3))
+    expect(sums[4]).toBeNaN() // beyond the steps summed term by term
   })
 
   it('log 2F1 matches mpmath, including large parameters (Euler transform) and the signed form for c < 0', () => {

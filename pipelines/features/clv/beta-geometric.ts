@@ -75,13 +75,19 @@ export function betaGeometricFamily(name: TransactionModelName, firstPurchaseDro
     const dBaseB = new Float64Array(nx)
     const logOddsBase = new Float64Array(nx)
     const oddsPerB = new Float64Array(nx)
+    // The step sums of every distinct x at once (running sums): O(max x), not O(Σ x).
+    const chancesOf = Float64Array.from(p.xs, (x) => x + s)
+    const stepsR = runningStepSums(p.xs, (k) => 1 / (r + k))
+    const stepsAB = runningStepSums(chancesOf, (k) => 1 / (a + b + k))
+    const gaps = runningStepSums(chancesOf, (k) => a / ((b + k) * (a + b + k)))
+    const or = (summed: number, computed: () => number) => (Number.isNaN(summed) ? computed() : summed)
     for (let j = 0; j < nx; j++) {
       const x = p.xs[j]!
       const chances = x + s > 0
-      dBaseR[j] = digammaStep(r, x) + logAlpha
+      dBaseR[j] = or(stepsR[j]!, () => digammaStep(r, x)) + logAlpha
       if (chances) {
-        dBaseA[j] = -digammaStep(a + b, x + s)
-        dBaseB[j] = digammaStepGap(a, b, x + s)
+        dBaseA[j] = -or(stepsAB[j]!, () => digammaStep(a + b, x + s))
+        dBaseB[j] = or(gaps[j]!, () => digammaStepGap(a, b, x + s))
         oddsPerB[j] = 1 / (b + x + s - 1)
       }
       logOddsBase[j] = chances ? logA - Math.log(b + x + s - 1) : -Infinity
@@ -161,6 +167,25 @@ export function betaGeometricFamily(name: TransactionModelName, firstPurchaseDro
 
 /** Steps summed term by term, at most (a whole count of purchases, in practice). */
 const MAX_STEPS = 10_000
+
+/**
+ * Σ_{k<n} term(k) for each n of `counts`, by one running sum over them in ascending order, so
+ * O(max n) terms in all; NaN for an n that is not a whole number up to MAX_STEPS (the caller
+ * computes those otherwise). Summed in the order digammaStep sums, so the same values.
+ */
+export function runningStepSums(counts: Float64Array, term: (k: number) => number): Float64Array {
+  const out = new Float64Array(counts.length).fill(NaN)
+  const order = Array.from(counts.keys()).sort((i, j) => counts[i]! - counts[j]!)
+  let k = 0
+  let sum = 0
+  for (const j of order) {
+    const n = counts[j]!
+    if (!Number.isInteger(n) || n < 0 || n > MAX_STEPS) continue
+    for (; k < n; k++) sum += term(k)
+    out[j] = sum
+  }
+  return out
+}
 
 /**
  * ψ(z + n) − ψ(z): Σ_{k<n} 1/(z+k) for a whole n, exact where the two ψ nearly cancel (z large),
