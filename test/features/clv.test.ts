@@ -3,6 +3,8 @@ import fs from 'node:fs'
 import { compressPatterns } from '../../pipelines/features/clv/patterns.ts'
 import { hessianAt, minimizeWithWarmStart, newtonPolish } from '../../pipelines/features/clv/optimize.ts'
 import { digamma } from '../../pipelines/features/clv/special.ts'
+import { transactionObjective } from '../../pipelines/features/clv/transaction-model.ts'
+import { spendObjective } from '../../pipelines/features/clv/gamma-gamma.ts'
 import { digammaStep, digammaStepGap, runningStepSums } from '../../pipelines/features/clv/beta-geometric.ts'
 import {
   bgnbd,
@@ -223,6 +225,24 @@ describe('the likelihood gradient of the beta-geometric family', () => {
     }
   })
 
+  it('gives the fit its objective\'s slope in u = ln θ, penalty and prior included (central differences)', () => {
+    const prior = { params: { r: 0.3, alpha: 5, a: 0.8, b: 2.5 }, precision: 3 }
+    for (const model of [bgnbd, mbgnbd]) {
+      for (const options of [{}, { penalizer: 0.1 }, { prior }, { penalizer: 0.05, prior }]) {
+        const { scaled, objectiveOn, fullGradient } = transactionObjective(model.patternLogLikelihood, patterns, options, model.patternLogLikelihoodGradient)
+        const f = objectiveOn(scaled)
+        for (const u of [[-1.4, -4.8, -0.2, 0.9], [0.5, -2, 1, -0.5]]) {
+          const g = fullGradient!(u)
+          for (let i = 0; i < 4; i++) {
+            const h = 1e-5
+            const slope = (f(u.map((v, j) => (j === i ? v + h : v))) - f(u.map((v, j) => (j === i ? v - h : v)))) / (2 * h)
+            expect(Math.abs(g[i]! - slope)).toBeLessThan(1e-7 * (1 + Math.abs(slope)))
+          }
+        }
+      }
+    }
+  })
+
   it('is the slope of the likelihood it belongs to (central differences away from the ridge)', () => {
     for (const model of [bgnbd, mbgnbd]) {
       const g = model.patternLogLikelihoodGradient(cdnowLike, patterns)
@@ -324,6 +344,22 @@ describe('Gamma-Gamma', () => {
     const g = gammaGammaLogLikelihoodGradient({ p: 6.25, q: 3.74, gamma: 15.44 }, data)
     const expected = [-2.3163083987851323, 1.7813278719231104, -0.7326401582471283]
     for (let i = 0; i < 3; i++) within(g[i]!, expected[i]!, 1e-12)
+  })
+
+  it('gives the fit its objective\'s slope in u, with and without the q > 1 constraint and the penalty (central differences)', () => {
+    const data = [{ x: 1, zbar: 12.5 }, { x: 3, zbar: 40 }, { x: 2, zbar: 7.25, weight: 3 }, { x: 10, zbar: 99 }, { x: 5, zbar: 30 }]
+    for (const options of [{}, { qConstraint: false }, { penalizer: 0.2 }, { qConstraint: false, penalizer: 0.2 }]) {
+      const { scaled, objectiveOn, fullGradient } = spendObjective(data, options)
+      const f = objectiveOn(scaled)
+      for (const u of [[0, 0, 0], [1.2, -0.7, 0.4]]) {
+        const g = fullGradient(u)
+        for (let i = 0; i < 3; i++) {
+          const h = 1e-5
+          const slope = (f(u.map((v, j) => (j === i ? v + h : v))) - f(u.map((v, j) => (j === i ? v - h : v)))) / (2 * h)
+          expect(Math.abs(g[i]! - slope)).toBeLessThan(1e-7 * (1 + Math.abs(slope)))
+        }
+      }
+    }
   })
 
   it('guards q <= 1: the observed mean for repeat buyers, the fallback (default 0) otherwise', () => {

@@ -167,16 +167,11 @@ export function logLikelihood(params: GammaGammaParams, x: number, zbar: number)
 }
 
 /**
- * Maximum-likelihood fit on the customers with x > 0 and z̄ > 0 (others are ignored, as the model is
- * defined on repeat-purchase means). Spend is scaled by its mean during the fit, so the currency unit
- * does not matter. With no usable customer there is nothing to fit: the result has `customers: 0`,
- * `converged: false` and placeholder params {p: 1, q: 2, gamma: 1}, which the caller must not use.
+ * What the fit minimises, in u = (ln p, ln(q − 1) or ln q, ln γ) with spend in units of its mean
+ * (so the currency does not matter): the mean negative log-likelihood over some buyers plus the
+ * penalty, and the full objective's gradient. `rows` are usable ones (x > 0, z̄ > 0), at least one.
  */
-export function fitGammaGamma(data: readonly SpendObservation[], options: GammaGammaFitOptions = {}): GammaGammaFit {
-  const rows = data.filter(usable)
-  if (rows.length === 0) {
-    return { params: { p: 1, q: 2, gamma: 1 }, ll: 0, iterations: 0, evaluations: 0, converged: false, atBound: [], customers: 0, meanSpend: 0 }
-  }
+export function spendObjective(rows: readonly SpendObservation[], options: GammaGammaFitOptions = {}) {
   const raw = toSpendData(rows, 1)
   let weighted = 0
   for (const o of rows) weighted += (o.weight ?? 1) * o.zbar
@@ -201,6 +196,21 @@ export function fitGammaGamma(data: readonly SpendObservation[], options: GammaG
     const slope = (g: number, theta: number) => -g / scaled.totalWeight + 2 * penalizer * theta
     return [params.p * slope(gp!, params.p), (qConstraint ? params.q - 1 : params.q) * slope(gq!, params.q), params.gamma * slope(gGamma!, params.gamma)]
   }
+  return { raw, meanSpend, scaled, qConstraint, toParams, objectiveOn, fullGradient }
+}
+
+/**
+ * Maximum-likelihood fit on the customers with x > 0 and z̄ > 0 (others are ignored, as the model is
+ * defined on repeat-purchase means). Spend is scaled by its mean during the fit, so the currency unit
+ * does not matter. With no usable customer there is nothing to fit: the result has `customers: 0`,
+ * `converged: false` and placeholder params {p: 1, q: 2, gamma: 1}, which the caller must not use.
+ */
+export function fitGammaGamma(data: readonly SpendObservation[], options: GammaGammaFitOptions = {}): GammaGammaFit {
+  const rows = data.filter(usable)
+  if (rows.length === 0) {
+    return { params: { p: 1, q: 2, gamma: 1 }, ll: 0, iterations: 0, evaluations: 0, converged: false, atBound: [], customers: 0, meanSpend: 0 }
+  }
+  const { raw, meanSpend, scaled, qConstraint, toParams, objectiveOn, fullGradient } = spendObjective(rows, options)
   // Start at p = 1, q = 2 and γ matching the mean spend (pγ/(q−1) = 1 in scaled units).
   const u0 = [0, qConstraint ? 0 : Math.log(2), 0]
   const sample = rows.length > (options.warmStartAbove ?? WARM_START_ABOVE) ? objectiveOn(toSpendData(sampleRows(rows, WARM_START_SAMPLE), meanSpend)) : undefined

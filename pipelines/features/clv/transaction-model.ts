@@ -118,19 +118,16 @@ export function kernelFunctions(model: TransactionModelName, kernel: PatternLogL
   }
 }
 
-export function fitTransactionModel(
-  model: TransactionModelName,
-  kernel: PatternLogLikelihood,
-  patterns: Patterns,
-  options: TransactionFitOptions = {},
-  gradient?: PatternLogLikelihoodGradient,
-): TransactionFit {
-  if (patterns.size === 0) throw new RangeError(`${model}: no customers to fit`)
-  // Time in units of max T (as lifetimes), so α and the penalty are on a data-independent scale.
+/**
+ * What a fit minimises, in u = ln θ with time in units of max T (as lifetimes, so α and the penalty
+ * are on a data-independent scale): the mean negative log-likelihood over some patterns (all of
+ * them, or a sample) plus the penalty and the prior's share; and, given the model's gradient, the
+ * full objective's gradient.
+ */
+export function transactionObjective(kernel: PatternLogLikelihood, patterns: Patterns, options: TransactionFitOptions = {}, gradient?: PatternLogLikelihoodGradient) {
   const scale = patterns.maxT > 0 ? patterns.maxT : 1
   const scaled = scalePatterns(patterns, scale)
   const penalizer = options.penalizer ?? 0
-
   const toParams = (u: readonly number[]): TransactionParams => ({ r: Math.exp(u[0]!), alpha: Math.exp(u[1]!), a: Math.exp(u[2]!), b: Math.exp(u[3]!) })
   const prior = options.prior
   const priorAt = prior ? PARAM_NAMES.map((k) => Math.log(k === 'alpha' ? prior.params.alpha / scale : prior.params[k])) : null
@@ -154,6 +151,18 @@ export function fitTransactionModel(
         })
       }
     : undefined
+  return { scale, scaled, toParams, objectiveOn, fullGradient }
+}
+
+export function fitTransactionModel(
+  model: TransactionModelName,
+  kernel: PatternLogLikelihood,
+  patterns: Patterns,
+  options: TransactionFitOptions = {},
+  gradient?: PatternLogLikelihoodGradient,
+): TransactionFit {
+  if (patterns.size === 0) throw new RangeError(`${model}: no customers to fit`)
+  const { scale, scaled, toParams, objectiveOn, fullGradient } = transactionObjective(kernel, patterns, options, gradient)
 
   // Default start: r = 1 and α matching the observed repeat rate (E[λ] = r/α), a = b = 1.
   const rate = patterns.weightedX / Math.max(1e-12, sumWT(scaled))
@@ -174,7 +183,7 @@ export function fitTransactionModel(
   }
   const large = patterns.size > (options.warmStartAbove ?? WARM_START_ABOVE)
   const sample = large ? objectiveOn(samplePatterns(scaled, WARM_START_SAMPLE)) : undefined
-  const starts: readonly Partial<TransactionParams>[] = Array.isArray(options.initial) ? options.initial : [(options.initial as Partial<TransactionParams> | undefined) ?? prior?.params ?? {}]
+  const starts: readonly Partial<TransactionParams>[] = Array.isArray(options.initial) ? options.initial : [(options.initial as Partial<TransactionParams> | undefined) ?? options.prior?.params ?? {}]
   if (starts.length === 0) throw new RangeError(`${model}: initial must name at least one starting point`)
   // A converged run wins over one that stopped at the iteration cap, unless the latter is better
   // by more than noise (a flat boundary optimum, say, where neither run means much).
