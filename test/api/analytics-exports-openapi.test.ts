@@ -98,6 +98,10 @@ beforeAll(async () => {
   })
   app.use(errorHandler)
   server = http.createServer(app)
+  // fetch keeps idle connections for the server's advertised keep-alive less a second; with Node's
+  // 5 s default, a busy machine let a request go out on a connection the server was closing
+  // (ECONNRESET before any response). Kept longer than the tests run, no connection is closed under one.
+  server.keepAliveTimeout = 120_000
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
 })
