@@ -65,7 +65,26 @@ export function parseNative(bytes: Uint8Array): NativeColumns {
     const r = READERS[type]
     if (!r) throw new NativeUnsupported(`type ${type}`)
     need(rows * r.size)
-    for (let i = 0; i < rows; i++, pos += r.size) out.push(r.read(view, pos))
+    // A loop of its own for each common type: through `r.read` (one call site for every type) a
+    // million values cost about four times as much.
+    let p = pos
+    switch (type) {
+      case 'Float64':
+        for (let i = 0; i < rows; i++, p += 8) out.push(view.getFloat64(p, true))
+        break
+      case 'UInt64':
+        for (let i = 0; i < rows; i++, p += 8) out.push(view.getUint32(p + 4, true) * 4294967296 + view.getUint32(p, true))
+        break
+      case 'Int64':
+        for (let i = 0; i < rows; i++, p += 8) out.push(view.getInt32(p + 4, true) * 4294967296 + view.getUint32(p, true))
+        break
+      case 'UInt32':
+        for (let i = 0; i < rows; i++, p += 4) out.push(view.getUint32(p, true))
+        break
+      default:
+        for (let i = 0; i < rows; i++, p += r.size) out.push(r.read(view, p))
+    }
+    pos = p
   }
   let names: string[] | null = null
   let types: string[] = []
