@@ -173,12 +173,25 @@ export function customerColumns(customers: readonly BatchCustomer[], indices: re
   const emailVersions = new Float64Array(n)
   const emails: string[] = []
   const aggs = AGG_FIELDS.map(() => new Float64Array(n))
+  // AGG_FIELDS' order, each field read by name: a keyed read in a loop over the fields cost about
+  // five times as much.
+  const [orderCount, monetaryCents, firstOrderAt, lastOrderAt, purchaseDays, firstDay, lastDay, repeatPurchases, repeatSpanDays, repeatAvgCents] = aggs as [Float64Array, ...Float64Array[]]
   for (let i = 0; i < n; i++) {
     const c = customers[indices[i]!]!
+    const a = c.agg
     ids[i] = c.customerId
     emails.push(c.email)
     emailVersions[i] = c.emailVersion
-    for (let k = 0; k < AGG_FIELDS.length; k++) aggs[k]![i] = c.agg[AGG_FIELDS[k]!] ?? NaN
+    orderCount[i] = a.orderCount
+    monetaryCents![i] = a.monetaryCents
+    firstOrderAt![i] = a.firstOrderAt ?? NaN
+    lastOrderAt![i] = a.lastOrderAt ?? NaN
+    purchaseDays![i] = a.purchaseDays
+    firstDay![i] = a.firstDay ?? NaN
+    lastDay![i] = a.lastDay ?? NaN
+    repeatPurchases![i] = a.repeatPurchases
+    repeatSpanDays![i] = a.repeatSpanDays
+    repeatAvgCents![i] = a.repeatAvgCents
   }
   return { indices: Float64Array.from(indices), ids, emails, emailVersions, aggs }
 }
