@@ -51,9 +51,9 @@ const ABSORBED = `(SELECT customer_id, profile_id FROM customer_profiles FINAL W
  * filters apply after the merge, so a cancelled latest state is never replaced by an older one.
  *
  * The profile is looked up in the absorbed pairs, read once as one array of pairs (split into two
- * arrays in the same order) and applied by `transform`, which keeps them in a hash map: a LEFT JOIN probed
- * a join's hash table for each of ten million orders and made the columns Nullable, about 1 CPU-s
- * more on the bench tenant.
+ * arrays in the same order) and applied by `transform`, which keeps them in a hash map: a LEFT
+ * JOIN probed a join's hash table for each of ten million orders and made the columns Nullable,
+ * about 1 CPU-s more on the bench tenant.
  */
 const LATEST_ORDERS = (where = '') => `(
         WITH (SELECT (arrayMap(p -> p.1, pairs), arrayMap(p -> p.2, pairs)) FROM (SELECT groupArray((customer_id, profile_id)) AS pairs FROM ${ABSORBED})) AS absorbed

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Store } from '../../common/store/clickhouse.ts'
-import { loadTenantCustomers } from '../../pipelines/features/recompute.ts'
+import { loadTenantCustomers, stageProfiles } from '../../pipelines/features/recompute.ts'
 import { migratedStore } from '../helpers.ts'
 
 /** Rows written straight into the raw projections: the shapes the recompute's load has to merge. */
@@ -51,6 +51,27 @@ describe('loadTenantCustomers', () => {
     })
     expect(five.history).toEqual({ times: [jan1 + 10 * 3_600_000, jan1 + 18 * 3_600_000, Date.UTC(2025, 0, 5, 9)], cents: [1050, 450, 2000] })
     expect(got[0]!.history).toEqual({ times: [], cents: [] })
+  })
+
+  it('with staged profiles, the same profiles and aggregates, the emails left in the staged table for the writer', async () => {
+    const profiles = await stageProfiles(store, T)
+    try {
+      const got = await loadTenantCustomers(store, T, Infinity, { profiles })
+      const all = await loadTenantCustomers(store, T)
+      expect(got.map((c) => [c.customerId, c.email, c.emailVersion])).toEqual([
+        [3, '', 0],
+        [5, '', 0],
+        [7, '', 0],
+      ])
+      expect(got.map((c) => c.agg)).toEqual(all.map((c) => c.agg))
+      const rs = await store.query({ query: `SELECT customer_id, email, email_version FROM ${profiles.table} ORDER BY customer_id`, format: 'JSONCompactEachRow' })
+      expect(await rs.json()).toEqual([
+        [3, 'three@example.com', 10],
+        [7, 'seven@example.com', 20],
+      ])
+    } finally {
+      await profiles.drop()
+    }
   })
 
   it('answers an empty list for a tenant with nothing stored', async () => {
