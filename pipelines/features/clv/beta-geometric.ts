@@ -75,19 +75,18 @@ export function betaGeometricFamily(name: TransactionModelName, firstPurchaseDro
     const dBaseB = new Float64Array(nx)
     const logOddsBase = new Float64Array(nx)
     const oddsPerB = new Float64Array(nx)
-    // The step sums of every distinct x at once (running sums): O(max x), not O(Σ x).
+    // The digamma steps of every distinct x at once (running sums): O(max x), not O(Σ x).
     const chancesOf = Float64Array.from(p.xs, (x) => x + s)
-    const stepsR = runningStepSums(p.xs, (k) => 1 / (r + k))
-    const stepsAB = runningStepSums(chancesOf, (k) => 1 / (a + b + k))
-    const gaps = runningStepSums(chancesOf, (k) => a / ((b + k) * (a + b + k)))
-    const or = (summed: number, computed: () => number) => (Number.isNaN(summed) ? computed() : summed)
+    const stepsR = digammaSteps(r, p.xs)
+    const stepsAB = digammaSteps(a + b, chancesOf)
+    const gaps = digammaStepGaps(a, b, chancesOf)
     for (let j = 0; j < nx; j++) {
       const x = p.xs[j]!
       const chances = x + s > 0
-      dBaseR[j] = or(stepsR[j]!, () => digammaStep(r, x)) + logAlpha
+      dBaseR[j] = stepsR[j]! + logAlpha
       if (chances) {
-        dBaseA[j] = -or(stepsAB[j]!, () => digammaStep(a + b, x + s))
-        dBaseB[j] = or(gaps[j]!, () => digammaStepGap(a, b, x + s))
+        dBaseA[j] = -stepsAB[j]!
+        dBaseB[j] = gaps[j]!
         oddsPerB[j] = 1 / (b + x + s - 1)
       }
       logOddsBase[j] = chances ? logA - Math.log(b + x + s - 1) : -Infinity
@@ -188,24 +187,28 @@ export function runningStepSums(counts: Float64Array, term: (k: number) => numbe
 }
 
 /**
- * ψ(z + n) − ψ(z): Σ_{k<n} 1/(z+k) for a whole n, exact where the two ψ nearly cancel (z large),
- * else by ψ itself.
+ * ψ(z + n) − ψ(z) for each n of `counts`: Σ_{k<n} 1/(z+k) for a whole n (runningStepSums), exact
+ * where the two ψ nearly cancel (z large); by ψ itself for the others.
  */
-export function digammaStep(z: number, n: number): number {
-  if (!Number.isInteger(n) || n < 0 || n > MAX_STEPS) return digamma(z + n) - digamma(z)
-  let sum = 0
-  for (let k = 0; k < n; k++) sum += 1 / (z + k)
-  return sum
+function digammaSteps(z: number, counts: Float64Array): Float64Array {
+  const out = runningStepSums(counts, (k) => 1 / (z + k))
+  for (let j = 0; j < out.length; j++) if (Number.isNaN(out[j]!)) out[j] = digamma(z + counts[j]!) - digamma(z)
+  return out
 }
 
 /**
- * [ψ(b + n) − ψ(b)] − [ψ(a + b + n) − ψ(a + b)] = Σ_{k<n} a / ((b+k)(a+b+k)) for a whole n: on the
- * rare-dropout ridge (a → 0, b → ∞) the four ψ cancel to a few parts in 10¹¹, where the sum keeps
- * every digit.
+ * [ψ(b + n) − ψ(b)] − [ψ(a + b + n) − ψ(a + b)] for each n of `counts`: Σ_{k<n} a / ((b+k)(a+b+k))
+ * for a whole n. On the rare-dropout ridge (a → 0, b → ∞) the four ψ cancel to a few parts in 10¹¹,
+ * where the sum keeps every digit.
  */
-export function digammaStepGap(a: number, b: number, n: number): number {
-  if (!Number.isInteger(n) || n < 0 || n > MAX_STEPS) return digammaStep(b, n) - digammaStep(a + b, n)
-  let sum = 0
-  for (let k = 0; k < n; k++) sum += a / ((b + k) * (a + b + k))
-  return sum
+function digammaStepGaps(a: number, b: number, counts: Float64Array): Float64Array {
+  const out = runningStepSums(counts, (k) => a / ((b + k) * (a + b + k)))
+  for (let j = 0; j < out.length; j++) if (Number.isNaN(out[j]!)) out[j] = digammaStep(b, counts[j]!) - digammaStep(a + b, counts[j]!)
+  return out
 }
+
+/** ψ(z + n) − ψ(z) of one n (digammaSteps). */
+export const digammaStep = (z: number, n: number): number => digammaSteps(z, Float64Array.of(n))[0]!
+
+/** [ψ(b + n) − ψ(b)] − [ψ(a + b + n) − ψ(a + b)] of one n (digammaStepGaps). */
+export const digammaStepGap = (a: number, b: number, n: number): number => digammaStepGaps(a, b, Float64Array.of(n))[0]!
