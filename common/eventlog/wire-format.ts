@@ -20,7 +20,100 @@ export class SchemaMismatchError extends Error {
 export const AVRO_OPTS = { logicalTypes: AVRO_LOGICAL_TYPES, wrapUnions: false as const }
 
 export function avroType(schema: string | object): avsc.Type {
-  return avsc.Type.forSchema((typeof schema === 'string' ? JSON.parse(schema) : schema) as avsc.Schema, { ...AVRO_OPTS } as never)
+  return avsc.Type.forSchema((typeof schema === 'string' ? JSON.parse(schema) : schema) as avsc.Schema, { ...AVRO_OPTS, typeHook: boundedBlocks } as never)
+}
+
+/** The end of the value readPayload is reading (its blocks may not claim more than the bytes before it). */
+let readEnd = Infinity
+
+type Tap = { buf: Buffer; pos: number; readLong(): number; skipLong(): void; readString(): string }
+type Walked = avsc.Type & { fields?: { type: avsc.Type }[]; types?: avsc.Type[]; itemsType?: avsc.Type; valuesType?: avsc.Type; underlyingType?: avsc.Type; size?: number; _read(tap: Tap): unknown }
+
+/** The fewest bytes a value of `t` takes in Avro binary (0 for a type seen again within itself). */
+function leastBytes(t: Walked, within = new Set<avsc.Type>()): number {
+  if (within.has(t)) return 0
+  switch (t.typeName) {
+    case 'null':
+      return 0
+    case 'float':
+      return 4
+    case 'double':
+      return 8
+    case 'fixed':
+      return t.size!
+    case 'record':
+    case 'error': {
+      within.add(t)
+      const n = t.fields!.reduce((sum, f) => sum + leastBytes(f.type as Walked, within), 0)
+      within.delete(t)
+      return n
+    }
+    case 'union:unwrapped':
+    case 'union:wrapped':
+      return 1 + Math.min(...t.types!.map((b) => leastBytes(b as Walked, within)))
+    default:
+      return t.underlyingType ? leastBytes(t.underlyingType as Walked, within) : 1 // ints, longs, strings, bytes, enums, booleans, arrays, maps
+  }
+}
+
+/** By item (or map value) type: the least bytes one takes, found at its first read (a named type may be defined later in its schema). */
+const least = new WeakMap<avsc.Type, number>()
+function leastOf(t: avsc.Type): number {
+  let n = least.get(t)
+  if (n === undefined) least.set(t, (n = leastBytes(t as Walked)))
+  return n
+}
+
+type Block = new (schema: object, opts: object) => Walked
+const ArrayType = (avsc.types as unknown as { ArrayType: Block }).ArrayType
+const MapType = (avsc.types as unknown as { MapType: Block }).MapType
+
+/**
+ * avsc reads an array's or a map's block count as written and then that many items, past the end
+ * of the value if need be: a damaged or hostile count of 10^8 made 10^8 items, and the process ran
+ * out of memory on one record before the end could be checked. Our arrays and maps refuse a block
+ * whose count the bytes left cannot hold (an array of items that can take no byte, such as nulls,
+ * keeps avsc's reading), as a truncated value is refused: readPayload's UndecodableRecordError,
+ * the record dead-lettered.
+ */
+class BoundedArrayType extends ArrayType {
+  override _read(tap: Tap): unknown {
+    const items = this.itemsType as Walked
+    const n = leastOf(items)
+    return n > 0 ? readBlocks(tap, n, [] as unknown[], (out, i) => (out[i] = items._read(tap))) : super._read(tap)
+  }
+}
+
+class BoundedMapType extends MapType {
+  override _read(tap: Tap): unknown {
+    const values = this.valuesType as Walked
+    return readBlocks(tap, 1 + leastOf(values), {} as Record<string, unknown>, (out) => (out[tap.readString()] = values._read(tap)))
+  }
+}
+
+/** avro types' hook: arrays and maps read within their bytes (BoundedArrayType). */
+function boundedBlocks(schema: unknown, opts: object): avsc.Type | undefined {
+  const type = typeof schema === 'object' && schema !== null ? (schema as { type?: unknown }).type : undefined
+  if (type === 'array') return new BoundedArrayType(schema as object, opts) as unknown as avsc.Type
+  if (type === 'map') return new BoundedMapType(schema as object, opts) as unknown as avsc.Type
+  return undefined
+}
+
+/** avsc's block reading, refusing a count of items of `least` bytes each that the bytes left cannot hold. */
+function readBlocks<T>(tap: Tap, least: number, out: T, item: (out: T, i: number) => void): T {
+  let i = 0
+  for (let n = tap.readLong(); n !== 0; n = tap.readLong()) {
+    if (n < 0) {
+      n = -n
+      tap.skipLong() // the block's size in bytes
+    }
+    if (!(n * least <= Math.min(readEnd, tap.buf.length) - tap.pos)) {
+      tap.pos = tap.buf.length + 1 // invalid: decode answers offset -1, a truncated value
+      return out
+    }
+    for (; n > 0; n--) item(out, i++)
+  }
+  return out
 }
 
 let scratch = Buffer.allocUnsafe(64 * 1024)
@@ -122,10 +215,13 @@ export function schemaIdOf(buf: Buffer, start = 0, end = buf.length): number {
  */
 export function readPayload(t: avsc.Type, schemaId: number, framed: Buffer, start = 0, end = framed.length): unknown {
   let read: { value: unknown; offset: number }
+  readEnd = end
   try {
     read = t.decode(framed, start + 5)
   } catch (e) {
     throw new UndecodableRecordError(`Avro payload does not match schema ${schemaId}: ${(e as Error).message}`)
+  } finally {
+    readEnd = Infinity
   }
   if (read.offset !== end) throw new UndecodableRecordError(`Avro payload does not match schema ${schemaId}: ${read.offset < 0 ? 'truncated buffer' : 'trailing data'}`)
   return read.value
