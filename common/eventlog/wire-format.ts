@@ -20,13 +20,13 @@ export class SchemaMismatchError extends Error {
 export const AVRO_OPTS = { logicalTypes: AVRO_LOGICAL_TYPES, wrapUnions: false as const }
 
 export function avroType(schema: string | object): avsc.Type {
-  return avsc.Type.forSchema((typeof schema === 'string' ? JSON.parse(schema) : schema) as avsc.Schema, { ...AVRO_OPTS, typeHook: boundedBlocks } as never)
+  return avsc.Type.forSchema((typeof schema === 'string' ? JSON.parse(schema) : schema) as avsc.Schema, { ...AVRO_OPTS, typeHook: ourTypes } as never)
 }
 
 /** The end of the value readPayload is reading (its blocks may not claim more than the bytes before it). */
 let readEnd = Infinity
 
-type Tap = { buf: Buffer; pos: number; readLong(): number; skipLong(): void; readString(): string }
+type Tap = { buf: Buffer; pos: number; readLong(): number; skipLong(): void; readString(): string; writeString(s: string): void }
 type Walked = avsc.Type & { fields?: { type: avsc.Type }[]; types?: avsc.Type[]; itemsType?: avsc.Type; valuesType?: avsc.Type; underlyingType?: avsc.Type; size?: number; _read(tap: Tap): unknown }
 
 /** The fewest bytes a value of `t` takes in Avro binary (0 for a type seen again within itself). */
@@ -67,6 +67,7 @@ function leastOf(t: avsc.Type): number {
 type Block = new (schema: object, opts: object) => Walked
 const ArrayType = (avsc.types as unknown as { ArrayType: Block }).ArrayType
 const MapType = (avsc.types as unknown as { MapType: Block }).MapType
+const StringType = (avsc.types as unknown as { StringType: new () => Walked & { _write(tap: Tap, val: unknown): void } }).StringType
 
 /**
  * avsc reads an array's or a map's block count as written and then that many items, past the end
@@ -91,11 +92,44 @@ class BoundedMapType extends MapType {
   }
 }
 
-/** avro types' hook: arrays and maps read within their bytes (BoundedArrayType). */
-function boundedBlocks(schema: unknown, opts: object): avsc.Type | undefined {
-  const type = typeof schema === 'object' && schema !== null ? (schema as { type?: unknown }).type : undefined
-  if (type === 'array') return new BoundedArrayType(schema as object, opts) as unknown as avsc.Type
-  if (type === 'map') return new BoundedMapType(schema as object, opts) as unknown as avsc.Type
+/**
+ * Strings written without avsc's Buffer.byteLength per value when they are short and ASCII (ids,
+ * codes, segment names: most of what the publishers and the feature consumer write), in about half
+ * the time; the same bytes. Others go avsc's way.
+ */
+class AsciiStringType extends StringType {
+  override _write(tap: Tap, val: unknown): void {
+    if (typeof val === 'string' && val.length < 64) {
+      // Up to 63 characters the length's zig-zag varint is one byte.
+      const n = val.length
+      const buf = tap.buf
+      const at = tap.pos
+      if (at + 1 + n <= buf.length) {
+        let i = 0
+        for (; i < n; i++) {
+          const c = val.charCodeAt(i)
+          if (c >= 0x80) break
+          buf[at + 1 + i] = c
+        }
+        if (i === n) {
+          buf[at] = n << 1
+          tap.pos = at + 1 + n
+          return
+        }
+      }
+    }
+    super._write(tap, val)
+  }
+}
+
+/** Our Avro types' hook: arrays and maps read within their bytes (BoundedArrayType), ASCII strings written directly. */
+function ourTypes(schema: unknown, opts: object): avsc.Type | undefined {
+  // avsc asks again with { type: 'string' } for the name 'string'; a logical type (ours or one avsc ignores) keeps avsc's way.
+  if (typeof schema !== 'object' || schema === null || (schema as { logicalType?: unknown }).logicalType !== undefined) return undefined
+  const { type } = schema as { type?: unknown }
+  if (type === 'array') return new BoundedArrayType(schema, opts) as unknown as avsc.Type
+  if (type === 'map') return new BoundedMapType(schema, opts) as unknown as avsc.Type
+  if (type === 'string') return new AsciiStringType() as unknown as avsc.Type
   return undefined
 }
 

@@ -1,6 +1,9 @@
+import avsc from 'avsc'
+import fs from 'node:fs'
 import { describe, expect, it, vi } from 'vitest'
 import { avroType, frame, readPayload, UndecodableRecordError } from '../../common/eventlog/wire-format.ts'
-import { DecimalType } from '../../common/eventlog/decimal-logical-type.ts'
+import { AVRO_LOGICAL_TYPES, DecimalType } from '../../common/eventlog/decimal-logical-type.ts'
+import { customer, order } from '../thread-events.ts'
 
 /** A zig-zag varint, as Avro writes an int or a long. */
 function varint(v: number): Buffer {
@@ -46,5 +49,31 @@ describe('readPayload: arrays and maps read within their bytes', () => {
     expect(readPayload(prices, 1, blocks)).toEqual({ p: ['0.01', '0.02', '0.03'] })
     // Items that take no byte keep avsc's reading.
     expect(readPayload(nulls, 1, Buffer.concat([header(1), varint(3), varint(0)]))).toEqual({ n: [null, null, null] })
+  })
+})
+
+describe('avroType: strings written directly', () => {
+  const schema = { type: 'record', name: 'S', fields: [{ name: 's', type: 'string' }, { name: 'n', type: ['null', 'string'] }, { name: 'm', type: { type: 'map', values: { type: 'string' } } }] }
+  const ours = avroType(schema)
+  const avscs = avsc.Type.forSchema(schema as avsc.Schema, { logicalTypes: AVRO_LOGICAL_TYPES, wrapUnions: false } as never)
+
+  it("writes avsc's bytes for every kind of string, short or long, ASCII or not", () => {
+    const strings = ['', 'a', 'x'.repeat(62), 'y'.repeat(63), 'z'.repeat(64), 'w'.repeat(300), 'ñandú', 'a'.repeat(40) + 'é', '🧉 mate', '\u0000\u007f', 'e-' + '9'.repeat(34)]
+    for (const s of strings) {
+      const value = { s, n: s.length % 2 ? s : null, m: { [s]: s } }
+      expect(ours.toBuffer(value)).toEqual(avscs.toBuffer(value))
+      expect(readPayload(ours, 1, frame(1, ours, value))).toEqual(value)
+    }
+    // Refused alike.
+    expect(() => ours.toBuffer({ s: 5, n: null, m: {} })).toThrow()
+  })
+
+  it("frames our events as avsc does, also when they outgrow the writer's buffer", () => {
+    const orderSchema = JSON.parse(fs.readFileSync(new URL('../../schemas/avro/order-event.avsc', import.meta.url), 'utf8'))
+    const customerSchema = JSON.parse(fs.readFileSync(new URL('../../schemas/avro/customer-upserted.avsc', import.meta.url), 'utf8'))
+    for (const [s, value] of [[orderSchema, order(5, 7, 1)], [customerSchema, customer(5, 7)], [orderSchema, order(5, 7, 2, { items: Array.from({ length: 6000 }, (_, k) => ({ sku: `s${k}`, name: k % 3 ? null : 'Ñandú', quantity: 1, unit_price: '1.00' })), total: '6000.00' })]] as const) {
+      const plain = avsc.Type.forSchema(s, { logicalTypes: AVRO_LOGICAL_TYPES, wrapUnions: false } as never)
+      expect(frame(1, avroType(s), value)).toEqual(frame(1, plain, value))
+    }
   })
 })
