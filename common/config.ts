@@ -48,6 +48,8 @@ export const ConfigSchema = z
     schemaRegistryUrl: z.url().optional(),
     schemaRegistryUsername: z.string().optional(),
     schemaRegistryPassword: z.string().optional(),
+    /** How long one request to the schema registry may take (mappersmith's timeout); a registry that does not answer is then retried, then the batch comes again. */
+    schemaRegistryTimeoutMs: z.coerce.number().int().min(100).max(300_000).default(10_000),
     clickhouseUrl: z.url().optional(),
     clickhouseUsername: z.string().default('default'),
     clickhousePassword: z.string().default(''),
@@ -173,6 +175,7 @@ export const ENV_NAMES: Record<keyof z.input<typeof ConfigSchema>, string> = {
   schemaRegistryUrl: 'SCHEMA_REGISTRY_URL',
   schemaRegistryUsername: 'SCHEMA_REGISTRY_USERNAME',
   schemaRegistryPassword: 'SCHEMA_REGISTRY_PASSWORD',
+  schemaRegistryTimeoutMs: 'SCHEMA_REGISTRY_TIMEOUT_MS',
   clickhouseUrl: 'CLICKHOUSE_URL',
   clickhouseUsername: 'CLICKHOUSE_USERNAME',
   clickhousePassword: 'CLICKHOUSE_PASSWORD',

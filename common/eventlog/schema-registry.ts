@@ -3,7 +3,7 @@ import path from 'node:path'
 import avsc from 'avsc'
 import { writeJsonAtomic } from '../json-file.ts'
 import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry'
-import { AVRO_OPTS, avroType, frame, readPayload, schemaIdOf, UndecodableRecordError, type FramedValues } from './wire-format.ts'
+import { AVRO_OPTS, avroType, frame, readPayload, RegistryUnavailableError, schemaIdOf, UndecodableRecordError, type FramedValues } from './wire-format.ts'
 
 /**
  * Where Avro schemas live and get their ids. Both implementations frame values in the Confluent
@@ -37,7 +37,12 @@ export class IncompatibleSchemaError extends Error {
   }
 }
 
-export { avroType, frame, readPayload, schemaIdOf, UndecodableRecordError } from './wire-format.ts'
+/** The registry has no schema of that id: a record written with it cannot be read (a poison record). */
+export class SchemaNotFoundError extends Error {
+  readonly retriable = false
+}
+
+export { avroType, frame, readPayload, RegistryUnavailableError, schemaIdOf, UndecodableRecordError } from './wire-format.ts'
 
 /** Shared encode/decode over avsc types cached by id. */
 abstract class AvroCodecBase implements SchemaRegistryPort {
@@ -74,7 +79,8 @@ abstract class AvroCodecBase implements SchemaRegistryPort {
     try {
       t = await this.typeFor(schemaId)
     } catch (e) {
-      throw new UndecodableRecordError(`unknown schema id ${schemaId}: ${(e as Error).message}`)
+      const message = `schema id ${schemaId}: ${(e as Error).message}`
+      throw e instanceof SchemaNotFoundError ? new UndecodableRecordError(`unknown ${message}`) : new RegistryUnavailableError(`the schema registry could not give ${message}`)
     }
     return { schemaId, value: readPayload(t, schemaId, buf) }
   }
@@ -95,10 +101,15 @@ abstract class AvroCodecBase implements SchemaRegistryPort {
 export class ConfluentSchemaRegistry extends AvroCodecBase {
   private readonly client: SchemaRegistry
 
-  constructor(opts: { url: string; username?: string; password?: string }) {
+  /** `timeoutMs`: the longest one request may take (default 10 s); the client retries 5xx answers and timeouts up to three times. */
+  constructor(opts: { url: string; username?: string; password?: string; timeoutMs?: number }) {
     super()
     const auth = opts.username ? { username: opts.username, password: opts.password ?? '' } : undefined
-    this.client = new SchemaRegistry({ host: opts.url, auth }, { [SchemaType.AVRO]: AVRO_OPTS } as never)
+    const timeout = opts.timeoutMs ?? 10_000
+    // mappersmith sends a request without a timeout unless one is set on it: a registry that
+    // accepted the connection and never answered held a consumer's batch forever.
+    const timeoutMiddleware = () => ({ prepareRequest: (next: () => Promise<{ enhance(extras: { timeout: number }): unknown }>) => next().then((request) => request.enhance({ timeout })) })
+    this.client = new SchemaRegistry({ host: opts.url, auth, middlewares: [timeoutMiddleware] as never }, { [SchemaType.AVRO]: AVRO_OPTS } as never)
   }
 
   async register(subject: string, schema: string): Promise<number> {
@@ -120,7 +131,14 @@ export class ConfluentSchemaRegistry extends AvroCodecBase {
   }
 
   protected async fetchSchema(id: number): Promise<string> {
-    const t = (await this.client.getSchema(id)) as unknown as avsc.Type
+    let t: avsc.Type
+    try {
+      t = (await this.client.getSchema(id)) as unknown as avsc.Type
+    } catch (e) {
+      // 404 (error code 40403): no such id. Anything else, a network error or timeout included (mappersmith answers those as a 400 of its own), is the registry's.
+      if ((e as { status?: unknown }).status === 404) throw new SchemaNotFoundError((e as Error).message)
+      throw e
+    }
     return JSON.stringify(t.schema({ exportAttrs: true }))
   }
 }
@@ -174,7 +192,7 @@ export class EmbeddedSchemaRegistry extends AvroCodecBase {
 
   protected async fetchSchema(id: number): Promise<string> {
     const s = this.state.schemas[String(id)]
-    if (!s) throw new Error(`no schema with id ${id}`)
+    if (!s) throw new SchemaNotFoundError(`no schema with id ${id}`)
     return s
   }
 

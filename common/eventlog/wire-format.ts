@@ -11,6 +11,15 @@ export class UndecodableRecordError extends Error {
   readonly retriable = false
 }
 
+/**
+ * The schema registry did not answer (down, timed out, a 5xx after the client's retries, refused
+ * credentials): no fault of the record, so its batch comes again (a consumer's RedeliverError)
+ * instead of the record being dead-lettered for an outage.
+ */
+export class RegistryUnavailableError extends Error {
+  readonly retriable = true
+}
+
 /** A record whose Avro type is not the one its topic carries. */
 export class SchemaMismatchError extends Error {
   readonly retriable = false

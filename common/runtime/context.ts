@@ -28,7 +28,7 @@ async function openLogAdapter(config: Config, logger: Logger, opts: { apiUrl?: s
   if (config.runtime === 'distributed') {
     return {
       log: new KafkaEventLog({ brokers: config.kafkaBrokers!, clientId: config.kafkaClientId, logger, sessionTimeoutMs: config.kafkaSessionTimeoutMs }),
-      registry: new ConfluentSchemaRegistry({ url: config.schemaRegistryUrl!, username: config.schemaRegistryUsername, password: config.schemaRegistryPassword }),
+      registry: new ConfluentSchemaRegistry({ url: config.schemaRegistryUrl!, username: config.schemaRegistryUsername, password: config.schemaRegistryPassword, timeoutMs: config.schemaRegistryTimeoutMs }),
     }
   }
   const dir = embeddedLogDir(config)

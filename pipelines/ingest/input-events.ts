@@ -2,7 +2,7 @@ import type { CustomerUpserted, OrderEvent } from '../../common/events.ts'
 import { TOPICS } from '../../common/topics.ts'
 import { dlq, ok, RedeliverError, type StepResult } from '../../common/runtime/pipeline.ts'
 import type { EventCodec } from '../../common/eventlog/codec.ts'
-import { SchemaMismatchError, UndecodableRecordError } from '../../common/eventlog/wire-format.ts'
+import { RegistryUnavailableError, SchemaMismatchError, UndecodableRecordError } from '../../common/eventlog/wire-format.ts'
 import type { LogRecord } from '../../common/eventlog/port.ts'
 import type { TenantCurrencies } from '../../common/store/tenant-settings.ts'
 import { customerSemanticErrors, orderSemanticErrors, type FieldError } from '../../common/event-rules.ts'
@@ -25,6 +25,8 @@ export function decodeRecord<T>(record: LogRecord, codec: EventCodec): StepResul
 }
 
 function poison(err: unknown): StepResult<never> {
+  // The registry is down or slow: the batch comes again (after the runner's pause) rather than valid records going aside.
+  if (err instanceof RegistryUnavailableError) throw new RedeliverError(err.message)
   if (err instanceof UndecodableRecordError) return dlq('decode', 'undecodable', err.message)
   if (err instanceof SchemaMismatchError) return dlq('decode', 'schema_invalid', err.message)
   throw err

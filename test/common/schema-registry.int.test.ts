@@ -1,14 +1,19 @@
 import { describe, expect, it } from 'vitest'
 import { randomUUID } from 'node:crypto'
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { EventCodec, readSchema } from '../../common/eventlog/codec.ts'
 import {
   ConfluentSchemaRegistry,
   EmbeddedSchemaRegistry,
   IncompatibleSchemaError,
+  RegistryUnavailableError,
   UndecodableRecordError,
   type SchemaRegistryPort,
 } from '../../common/eventlog/schema-registry.ts'
 import { ALL_TOPICS, TOPICS, subjectFor } from '../../common/topics.ts'
+import { RedeliverError } from '../../common/runtime/pipeline.ts'
+import { decodeRecord } from '../../pipelines/ingest/index.ts'
 import type { OrderEvent } from '../../common/events.ts'
 import { newConfluentRegistry, registryUrl, tmpDir, uniqueName } from '../helpers.ts'
 
@@ -191,5 +196,57 @@ describe('wire format', () => {
     expect(await rt('1.230')).toBe('1.23')
     await expect(codec.encode(TOPICS.orders.name, order('1.234'))).rejects.toThrow()
     await expect(codec.encode(TOPICS.orders.name, order('10000000000000.00'))).rejects.toThrow()
+  })
+})
+
+describe('a registry that cannot answer', () => {
+  /** A value framed with a schema id no registry here has seen. */
+  const unknownId = (id: number) => Buffer.from([0, 0, 0, 0, id, 2, 0x61])
+  const record = (value: Buffer) => ({ topic: TOPICS.orders.name, partition: 0, offset: '0', key: null, value, headers: {}, timestamp: 0 })
+
+  async function withServer(answer: (res: http.ServerResponse) => void, run: (url: string, requests: () => number) => Promise<void>) {
+    let requests = 0
+    const server = http.createServer((req, res) => {
+      requests++
+      answer(res)
+    })
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+    try {
+      await run(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, () => requests)
+    } finally {
+      server.closeAllConnections()
+      await new Promise((r) => server.close(r))
+    }
+  }
+
+  it('gives up on a request after its timeout, and the batch comes again instead of a dead letter', async () => {
+    await withServer(
+      () => undefined, // accepts, never answers
+      async (url) => {
+        const registry = new ConfluentSchemaRegistry({ url, timeoutMs: 300 })
+        const err = await registry.decode(unknownId(91)).catch((e: unknown) => e)
+        expect(err).toBeInstanceOf(RegistryUnavailableError)
+        expect((err as Error).message).toMatch(/schema id 91/)
+        // What every consumer's decode step does with it: the batch fails, to be delivered again.
+        const codec = await EventCodec.create(new EmbeddedSchemaRegistry(tmpDir('reg-timeout')))
+        ;(codec as unknown as { registry: SchemaRegistryPort }).registry = registry
+        await expect(Promise.resolve(decodeRecord(record(unknownId(92)), codec))).rejects.toBeInstanceOf(RedeliverError)
+      },
+    )
+  })
+
+  it('retries a failing registry, then leaves the record unread; an id it does not know is a dead letter', async () => {
+    await withServer(
+      (res) => res.writeHead(503, { 'content-type': 'application/json' }).end('{"error_code":50302,"message":"unavailable"}'),
+      async (url, requests) => {
+        const err = await new ConfluentSchemaRegistry({ url, timeoutMs: 2000 }).decode(unknownId(93)).catch((e: unknown) => e)
+        expect(err).toBeInstanceOf(RegistryUnavailableError)
+        expect(requests()).toBe(4) // the first try and the client's three retries
+      },
+    )
+    // The real registry answers 404 (40403) for an id it never gave: the record cannot be read.
+    const codec = await EventCodec.create(newConfluentRegistry())
+    const dead = await decodeRecord(record(unknownId(250)), codec)
+    expect(dead).toMatchObject({ kind: 'dlq', code: 'undecodable' })
   })
 })
