@@ -1,9 +1,9 @@
-import { isUtf8 } from 'node:buffer'
 import type avsc from 'avsc'
 import { ORDER_EVENT_TYPES } from './events.ts'
 import { FUTURE_TOLERANCE_MS, MAX_QUANTITY, MAX_TIMESTAMP, MIN_TIMESTAMP } from './event-rules.ts'
 import { MAX_DATETIME64_MS } from './time.ts'
 import { ByteWriter } from './store/row-binary.ts'
+import { AvroCursor, isCents, isLong, nullableIndex, planOf, type Typed } from './avro-cursor.ts'
 
 /**
  * An order event read straight from its Avro bytes, for the events that certainly pass the order
@@ -53,34 +53,8 @@ export function currencyText(code: number): string {
   return String.fromCharCode(code >>> 16, (code >>> 8) & 0xff, code & 0xff)
 }
 
-/** The largest long avsc reads (its isSafeLong). */
-const AVSC_MAX_LONG = 2 ** 53 - 2
-/** Decimal(15, 2): the rules' precision (unitsWithin(…, 2, 15)). */
-const MAX_UNITS = 1e15
 const PLACED = ORDER_EVENT_TYPES.indexOf('placed')
 const CREDIT_NOTE = ORDER_EVENT_TYPES.indexOf('credit_note')
-
-type Field = { name: string; type: avsc.Type }
-type Typed = avsc.Type & { fields?: Field[]; symbols?: string[]; types?: avsc.Type[]; itemsType?: avsc.Type; scale?: number; underlyingType?: avsc.Type; name?: string }
-
-const isLong = (t: Typed) => t.typeName === 'long' || t.typeName === 'int'
-const isCents = (t: Typed) => t.typeName === 'logical:decimal' && t.scale === 2 && t.underlyingType?.typeName === 'bytes'
-/** The index of the null branch of a two-branch union whose other branch passes `other`, or -1. */
-function nullableIndex(t: Typed, other: (t: Typed) => boolean): number {
-  const types = (t.typeName === 'union:unwrapped' ? t.types : undefined) as Typed[] | undefined
-  if (!types || types.length !== 2) return -1
-  const k = types.findIndex((b) => b.typeName === 'null')
-  return k >= 0 && other(types[1 - k]!) ? k : -1
-}
-
-/** A record's fields as plan codes (by name among `names`, each once), or null. */
-function planOf(t: Typed, names: readonly string[], accepts: (code: number, t: Typed) => boolean): Uint8Array | null {
-  const fields = t.typeName === 'record' ? t.fields : undefined
-  if (!fields || fields.length !== names.length) return null
-  const codes = fields.map((f) => names.indexOf(f.name))
-  if (new Set(codes).size !== names.length || codes.some((c, k) => c < 0 || !accepts(c, fields[k]!.type as Typed))) return null
-  return Uint8Array.from(codes)
-}
 
 /**
  * The reader of a writer schema's order events, or null when the schema is not the order
@@ -128,11 +102,7 @@ export function orderEventReader(type: avsc.Type, expected: string, itemTuples: 
   return plan ? new OrderEventReader(plan, symbols!, refundedNull, itemPlan!, nameNull, itemTuples) : null
 }
 
-export class OrderEventReader {
-  // The record read last: its bytes, the read position, its end.
-  b: Uint8Array = new Uint8Array(0)
-  private p = 0
-  private end = 0
+export class OrderEventReader extends AvroCursor {
   /** By field code: a string's start and length in `b`. */
   readonly start = new Int32Array(FIELDS.length)
   readonly len = new Int32Array(FIELDS.length)
@@ -146,9 +116,6 @@ export class OrderEventReader {
   readonly itemRows = new ByteWriter(256)
   /** The event's three-letter currency as one number (currencyText turns it back into the code). */
   currency = 0
-  /** The last text read (readText()). */
-  private textStart = 0
-  private textLen = 0
 
   constructor(
     private readonly plan: Uint8Array,
@@ -157,7 +124,9 @@ export class OrderEventReader {
     private readonly itemPlan: Uint8Array,
     private readonly nameNull: number,
     private readonly itemTuples: boolean,
-  ) {}
+  ) {
+    super()
+  }
 
   /**
    * Reads the record framed in buf[start, end) (Confluent header included): true when it is an
@@ -165,22 +134,12 @@ export class OrderEventReader {
    * the general way must judge it.
    */
   read(buf: Uint8Array, start: number, end: number, now: number): boolean {
-    if (end - start < 5 || buf[start] !== 0) return false
-    this.b = buf
-    this.p = start + 5
-    this.end = end
-    return this.fields() && this.p === end && this.holds(now)
+    return this.begin(buf, start, end) && this.fields() && this.p === end && this.holds(now)
   }
 
   /** A string field of the record read last (ORDER_ID, EVENT_ID, …) as JS text. */
   text(f: number): string {
-    const s = this.start[f]!
-    const n = this.len[f]!
-    const b = this.b
-    let i = s
-    while (i < s + n && b[i]! < 0x80) i++
-    const buf = b instanceof Buffer ? b : Buffer.from(b.buffer, b.byteOffset, b.length)
-    return buf.toString(i === s + n ? 'latin1' : 'utf8', s, s + n)
+    return this.textAt(this.start[f]!, this.len[f]!)
   }
 
   /** Reads the fields in the writer's order, checking what can be checked field by field. */
@@ -218,10 +177,10 @@ export class OrderEventReader {
           if (!this.items()) return false
           break
         case CURRENCY:
-          if (!this.readText(f, false)) return false
+          if (!this.field(f, false)) return false
           break
         default: // event_id, source, order_id, status: required
-          if (!this.readText(f, true)) return false
+          if (!this.field(f, true)) return false
       }
     }
     return true
@@ -275,14 +234,14 @@ export class OrderEventReader {
         for (let k = 0; k < this.itemPlan.length; k++) {
           switch (this.itemPlan[k]!) {
             case SKU:
-              if (!this.readText(-1, true)) return false
+              if (!this.readText(true, true)) return false
               sku = this.textStart
               skuLen = this.textLen
               break
             case NAME: {
               const branch = this.long()
               if (branch === 1 - this.nameNull) {
-                if (!this.readText(-1, false)) return false
+                if (!this.readText(false, true)) return false
                 name = this.textStart
                 nameLen = this.textLen
               } else if (branch !== this.nameNull) return false
@@ -316,75 +275,11 @@ export class OrderEventReader {
     return true
   }
 
-  /**
-   * A string of valid UTF-8 within the record; its start and length kept as field `f`'s (not for
-   * -1), and as the last text's. A required one starts with a printable ASCII character.
-   */
-  private readText(f: number, required: boolean): boolean {
-    const n = this.long()
-    const s = this.p
-    if (!(n >= 0 && s + n <= this.end)) return false
-    const b = this.b
-    if (required && !(n > 0 && b[s]! > 32 && b[s]! < 127)) return false
-    let i = s
-    while (i < s + n && b[i]! < 0x80) i++
-    if (i < s + n && !isUtf8(b.subarray(s, s + n))) return false
-    if (f >= 0) {
-      this.start[f] = s
-      this.len[f] = n
-    }
-    this.textStart = s
-    this.textLen = n
-    this.p = s + n
+  /** A string of valid UTF-8 (readText), kept as field `f`'s. */
+  private field(f: number, required: boolean): boolean {
+    if (!this.readText(required, true)) return false
+    this.start[f] = this.textStart
+    this.len[f] = this.textLen
     return true
-  }
-
-  /** A decimal of scale 2 as its cents, within 15 digits and six bytes; NaN when not. */
-  private cents(): number {
-    const n = this.long()
-    const s = this.p
-    if (!(n >= 0 && n <= 6 && s + n <= this.end)) return NaN
-    this.p = s + n
-    if (n === 0) return 0
-    const b = this.b
-    let v = (b[s]! << 24) >> 24
-    for (let i = s + 1; i < s + n; i++) v = v * 256 + b[i]!
-    return Math.abs(v) < MAX_UNITS ? v : NaN
-  }
-
-  /**
-   * A zig-zag varint (Avro int or long) within the record; NaN beyond what avsc reads. Read as a
-   * double: exact for every safe value (a positive one's zig-zag form is even, below 2^54).
-   */
-  private long(): number {
-    const b = this.b
-    const first = this.p
-    let p = first
-    let n = 0
-    let m = 1
-    let x: number
-    do {
-      if (p >= this.end || m > 2 ** 56) return NaN
-      x = b[p++]!
-      n += (x & 0x7f) * m
-      m *= 128
-    } while (x & 0x80)
-    this.p = p
-    const odd = b[first]! & 1
-    if (n >= 2 ** 54 || (odd && n > Number.MAX_SAFE_INTEGER)) return NaN
-    const v = odd ? -(n + 1) / 2 : n / 2
-    // avsc refuses a long beyond ±(2^53 - 2) ("potential precision loss"): so does this.
-    return v >= -AVSC_MAX_LONG && v <= AVSC_MAX_LONG ? v : NaN
-  }
-
-  /** A RowBinary String to `w`: its length as a varint, then the record's bytes b[s, s + n). */
-  bytes(w: ByteWriter, s: number, n: number): void {
-    w.varint(n)
-    w.ensure(n)
-    const buf = w.buf
-    const b = this.b
-    if (n < 32) for (let i = 0; i < n; i++) buf[w.pos + i] = b[s + i]!
-    else buf.set(b.subarray(s, s + n), w.pos)
-    w.pos += n
   }
 }

@@ -2,6 +2,7 @@ import { ORDER_EVENT_TYPES, orderVersion, type CustomerUpserted, type OrderEvent
 import { TOPICS } from '../../common/topics.ts'
 import { indexIn, serveDecodeJobs, ThreadSchemas, type DecodeJob } from '../../common/runtime/decode-thread-worker.ts'
 import { customerSemanticErrors, orderSemanticErrors } from '../../common/event-rules.ts'
+import { customerEventReader, type CustomerEventReader } from '../../common/customer-event-reader.ts'
 import { currencyText, CUSTOMER_ID, EVENT_ID, EVENT_TYPE, OCCURRED_AT, ORDER_ID, orderEventReader, PLACED_AT, TENANT_ID, TOTAL, type OrderEventReader } from '../../common/order-event-reader.ts'
 import { factOf } from './order-facts.ts'
 import { orderKey } from './order-book.ts'
@@ -11,15 +12,17 @@ const CANCELLED = ORDER_EVENT_TYPES.indexOf('cancelled')
 
 /**
  * The decode thread of the feature consumer (input-thread.ts): order and customer records' values
- * in, the fields the fold reads out (inputs-reply.ts). An order its writer schema's reader takes
- * (common/order-event-reader.ts) is read from its Avro bytes, making only its two ids' strings; the
- * other records are decoded by avsc and checked here.
+ * in, the fields the fold reads out (inputs-reply.ts). A record its writer schema's reader takes
+ * (common/order-event-reader.ts, customer-event-reader.ts) is read from its Avro bytes, making only
+ * the strings the fold keeps (an order's two ids, a customer's email); the others are decoded by
+ * avsc and checked here.
  */
 export class InputsDecoder {
   private setup: InputsSetup | null = null
   private readonly schemas = new ThreadSchemas()
-  /** By writer schema id: its order reader, or null where it has none. */
+  /** By writer schema id: its order or customer reader, or null where it has none. */
   private readonly readers = new Map<number, OrderEventReader | null>()
+  private readonly customerReaders = new Map<number, CustomerEventReader | null>()
 
   /** `direct` false: every record is decoded by avsc (the tests' reference). */
   constructor(private readonly direct = true) {}
@@ -29,6 +32,7 @@ export class InputsDecoder {
     if (job.setup) {
       this.setup = job.setup
       this.readers.clear()
+      this.customerReaders.clear()
     }
     this.schemas.add(job.schemas)
     const setup = this.setup
@@ -71,6 +75,17 @@ export class InputsDecoder {
       kind[i] = ORDER
       return true
     }
+    const customerFromBytes = (i: number, values: Buffer, start: number, end: number): boolean => {
+      const r = end - start >= 5 ? this.customerReaderOf(values.readUInt32BE(start + 1), setup.customers) : null
+      if (!r?.read(values, start, end)) return false
+      const at = i * STRIDE
+      nums[at] = r.tenant
+      nums[at + 1] = r.customer
+      nums[at + 2] = r.occurredAt
+      texts[2 * i] = r.email
+      kind[i] = CUSTOMER
+      return true
+    }
     this.schemas.each(job, expected, (i, value) => {
       const at = i * STRIDE
       if (orders) {
@@ -98,8 +113,20 @@ export class InputsDecoder {
       nums[at + 2] = e.occurred_at
       texts[2 * i] = e.email ?? ''
       kind[i] = CUSTOMER
-    }, undefined, orders && this.direct ? fromBytes : undefined)
+    }, undefined, !this.direct ? undefined : orders ? fromBytes : customerFromBytes)
     return { id: job.id, kind, nums, cancelled, texts, currencyOf, currencies }
+  }
+
+  /** The customer reader of a writer schema this thread was given, made at its first record. */
+  private customerReaderOf(id: number, expected: string): CustomerEventReader | null {
+    let r = this.customerReaders.get(id)
+    if (r === undefined) {
+      const type = this.schemas.type(id)
+      if (!type) return null
+      r = customerEventReader(type, expected)
+      this.customerReaders.set(id, r)
+    }
+    return r
   }
 
   /** The order reader of a writer schema this thread was given, made at its first record. */

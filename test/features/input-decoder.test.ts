@@ -1,12 +1,12 @@
 import fs from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import { avroType, frame } from '../../common/eventlog/wire-format.ts'
-import type { OrderEvent } from '../../common/events.ts'
+import type { CustomerUpserted, OrderEvent } from '../../common/events.ts'
 import { TOPICS } from '../../common/topics.ts'
 import { InputsDecoder } from '../../pipelines/features/input-worker.ts'
-import { LEFT, ORDER, type InputsReply } from '../../pipelines/features/inputs-reply.ts'
+import { CUSTOMER, LEFT, ORDER, type InputsReply } from '../../pipelines/features/inputs-reply.ts'
 import { generateEvents, generateOrderEvents } from '../../pipelines/ingest/synthetic/generate.ts'
-import { NOW, ORDER_MUTATIONS, order, T0 } from '../thread-events.ts'
+import { customer, NOW, ORDER_MUTATIONS, order, T0 } from '../thread-events.ts'
 import { rng } from './histories.ts'
 
 /**
@@ -19,21 +19,38 @@ const SCHEMA = JSON.parse(fs.readFileSync(new URL('../../schemas/avro/order-even
 const EXPECTED = `${SCHEMA.namespace}.${SCHEMA.name}`
 const ID = 42
 const type = avroType(SCHEMA)
-const SETUP = { orders: EXPECTED, customers: 'cdp.customers.v1.CustomerUpserted' }
+const CUSTOMER_SCHEMA = JSON.parse(fs.readFileSync(new URL('../../schemas/avro/customer-upserted.avsc', import.meta.url), 'utf8')) as typeof SCHEMA
+const CUSTOMER_ID = 43
+const customerType = avroType(CUSTOMER_SCHEMA)
+const SETUP = { orders: EXPECTED, customers: `${CUSTOMER_SCHEMA.namespace}.${CUSTOMER_SCHEMA.name}` }
 
-function job(values: Buffer[], now = NOW) {
+function job(values: Buffer[], now = NOW, topic: string = TOPICS.orders.name) {
   const ends = new Int32Array(values.length)
   let pos = 0
   values.forEach((v, i) => (ends[i] = pos += v.length))
-  return { id: 1, topic: TOPICS.orders.name, values: new Uint8Array(Buffer.concat(values)), ends, now, schemas: [[ID, JSON.stringify(SCHEMA)]] as [number, string][], setup: SETUP }
+  const schemas: [number, string][] = [[ID, JSON.stringify(SCHEMA)], [CUSTOMER_ID, JSON.stringify(CUSTOMER_SCHEMA)]]
+  return { id: 1, topic, values: new Uint8Array(Buffer.concat(values)), ends, now, schemas, setup: SETUP }
 }
 
 /** Both ways' replies to the same records; the fast way's must equal the general way's. */
-function both(values: Buffer[], now = NOW): InputsReply {
-  const fast = new InputsDecoder().inputs(job(values, now))
-  const general = new InputsDecoder(false).inputs(job(values, now))
+function both(values: Buffer[], now = NOW, topic: string = TOPICS.orders.name): InputsReply {
+  const fast = new InputsDecoder().inputs(job(values, now, topic))
+  const general = new InputsDecoder(false).inputs(job(values, now, topic))
   expect(fast).toEqual(general)
   return fast
+}
+
+/** Records damaged as a log's bytes might be: a few bytes changed, cut short, or one byte more. */
+function damaged(framed: Buffer[], count: number, seed: number): Buffer[] {
+  const next = rng(seed)
+  const out: Buffer[] = []
+  for (let k = 0; k < count; k++) {
+    const f = Buffer.from(framed[k % framed.length]!)
+    const kind = next()
+    if (kind < 0.6) for (let n = 1 + Math.floor(next() * 3); n > 0; n--) f[5 + Math.floor(next() * (f.length - 5))] = Math.floor(next() * 256)
+    out.push(kind >= 0.6 && kind < 0.8 ? f.subarray(0, 5 + Math.floor(next() * (f.length - 5))) : kind >= 0.8 ? Buffer.concat([f, Buffer.from([Math.floor(next() * 256)])]) : f)
+  }
+  return out
 }
 
 /** The records of `reply` the thread took. */
@@ -69,15 +86,8 @@ describe('InputsDecoder: orders read from their bytes', () => {
   })
 
   it('leaves damaged records unless the general way gives the same fields', () => {
-    const next = rng(23)
     const events = [...generateOrderEvents({ tenantId: 3, count: 400, customers: 50, seed: 'damage', start: new Date(T0), end: new Date(NOW) })]
-    const values: Buffer[] = []
-    for (let k = 0; k < 4000; k++) {
-      const framed = Buffer.from(frame(ID, type, events[k % events.length]!.value))
-      const kind = next()
-      if (kind < 0.6) for (let n = 1 + Math.floor(next() * 3); n > 0; n--) framed[5 + Math.floor(next() * (framed.length - 5))] = Math.floor(next() * 256)
-      values.push(kind >= 0.6 && kind < 0.8 ? framed.subarray(0, 5 + Math.floor(next() * (framed.length - 5))) : kind >= 0.8 ? Buffer.concat([framed, Buffer.from([Math.floor(next() * 256)])]) : framed)
-    }
+    const values = damaged(events.map((e) => frame(ID, type, e.value)), 4000, 23)
     const reply = both(values)
     expect(taken(reply)).toBeGreaterThan(100)
     expect(values.length - taken(reply)).toBeGreaterThan(1000)
@@ -89,5 +99,48 @@ describe('InputsDecoder: orders read from their bytes', () => {
     expect([...both([future], NOW - 6 * 60_000).kind]).toEqual([LEFT])
     const cancel = both([frame(ID, type, order(5, 1, 2, { event_type: 'cancelled', status: 'cancelled' }))])
     expect([cancel.kind[0], cancel.cancelled[0]]).toEqual([ORDER, 1])
+  })
+})
+
+describe('InputsDecoder: customers read from their bytes', () => {
+  const framed = (c: CustomerUpserted) => frame(CUSTOMER_ID, customerType, c)
+
+  it("gives the generator's customers (messy formats too) exactly as avsc's decode does", () => {
+    const records = [...generateEvents({ tenantId: 9, customers: 800, seed: 'inputs', start: new Date(T0), end: new Date(NOW), dirtyShare: 0.5 })].filter((e) => e.topic === 'customers')
+    const reply = both(records.map((e) => framed(e.value as CustomerUpserted)), NOW, TOPICS.customers.name)
+    expect(taken(reply)).toBe(records.length)
+    // Customers without an email are among them (an empty text), as are those with one.
+    const withEmail = records.filter((e) => (e.value as CustomerUpserted).email !== null).length
+    expect(withEmail).toBeLessThan(records.length)
+    expect(reply.texts.filter((t, k) => k % 2 === 0 && t.includes('@')).length).toBe(withEmail)
+  })
+
+  it('takes what the general way takes of customers odd or broken in each field, with the same fields', () => {
+    const cases: Partial<CustomerUpserted>[] = [
+      {}, { email: null }, { email: 'not-an-email' }, { email: 'ñandú@example.com' }, { email: ' ana@example.com' }, { email: '' },
+      { event_id: '' }, { event_id: ' e-1' }, { source: '\t' }, { source: 'ñ-web' }, { tenant_id: 0 }, { customer_id: -1 },
+      { occurred_at: Date.UTC(1989, 11, 31) }, { occurred_at: NOW + 86_400_000 }, { created_at: null }, { created_at: Date.UTC(1980, 0, 1) },
+      { country: null }, { country: 'ar' }, { country: 'ARG' }, { country: 'ÄR' }, { first_name: 'Ñandú “mate”', last_name: '🧉' },
+      { source_ids: [{ source: 'shop', id: '17' }, { source: 'market', id: 'M-9' }] }, { source_ids: [{ source: ' ', id: '1' }] }, { source_ids: [{ source: 'shop', id: '' }] },
+      { source_ids: [{ source: 'ñ', id: '1' }] },
+    ]
+    const reply = both(cases.map((over, k) => framed(customer(5, 10 + k, over))), NOW, TOPICS.customers.name)
+    expect(taken(reply)).toBeGreaterThan(10)
+    expect(cases.length - taken(reply)).toBeGreaterThan(8)
+    expect(reply.texts[6]).toBe('ñandú@example.com')
+    expect([reply.kind[1], reply.texts[2]]).toEqual([CUSTOMER, ''])
+  })
+
+  it('reads invalid UTF-8 in a name as avsc does, and leaves damaged records unless the general way gives the same fields', () => {
+    // A name's bytes are no rule's business: a broken sequence in one changes nothing.
+    const plain = framed(customer(5, 1, { first_name: 'Ana' }))
+    const broken = Buffer.from(plain)
+    broken[plain.indexOf('Ana')] = 0xff
+    expect([...both([broken], NOW, TOPICS.customers.name).kind]).toEqual([CUSTOMER])
+    const records = [...generateEvents({ tenantId: 3, customers: 200, seed: 'damage', start: new Date(T0), end: new Date(NOW) })].filter((e) => e.topic === 'customers')
+    const values = damaged(records.map((e) => framed(e.value as CustomerUpserted)), 3000, 29)
+    const reply = both(values, NOW, TOPICS.customers.name)
+    expect(taken(reply)).toBeGreaterThan(100)
+    expect(values.length - taken(reply)).toBeGreaterThan(500)
   })
 })
