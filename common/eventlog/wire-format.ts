@@ -38,40 +38,51 @@ let readEnd = Infinity
 type Tap = { buf: Buffer; pos: number; readLong(): number; skipLong(): void; readString(): string; writeString(s: string): void }
 type Walked = avsc.Type & { fields?: { type: avsc.Type }[]; types?: avsc.Type[]; itemsType?: avsc.Type; valuesType?: avsc.Type; underlyingType?: avsc.Type; size?: number; _read(tap: Tap): unknown }
 
-/** The fewest bytes a value of `t` takes in Avro binary (0 for a type seen again within itself). */
+/**
+ * The fewest bytes a value of `t` takes in Avro binary: a lower bound, 0 for a type met again within
+ * itself. Kept per type (`least`), so a schema whose records nest others twice over costs a visit a
+ * type, not one a path.
+ */
 function leastBytes(t: Walked, within = new Set<avsc.Type>()): number {
+  const known = least.get(t)
+  if (known !== undefined) return known
   if (within.has(t)) return 0
+  let n: number
   switch (t.typeName) {
     case 'null':
-      return 0
+      n = 0
+      break
     case 'float':
-      return 4
+      n = 4
+      break
     case 'double':
-      return 8
+      n = 8
+      break
     case 'fixed':
-      return t.size!
+      n = t.size!
+      break
     case 'record':
-    case 'error': {
+    case 'error':
       within.add(t)
-      const n = t.fields!.reduce((sum, f) => sum + leastBytes(f.type as Walked, within), 0)
+      n = t.fields!.reduce((sum, f) => sum + leastBytes(f.type as Walked, within), 0)
       within.delete(t)
-      return n
-    }
+      break
     case 'union:unwrapped':
     case 'union:wrapped':
-      return 1 + Math.min(...t.types!.map((b) => leastBytes(b as Walked, within)))
+      n = 1 + Math.min(...t.types!.map((b) => leastBytes(b as Walked, within)))
+      break
     default:
-      return t.underlyingType ? leastBytes(t.underlyingType as Walked, within) : 1 // ints, longs, strings, bytes, enums, booleans, arrays, maps
+      n = t.underlyingType ? leastBytes(t.underlyingType as Walked, within) : 1 // ints, longs, strings, bytes, enums, booleans, arrays, maps
   }
-}
-
-/** By item (or map value) type: the least bytes one takes, found at its first read (a named type may be defined later in its schema). */
-const least = new WeakMap<avsc.Type, number>()
-function leastOf(t: avsc.Type): number {
-  let n = least.get(t)
-  if (n === undefined) least.set(t, (n = leastBytes(t as Walked)))
+  least.set(t, n)
   return n
 }
+
+/** By type: the least bytes one of its values takes (leastBytes), found at an array's first read (a named type may be defined later in its schema). */
+const least = new WeakMap<avsc.Type, number>()
+
+/** The most items an array may hold when its items can take no byte (an array of nulls): avsc would make every one claimed. */
+const MAX_EMPTY_ITEMS = 1_000_000
 
 type Block = new (schema: object, opts: object) => Walked
 const ArrayType = (avsc.types as unknown as { ArrayType: Block }).ArrayType
@@ -82,22 +93,21 @@ const StringType = (avsc.types as unknown as { StringType: new () => Walked & { 
  * avsc reads an array's or a map's block count as written and then that many items, past the end
  * of the value if need be: a damaged or hostile count of 10^8 made 10^8 items, and the process ran
  * out of memory on one record before the end could be checked. Our arrays and maps refuse a block
- * whose count the bytes left cannot hold (an array of items that can take no byte, such as nulls,
- * keeps avsc's reading), as a truncated value is refused: readPayload's UndecodableRecordError,
+ * whose count the bytes left cannot hold (for items that can take no byte, such as nulls, a count
+ * above MAX_EMPTY_ITEMS), as a truncated value is refused: readPayload's UndecodableRecordError,
  * the record dead-lettered.
  */
 class BoundedArrayType extends ArrayType {
   override _read(tap: Tap): unknown {
     const items = this.itemsType as Walked
-    const n = leastOf(items)
-    return n > 0 ? readBlocks(tap, n, [] as unknown[], (out, i) => (out[i] = items._read(tap))) : super._read(tap)
+    return readBlocks(tap, leastBytes(items), [] as unknown[], (out, i) => (out[i] = items._read(tap)))
   }
 }
 
 class BoundedMapType extends MapType {
   override _read(tap: Tap): unknown {
     const values = this.valuesType as Walked
-    return readBlocks(tap, 1 + leastOf(values), {} as Record<string, unknown>, (out) => (out[tap.readString()] = values._read(tap)))
+    return readBlocks(tap, 1 + leastBytes(values), {} as Record<string, unknown>, (out) => (out[tap.readString()] = values._read(tap)))
   }
 }
 
@@ -133,8 +143,11 @@ class AsciiStringType extends StringType {
 
 /** Our Avro types' hook: arrays and maps read within their bytes (BoundedArrayType), ASCII strings written directly. */
 function ourTypes(schema: unknown, opts: object): avsc.Type | undefined {
-  // avsc asks again with { type: 'string' } for the name 'string'; a logical type (ours or one avsc ignores) keeps avsc's way.
-  if (typeof schema !== 'object' || schema === null || (schema as { logicalType?: unknown }).logicalType !== undefined) return undefined
+  // avsc asks again with { type: 'string' } for the name 'string'. A logical type of ours keeps avsc's way (it makes the
+  // logical type, whose underlying type this hook is asked for again); one avsc ignores makes the plain type, as here.
+  if (typeof schema !== 'object' || schema === null) return undefined
+  const logical = (schema as { logicalType?: unknown }).logicalType
+  if (typeof logical === 'string' && Object.hasOwn(AVRO_LOGICAL_TYPES, logical)) return undefined
   const { type } = schema as { type?: unknown }
   if (type === 'array') return new BoundedArrayType(schema, opts) as unknown as avsc.Type
   if (type === 'map') return new BoundedMapType(schema, opts) as unknown as avsc.Type
@@ -150,7 +163,7 @@ function readBlocks<T>(tap: Tap, least: number, out: T, item: (out: T, i: number
       n = -n
       tap.skipLong() // the block's size in bytes
     }
-    if (!(n * least <= Math.min(readEnd, tap.buf.length) - tap.pos)) {
+    if (!(least > 0 ? n * least <= Math.min(readEnd, tap.buf.length) - tap.pos : i + n <= MAX_EMPTY_ITEMS)) {
       tap.pos = tap.buf.length + 1 // invalid: decode answers offset -1, a truncated value
       return out
     }

@@ -29,8 +29,9 @@ describe('readPayload: arrays and maps read within their bytes', () => {
     const reads = vi.spyOn(DecimalType.prototype, '_read')
     const claimed = Buffer.concat([header(1), varint(1_000_000), Buffer.from([2, 1, 0])])
     expect(() => readPayload(prices, 1, claimed)).toThrow(UndecodableRecordError)
-    // In a block with its size (a negative count) too, and inside a larger buffer (the record's own end bounds it).
-    const sized = Buffer.concat([header(1), varint(-1_000_000), varint(3), Buffer.from([2, 1, 0]), Buffer.alloc(64)])
+    // In a block with its size (a negative count) too, and inside a larger buffer: ten items would fit the
+    // buffer's bytes but not the record's, whose own end bounds it.
+    const sized = Buffer.concat([header(1), varint(-10), varint(3), Buffer.from([2, 1, 0]), Buffer.alloc(64)])
     expect(() => readPayload(prices, 1, sized, 0, sized.length - 64)).toThrow(UndecodableRecordError)
     expect(reads).not.toHaveBeenCalled()
     // A map's entries take at least their key's length each.
@@ -47,8 +48,21 @@ describe('readPayload: arrays and maps read within their bytes', () => {
     const two = Buffer.concat([item('0.01'), item('0.02')])
     const blocks = Buffer.concat([header(1), varint(-2), varint(two.length), two, varint(1), item('0.03'), varint(0)])
     expect(readPayload(prices, 1, blocks)).toEqual({ p: ['0.01', '0.02', '0.03'] })
-    // Items that take no byte keep avsc's reading.
+    // Items that take no byte are read as avsc reads them, up to a million in an array.
     expect(readPayload(nulls, 1, Buffer.concat([header(1), varint(3), varint(0)]))).toEqual({ n: [null, null, null] })
+    expect(() => readPayload(nulls, 1, Buffer.concat([header(1), varint(600_000), varint(600_000), varint(0)]))).toThrow(UndecodableRecordError)
+    const nested = avroType({ type: 'record', name: 'Nested', fields: [{ name: 'n', type: { type: 'array', items: { type: 'array', items: 'null' } } }] })
+    expect(() => readPayload(nested, 1, Buffer.concat([header(1), varint(1), varint(2_000_000), varint(0), varint(0)]))).toThrow(UndecodableRecordError)
+  })
+
+  it('finds the least size of nested records once a type, not once a path', () => {
+    // Each record holds the one before twice: 2^40 paths, 41 types.
+    let t: object = { type: 'record', name: 'L0', fields: [{ name: 'x', type: 'long' }] }
+    for (let k = 1; k <= 40; k++) t = { type: 'record', name: `L${k}`, fields: [{ name: 'a', type: t }, { name: 'b', type: `L${k - 1}` }] }
+    const deep = avroType({ type: 'record', name: 'Deep', fields: [{ name: 'items', type: { type: 'array', items: t } }] })
+    // An empty array is read at once; a claimed item the bytes cannot hold (2^40 longs) is refused.
+    expect(readPayload(deep, 1, Buffer.concat([header(1), varint(0)]))).toEqual({ items: [] })
+    expect(() => readPayload(deep, 1, Buffer.concat([header(1), varint(1), Buffer.alloc(100, 2), varint(0)]))).toThrow(UndecodableRecordError)
   })
 })
 
