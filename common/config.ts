@@ -48,7 +48,7 @@ export const ConfigSchema = z
     schemaRegistryUrl: z.url().optional(),
     schemaRegistryUsername: z.string().optional(),
     schemaRegistryPassword: z.string().optional(),
-    /** How long one request to the schema registry may take (mappersmith's timeout); a registry that does not answer is then retried, then the batch comes again. */
+    /** How long one request to the schema registry may take (mappersmith's timeout); past it the batch that needed the schema fails and comes again after a pause. */
     schemaRegistryTimeoutMs: z.coerce.number().int().min(100).max(300_000).default(10_000),
     clickhouseUrl: z.url().optional(),
     clickhouseUsername: z.string().default('default'),

@@ -79,8 +79,10 @@ abstract class AvroCodecBase implements SchemaRegistryPort {
     try {
       t = await this.typeFor(schemaId)
     } catch (e) {
-      const message = `schema id ${schemaId}: ${(e as Error).message}`
-      throw e instanceof SchemaNotFoundError ? new UndecodableRecordError(`unknown ${message}`) : new RegistryUnavailableError(`the schema registry could not give ${message}`)
+      // Only the registry's not answering is worth waiting for; an id it does not know, or a schema
+      // it gives that cannot be read here (JSON or Protobuf, unresolved references), stays so.
+      if (e instanceof RegistryUnavailableError) throw e
+      throw new UndecodableRecordError(`${e instanceof SchemaNotFoundError ? 'unknown ' : ''}schema id ${schemaId}: ${(e as Error).message}`)
     }
     return { schemaId, value: readPayload(t, schemaId, buf) }
   }
@@ -101,7 +103,7 @@ abstract class AvroCodecBase implements SchemaRegistryPort {
 export class ConfluentSchemaRegistry extends AvroCodecBase {
   private readonly client: SchemaRegistry
 
-  /** `timeoutMs`: the longest one request may take (default 10 s); the client retries 5xx answers and timeouts up to three times. */
+  /** `timeoutMs`: the longest one request may take (default 10 s). The client retries 5xx answers and refused connections up to three times, not a timeout. */
   constructor(opts: { url: string; username?: string; password?: string; timeoutMs?: number }) {
     super()
     const auth = opts.username ? { username: opts.username, password: opts.password ?? '' } : undefined
@@ -135,8 +137,13 @@ export class ConfluentSchemaRegistry extends AvroCodecBase {
     try {
       t = (await this.client.getSchema(id)) as unknown as avsc.Type
     } catch (e) {
-      // 404 (error code 40403): no such id. Anything else, a network error or timeout included (mappersmith answers those as a 400 of its own), is the registry's.
-      if ((e as { status?: unknown }).status === 404) throw new SchemaNotFoundError((e as Error).message)
+      // The client's errors carry the HTTP status: 404 (error code 40403) no such id; any other, a
+      // network error or a timeout included (mappersmith answers those as a 400 of its own), means
+      // the registry did not give the schema now. An error without one is the schema's own (the
+      // client could not read what it was given): a permanent fault, as an unknown id.
+      const status = (e as { status?: unknown }).status
+      if (status === 404) throw new SchemaNotFoundError((e as Error).message)
+      if (typeof status === 'number') throw new RegistryUnavailableError(`the schema registry answered ${status} for schema id ${id}: ${(e as Error).message}`)
       throw e
     }
     return JSON.stringify(t.schema({ exportAttrs: true }))

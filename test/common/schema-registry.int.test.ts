@@ -244,9 +244,18 @@ describe('a registry that cannot answer', () => {
         expect(requests()).toBe(4) // the first try and the client's three retries
       },
     )
+    // A schema the client cannot read (not Avro) will not become readable: a dead letter, not a wait.
+    await withServer(
+      (res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ schemaType: 'JSON', schema: '{"type":"object"}' })),
+      async (url) => {
+        const err = await new ConfluentSchemaRegistry({ url, timeoutMs: 2000 }).decode(unknownId(94)).catch((e: unknown) => e)
+        expect(err).toBeInstanceOf(UndecodableRecordError)
+      },
+    )
     // The real registry answers 404 (40403) for an id it never gave: the record cannot be read.
     const codec = await EventCodec.create(newConfluentRegistry())
-    const dead = await decodeRecord(record(unknownId(250)), codec)
+    const dead = await decodeRecord(record(Buffer.from([0, 0x7f, 0xff, 0xff, 0xff, 2, 0x61])), codec)
     expect(dead).toMatchObject({ kind: 'dlq', code: 'undecodable' })
+    expect((dead as { reason: string }).reason).toMatch(/^unknown schema id 2147483647/)
   })
 })
