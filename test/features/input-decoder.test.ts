@@ -69,9 +69,11 @@ describe('InputsDecoder: orders read from their bytes', () => {
   it('takes what the general way takes of events odd or broken in each field, with the same fields', () => {
     const base = order(5, 7, 1, { items: [{ sku: 's1', name: 'Ñandú', quantity: 2, unit_price: '50.25' }, { sku: 's2', name: null, quantity: 1, unit_price: '0.00' }] })
     const framed: Buffer[] = []
-    for (const [, mutate] of ORDER_MUTATIONS) {
+    const names: string[] = []
+    for (const [name, mutate] of ORDER_MUTATIONS) {
       try {
         framed.push(frame(ID, type, { ...base, ...mutate(base) } as OrderEvent))
+        names.push(name)
       } catch {
         // the producer refuses it (an Avro int out of range, a decimal beyond its precision)
       }
@@ -81,7 +83,7 @@ describe('InputsDecoder: orders read from their bytes', () => {
     expect(taken(reply)).toBeGreaterThan(8)
     expect(framed.length - taken(reply)).toBeGreaterThan(15)
     // An id outside ASCII is read as UTF-8.
-    const k = ORDER_MUTATIONS.findIndex(([name]) => name.startsWith('order id outside ASCII'))
+    const k = names.findIndex((name) => name.startsWith('order id outside ASCII'))
     expect(reply.texts[2 * k]).toBe('ñ-1')
   })
 
