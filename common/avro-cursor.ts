@@ -87,6 +87,17 @@ export class AvroCursor {
     return true
   }
 
+  /**
+   * The item count of an array's next block (0: the array ends), its size in bytes skipped when
+   * written (a negative count); NaN when the count or size cannot be read.
+   */
+  protected blockCount(): number {
+    const n = this.long()
+    if (!Number.isSafeInteger(n)) return NaN
+    if (n >= 0) return n
+    return Number.isNaN(this.long()) ? NaN : -n
+  }
+
   /** A decimal of scale 2 as its cents, within 15 digits and six bytes; NaN when not. */
   protected cents(): number {
     const n = this.long()

@@ -137,12 +137,8 @@ export class CustomerEventReader extends AvroCursor {
 
   /** Every block of source ids, each with its source and id non-blank by the quick test. */
   private sourceIds(): boolean {
-    for (let n = this.long(); n !== 0; n = this.long()) {
-      if (!Number.isSafeInteger(n)) return false
-      if (n < 0) {
-        n = -n
-        if (Number.isNaN(this.long())) return false // the block's size in bytes
-      }
+    for (let n = this.blockCount(); n !== 0; n = this.blockCount()) {
+      if (Number.isNaN(n)) return false
       for (; n > 0; n--) if (!this.readText(true, false) || !this.readText(true, false)) return false
     }
     return true

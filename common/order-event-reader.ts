@@ -217,12 +217,8 @@ export class OrderEventReader extends AvroCursor {
     rows.pos = 0
     let count = 0
     let sum = 0
-    for (let n = this.long(); n !== 0; n = this.long()) {
-      if (!Number.isSafeInteger(n)) return false
-      if (n < 0) {
-        n = -n
-        if (Number.isNaN(this.long())) return false // the block's size in bytes
-      }
+    for (let n = this.blockCount(); n !== 0; n = this.blockCount()) {
+      if (Number.isNaN(n)) return false
       count += n
       for (; n > 0; n--) {
         let sku = 0

@@ -35,7 +35,7 @@ export function avroType(schema: string | object): avsc.Type {
 /** The end of the value readPayload is reading (its blocks may not claim more than the bytes before it). */
 let readEnd = Infinity
 
-type Tap = { buf: Buffer; pos: number; readLong(): number; skipLong(): void; readString(): string; writeString(s: string): void }
+type Tap = { buf: Buffer; pos: number; readLong(): number; skipLong(): void; readString(): string }
 type Walked = avsc.Type & { fields?: { type: avsc.Type }[]; types?: avsc.Type[]; itemsType?: avsc.Type; valuesType?: avsc.Type; underlyingType?: avsc.Type; size?: number; _read(tap: Tap): unknown }
 
 /**

@@ -1,6 +1,7 @@
 import { parentPort } from 'node:worker_threads'
 import type avsc from 'avsc'
 import { avroType, readPayload, schemaIdOf, typeNameOf } from '../eventlog/wire-format.ts'
+import { currencyText } from '../order-event-reader.ts'
 
 /** One job of a decode thread (decode-thread.ts): a part of a batch, the records' values one after another. */
 export interface DecodeJob<Setup> {
@@ -42,6 +43,25 @@ export class ThreadSchemas {
   /** The type of a writer schema this thread was given. */
   type(id: number): avsc.Type | undefined {
     return this.types.get(id)
+  }
+
+  /**
+   * A fast path's reader (or transcoder) for the writer schema of the value framed in
+   * values[start, end): made by `make` at the schema's first record and kept in `made` (null where
+   * `make` makes none); null too while this thread was not given the schema, or for a value without
+   * a header. The caller clears `made` when its setup changes.
+   */
+  madeFor<T>(made: Map<number, T | null>, values: Buffer, start: number, end: number, make: (type: avsc.Type) => T | null): T | null {
+    if (end - start < 5) return null
+    const id = values.readUInt32BE(start + 1)
+    let r = made.get(id)
+    if (r === undefined) {
+      const type = this.types.get(id)
+      if (!type) return null // not given (yet): the general way leaves the record to the main thread
+      r = make(type)
+      made.set(id, r)
+    }
+    return r
   }
 
   /**
@@ -150,7 +170,30 @@ export function takeNext<Setup>(waiting: DecodeJob<Setup>[]): DecodeJob<Setup> |
 }
 
 /** `value`'s index in `list`, added at the end when it is not there yet (a reply's few distinct currencies). */
-export function indexIn(list: string[], value: string): number {
+function indexIn(list: string[], value: string): number {
   const i = list.indexOf(value)
   return i < 0 ? list.push(value) - 1 : i
+}
+
+/**
+ * A reply's currencies (`list`) and each record's index in it: from a decoded event's text, or from
+ * a fast path's three-letter number (currencyText), the last of which is remembered (a reply's
+ * records are mostly of one currency).
+ */
+export class Currencies {
+  readonly list: string[] = []
+  private lastCode = -1
+  private lastIndex = 0
+
+  ofText(currency: string): number {
+    return indexIn(this.list, currency)
+  }
+
+  ofCode(code: number): number {
+    if (code !== this.lastCode) {
+      this.lastCode = code
+      this.lastIndex = indexIn(this.list, currencyText(code))
+    }
+    return this.lastIndex
+  }
 }

@@ -1,9 +1,9 @@
 import { ORDER_EVENT_TYPES, orderVersion, type CustomerUpserted, type OrderEvent } from '../../common/events.ts'
 import { TOPICS } from '../../common/topics.ts'
-import { indexIn, serveDecodeJobs, ThreadSchemas, type DecodeJob } from '../../common/runtime/decode-thread-worker.ts'
+import { Currencies, serveDecodeJobs, ThreadSchemas, type DecodeJob } from '../../common/runtime/decode-thread-worker.ts'
 import { customerSemanticErrors, orderSemanticErrors } from '../../common/event-rules.ts'
 import { customerEventReader, type CustomerEventReader } from '../../common/customer-event-reader.ts'
-import { currencyText, CUSTOMER_ID, EVENT_ID, EVENT_TYPE, OCCURRED_AT, ORDER_ID, orderEventReader, PLACED_AT, TENANT_ID, TOTAL, type OrderEventReader } from '../../common/order-event-reader.ts'
+import { CUSTOMER_ID, EVENT_ID, EVENT_TYPE, OCCURRED_AT, ORDER_ID, orderEventReader, PLACED_AT, TENANT_ID, TOTAL, type OrderEventReader } from '../../common/order-event-reader.ts'
 import { factOf } from './order-facts.ts'
 import { orderKey } from './order-book.ts'
 import { CUSTOMER, ORDER, STRIDE, type InputsReply, type InputsSetup } from './inputs-reply.ts'
@@ -45,13 +45,10 @@ export class InputsDecoder {
     const cancelled = new Uint8Array(n)
     const texts: string[] = new Array(2 * n).fill('')
     const currencyOf = new Uint16Array(n)
-    const currencies: string[] = []
-    // The readers' currencies (three letters as a number) and their index in `currencies`.
-    let lastCode = -1
-    let lastIndex = 0
+    const currencies = new Currencies()
     // A record is marked taken (kind) last: one whose rules or fields throw stays LEFT.
     const fromBytes = (i: number, values: Buffer, start: number, end: number): boolean => {
-      const r = end - start >= 5 ? this.readerOf(values.readUInt32BE(start + 1), setup.orders) : null
+      const r = this.schemas.madeFor(this.readers, values, start, end, (type) => orderEventReader(type, setup.orders, false))
       if (!r?.read(values, start, end, job.now)) return false
       const at = i * STRIDE
       const { num } = r
@@ -67,16 +64,12 @@ export class InputsDecoder {
       cancelled[i] = type === CANCELLED ? 1 : 0
       texts[2 * i] = orderId
       texts[2 * i + 1] = r.text(EVENT_ID)
-      if (r.currency !== lastCode) {
-        lastCode = r.currency
-        lastIndex = indexIn(currencies, currencyText(lastCode))
-      }
-      currencyOf[i] = lastIndex
+      currencyOf[i] = currencies.ofCode(r.currency)
       kind[i] = ORDER
       return true
     }
     const customerFromBytes = (i: number, values: Buffer, start: number, end: number): boolean => {
-      const r = end - start >= 5 ? this.customerReaderOf(values.readUInt32BE(start + 1), setup.customers) : null
+      const r = this.schemas.madeFor(this.customerReaders, values, start, end, (type) => customerEventReader(type, setup.customers))
       if (!r?.read(values, start, end)) return false
       const at = i * STRIDE
       nums[at] = r.tenant
@@ -102,7 +95,7 @@ export class InputsDecoder {
         cancelled[i] = fact.cancelled ? 1 : 0
         texts[2 * i] = e.order_id
         texts[2 * i + 1] = fact.eventId
-        currencyOf[i] = indexIn(currencies, e.currency)
+        currencyOf[i] = currencies.ofText(e.currency)
         kind[i] = ORDER
         return
       }
@@ -114,31 +107,7 @@ export class InputsDecoder {
       texts[2 * i] = e.email ?? ''
       kind[i] = CUSTOMER
     }, undefined, !this.direct ? undefined : orders ? fromBytes : customerFromBytes)
-    return { id: job.id, kind, nums, cancelled, texts, currencyOf, currencies }
-  }
-
-  /** The customer reader of a writer schema this thread was given, made at its first record. */
-  private customerReaderOf(id: number, expected: string): CustomerEventReader | null {
-    let r = this.customerReaders.get(id)
-    if (r === undefined) {
-      const type = this.schemas.type(id)
-      if (!type) return null
-      r = customerEventReader(type, expected)
-      this.customerReaders.set(id, r)
-    }
-    return r
-  }
-
-  /** The order reader of a writer schema this thread was given, made at its first record. */
-  private readerOf(id: number, expected: string): OrderEventReader | null {
-    let r = this.readers.get(id)
-    if (r === undefined) {
-      const type = this.schemas.type(id)
-      if (!type) return null // not given (yet): the general way leaves the record to the main thread
-      r = orderEventReader(type, expected, false)
-      this.readers.set(id, r)
-    }
-    return r
+    return { id: job.id, kind, nums, cancelled, texts, currencyOf, currencies: currencies.list }
   }
 }
 

@@ -1,9 +1,9 @@
 import type { OrderEvent } from '../../common/events.ts'
-import { indexIn, serveDecodeJobs, ThreadSchemas, type DecodeJob } from '../../common/runtime/decode-thread-worker.ts'
+import { Currencies, serveDecodeJobs, ThreadSchemas, type DecodeJob } from '../../common/runtime/decode-thread-worker.ts'
 import { ByteWriter, encoderFor, RowEncoder } from '../../common/store/row-binary.ts'
 import { orderSemanticErrors } from '../../common/event-rules.ts'
 import { orderEventValues } from './rows.ts'
-import { currencyText, orderRowTranscoder, type OrderRowTranscoder } from './order-row-transcoder.ts'
+import { orderRowTranscoder, type OrderRowTranscoder } from './order-row-transcoder.ts'
 
 /**
  * The decode thread of the projection (order-rows.ts): order records' values in, their
@@ -65,10 +65,7 @@ export class OrderRowsDecoder {
     const handled = new Uint8Array(n)
     const tenants = new Float64Array(n)
     const currencyOf = new Uint16Array(n)
-    const currencies: string[] = []
-    // The transcoders' currencies (three letters as a number) and their index in `currencies`.
-    let lastCode = -1
-    let lastIndex = 0
+    const currencies = new Currencies()
     this.schemas.each(
       job,
       setup.expected,
@@ -79,37 +76,21 @@ export class OrderRowsDecoder {
         setup.rows.encodeInto(w, orderEventValues(event))
         handled[i] = 1
         tenants[i] = event.tenant_id
-        currencyOf[i] = indexIn(currencies, event.currency)
+        currencyOf[i] = currencies.ofText(event.currency)
       },
       (i) => (rowEnds[i] = w.pos),
       this.transcode
         ? (i, values, start, end) => {
-            const t = end - start >= 5 ? this.transcoderOf(values.readUInt32BE(start + 1), setup) : null
+            const t = this.schemas.madeFor(this.transcoders, values, start, end, (type) => orderRowTranscoder(type, setup.expected, setup.types))
             if (!t?.row(w, values, start, end, job.now)) return false
             handled[i] = 1
             tenants[i] = t.tenant
-            if (t.currency !== lastCode) {
-              lastCode = t.currency
-              lastIndex = indexIn(currencies, currencyText(lastCode))
-            }
-            currencyOf[i] = lastIndex
+            currencyOf[i] = currencies.ofCode(t.currency)
             return true
           }
         : undefined,
     )
-    return { id: job.id, body: w.buf.subarray(0, w.pos), rowEnds, handled, tenants, currencyOf, currencies }
-  }
-
-  /** The transcoder of a writer schema this thread was given, made at its first record. */
-  private transcoderOf(id: number, setup: Setup): OrderRowTranscoder | null {
-    let t = this.transcoders.get(id)
-    if (t === undefined) {
-      const type = this.schemas.type(id)
-      if (!type) return null // not given (yet): the general way leaves the record to the main thread
-      t = orderRowTranscoder(type, setup.expected, setup.types)
-      this.transcoders.set(id, t)
-    }
-    return t
+    return { id: job.id, body: w.buf.subarray(0, w.pos), rowEnds, handled, tenants, currencyOf, currencies: currencies.list }
   }
 }
 
