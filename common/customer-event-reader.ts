@@ -39,7 +39,6 @@ export function customerEventReader(type: avsc.Type, expected: string): Customer
   if (t.typeName !== 'record' || t.name !== expected) return null
   // By plan code (FREE for each free field): the union's null branch, -1 for a field that is no union.
   const nulls: number[] = []
-  let sourceIdPlan: Uint8Array | null = null
   const plan = planOf(t, ALL, (code, f) => {
     switch (code) {
       case EVENT_ID:
@@ -52,8 +51,8 @@ export function customerEventReader(type: avsc.Type, expected: string): Customer
       case CREATED_AT:
         return (nulls[code] = nullableIndex(f, isLong)) >= 0
       case SOURCE_IDS:
-        sourceIdPlan = f.typeName === 'array' && f.itemsType ? planOf(f.itemsType as Typed, ['source', 'id'], (_, it) => isString(it)) : null
-        return sourceIdPlan !== null
+        // Source ids of two required strings, in either order.
+        return f.typeName === 'array' && !!f.itemsType && planOf(f.itemsType as Typed, ['source', 'id'], (_, it) => isString(it)) !== null
       default: // email, country and the free strings
         return (nulls[code] = nullableIndex(f, isString)) >= 0
     }
