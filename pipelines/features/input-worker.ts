@@ -1,3 +1,4 @@
+import type avsc from 'avsc'
 import { ORDER_EVENT_TYPES, orderVersion, type CustomerUpserted, type OrderEvent } from '../../common/events.ts'
 import { TOPICS } from '../../common/topics.ts'
 import { Currencies, serveDecodeJobs, ThreadSchemas, type DecodeJob } from '../../common/runtime/decode-thread-worker.ts'
@@ -46,9 +47,12 @@ export class InputsDecoder {
     const texts: string[] = new Array(2 * n).fill('')
     const currencyOf = new Uint16Array(n)
     const currencies = new Currencies()
+    // The readers of a schema new to this thread, made once (not a closure a record).
+    const orderReader = (type: avsc.Type) => orderEventReader(type, setup.orders, false)
+    const customerReader = (type: avsc.Type) => customerEventReader(type, setup.customers)
     // A record is marked taken (kind) last: one whose rules or fields throw stays LEFT.
     const fromBytes = (i: number, values: Buffer, start: number, end: number): boolean => {
-      const r = this.schemas.madeFor(this.readers, values, start, end, (type) => orderEventReader(type, setup.orders, false))
+      const r = this.schemas.madeFor(this.readers, values, start, end, orderReader)
       if (!r?.read(values, start, end, job.now)) return false
       const at = i * STRIDE
       const { num } = r
@@ -69,7 +73,7 @@ export class InputsDecoder {
       return true
     }
     const customerFromBytes = (i: number, values: Buffer, start: number, end: number): boolean => {
-      const r = this.schemas.madeFor(this.customerReaders, values, start, end, (type) => customerEventReader(type, setup.customers))
+      const r = this.schemas.madeFor(this.customerReaders, values, start, end, customerReader)
       if (!r?.read(values, start, end)) return false
       const at = i * STRIDE
       nums[at] = r.tenant

@@ -1,3 +1,4 @@
+import type avsc from 'avsc'
 import type { OrderEvent } from '../../common/events.ts'
 import { Currencies, serveDecodeJobs, ThreadSchemas, type DecodeJob } from '../../common/runtime/decode-thread-worker.ts'
 import { ByteWriter, encoderFor, RowEncoder } from '../../common/store/row-binary.ts'
@@ -66,6 +67,8 @@ export class OrderRowsDecoder {
     const tenants = new Float64Array(n)
     const currencyOf = new Uint16Array(n)
     const currencies = new Currencies()
+    // The transcoder of a schema new to this thread, made once (not a closure a record).
+    const transcoder = (type: avsc.Type) => orderRowTranscoder(type, setup.expected, setup.types)
     this.schemas.each(
       job,
       setup.expected,
@@ -81,7 +84,7 @@ export class OrderRowsDecoder {
       (i) => (rowEnds[i] = w.pos),
       this.transcode
         ? (i, values, start, end) => {
-            const t = this.schemas.madeFor(this.transcoders, values, start, end, (type) => orderRowTranscoder(type, setup.expected, setup.types))
+            const t = this.schemas.madeFor(this.transcoders, values, start, end, transcoder)
             if (!t?.row(w, values, start, end, job.now)) return false
             handled[i] = 1
             tenants[i] = t.tenant
