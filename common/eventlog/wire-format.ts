@@ -1,5 +1,6 @@
 import avsc from 'avsc'
 import { AVRO_LOGICAL_TYPES } from './decimal-logical-type.ts'
+import { recordWriterOf } from './record-writer.ts'
 
 /**
  * The Confluent wire format (magic byte 0, 4-byte big-endian schema id, Avro binary) and Avro
@@ -177,13 +178,17 @@ const EMPTY = Buffer.alloc(0)
 
 /**
  * Writes `value` in the Confluent wire format (magic byte 0, schema id, Avro payload) at
- * buf[start…]; returns its end, or, when `buf` is too short, a negative number: the bytes it needs
- * minus buf.length (avsc's own answer for a payload past the end). Throws as avsc does for a value
+ * buf[start…]; returns its end, or, when `buf` is too short, a negative number: at most the bytes
+ * it needs minus buf.length (avsc's own answer for a payload past the end; a record writer's
+ * NO_ROOM says only that more is needed, and the caller grows by doubling). Throws as avsc does for a value
  * the type refuses.
  */
 function writeFramed(buf: Buffer, start: number, id: number, t: avsc.Type, value: unknown): number {
   // The guard only keeps explicit what avsc would answer for a start past the end anyway.
-  const end = start + 5 <= buf.length ? t.encode(value, buf, start + 5) : buf.length - (start + 5)
+  if (start + 5 > buf.length) return buf.length - (start + 5)
+  // A record's fields in place where they are plain (recordWriterOf), avsc's bytes either way.
+  const write = recordWriterOf(t)
+  const end = write ? write(buf, start + 5, value) : t.encode(value, buf, start + 5)
   if (end >= 0) {
     buf[start] = 0
     buf.writeUInt32BE(id, start + 1)

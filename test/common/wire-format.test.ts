@@ -1,7 +1,8 @@
 import avsc from 'avsc'
 import fs from 'node:fs'
 import { describe, expect, it, vi } from 'vitest'
-import { avroType, frame, readPayload, UndecodableRecordError } from '../../common/eventlog/wire-format.ts'
+import { avroType, frame, FramedValues, readPayload, UndecodableRecordError } from '../../common/eventlog/wire-format.ts'
+import { NO_ROOM, recordWriterOf } from '../../common/eventlog/record-writer.ts'
 import { AVRO_LOGICAL_TYPES, DecimalType } from '../../common/eventlog/decimal-logical-type.ts'
 import { customer, order } from '../thread-events.ts'
 
@@ -87,7 +88,114 @@ describe('avroType: strings written directly', () => {
     const customerSchema = JSON.parse(fs.readFileSync(new URL('../../schemas/avro/customer-upserted.avsc', import.meta.url), 'utf8'))
     for (const [s, value] of [[orderSchema, order(5, 7, 1)], [customerSchema, customer(5, 7)], [orderSchema, order(5, 7, 2, { items: Array.from({ length: 6000 }, (_, k) => ({ sku: `s${k}`, name: k % 3 ? null : 'Ñandú', quantity: 1, unit_price: '1.00' })), total: '6000.00' })]] as const) {
       const plain = avsc.Type.forSchema(s, { logicalTypes: AVRO_LOGICAL_TYPES, wrapUnions: false } as never)
-      expect(frame(1, avroType(s), value)).toEqual(frame(1, plain, value))
+      expect(frame(1, avroType(s), value)).toEqual(Buffer.concat([header(1), plain.toBuffer(value)]))
     }
+  })
+})
+
+describe('record writers: plain fields written in place, the bytes avsc writes', () => {
+  const plainOf = (schema: object) => avsc.Type.forSchema(schema as avsc.Schema, { logicalTypes: AVRO_LOGICAL_TYPES, wrapUnions: false } as never)
+  /** avsc's own answer: the framed bytes, or the message of what it throws. */
+  const avscFrame = (t: avsc.Type, v: unknown) => {
+    try {
+      return Buffer.concat([header(1), t.toBuffer(v)])
+    } catch (e) {
+      return (e as Error).message
+    }
+  }
+  const oursFrame = (t: avsc.Type, v: unknown) => {
+    try {
+      return frame(1, t, v)
+    } catch (e) {
+      return (e as Error).message
+    }
+  }
+  /** avsc's random value of `t` with its decimals within their precision (avsc's are any bytes). */
+  const valid = (t: avsc.Type): unknown => {
+    const fix = (t: avsc.Type & { fields?: { name: string; type: avsc.Type }[]; types?: avsc.Type[]; itemsType?: avsc.Type }, v: unknown): unknown => {
+      if (t instanceof DecimalType) return '-1234.50'
+      if (t.fields) return Object.fromEntries(t.fields.map((f) => [f.name, fix(f.type, (v as Record<string, unknown>)[f.name])]))
+      if (t.itemsType) return (v as unknown[]).map((x) => fix(t.itemsType!, x))
+      if (t.types && v !== null) return fix(t.types.find((b) => b.typeName !== 'null')!, v)
+      return v
+    }
+    return fix(t, t.random())
+  }
+  const schemas = fs.readdirSync(new URL('../../schemas/avro/', import.meta.url)).map((f) => JSON.parse(fs.readFileSync(new URL(`../../schemas/avro/${f}`, import.meta.url), 'utf8')))
+
+  // Values at every edge of a field's kind, valid or not: the writer answers avsc's bytes or avsc's error.
+  const LONGS = [0, 1, -1, 63, 64, -64, -65, 8191, 8192, 2 ** 30 - 1, 2 ** 30, -(2 ** 30), -(2 ** 30) - 1, 2 ** 31 - 1, -(2 ** 31), 2 ** 31, 2 ** 53 - 1, -(2 ** 53 - 1), 1_732_000_000_000]
+  const NOT_LONGS = [2 ** 53, 1.5, NaN, Infinity, '5', true, {}]
+  const DOUBLES = [0, -0, 1.5, -1e-300, 1e308, NaN, Infinity, -Infinity, 2 ** 53]
+  const STRINGS = ['', 'a', 'Champions', 'x'.repeat(63), 'y'.repeat(64), 'w'.repeat(300), 'ñandú', 'José', '🧉 mate', '\ud800x', 'x\udc00', '\u0000\u007f\u0080']
+  const edges = (t: avsc.Type & { typeName: string; types?: avsc.Type[] }): unknown[] => {
+    switch (t.typeName) {
+      case 'long':
+        return [...LONGS, ...NOT_LONGS]
+      case 'int':
+        return [...LONGS.filter((x) => x === (x | 0)), 2 ** 31, -(2 ** 31) - 1, 1.5, '1']
+      case 'double':
+        return [...DOUBLES, '1.0', null]
+      case 'boolean':
+        return [true, false, 0, 'true']
+      case 'string':
+        return [...STRINGS, 5, null]
+      case 'union:unwrapped':
+        return [null, undefined, ...t.types!.flatMap((b) => (b.typeName === 'null' ? [] : edges(b as never)))]
+      default:
+        return [undefined, null, valid(t)]
+    }
+  }
+
+  it("answers avsc's bytes, or avsc's error, for each field of our events at its edges", () => {
+    let compared = 0
+    for (const schema of schemas) {
+      const ours = avroType(schema)
+      const plain = plainOf(schema)
+      const fields = (plain as unknown as { fields: { name: string; type: never }[] }).fields
+      expect(recordWriterOf(ours), schema.name).not.toBeNull()
+      for (let k = 0; k < 50; k++) {
+        const base = valid(plain) as Record<string, unknown>
+        expect(oursFrame(ours, base)).toEqual(avscFrame(plain, base))
+        for (const f of fields) {
+          for (const x of edges(f.type)) {
+            const v = { ...base, [f.name]: x }
+            expect(oursFrame(ours, v), `${schema.name}.${f.name} = ${String(x)}`).toEqual(avscFrame(plain, v))
+            compared++
+          }
+        }
+      }
+    }
+    expect(compared).toBeGreaterThan(10_000)
+  })
+
+  it('takes a field left undefined as its default, and refuses one without a default as avsc does', () => {
+    const schema = { type: 'record', name: 'D', fields: [{ name: 'n', type: ['null', 'long'], default: null }, { name: 'c', type: 'int', default: 7 }, { name: 's', type: 'string', default: 'Ñ' }, { name: 'r', type: 'long' }] }
+    const ours = avroType(schema)
+    const plain = plainOf(schema)
+    for (const v of [{ r: 1 }, { n: 5, r: 2 }, { c: 1, s: 'x', r: 3 }, { n: 1 }, {}]) expect(oursFrame(ours, v)).toEqual(avscFrame(plain, v))
+    expect(oursFrame(ours, { n: 1 })).toMatch(/invalid "long"/)
+  })
+
+  it('asks for more room, never writing past the buffer, and frames alike however small the buffer starts', () => {
+    const schema = schemas.find((s) => s.name === 'CustomerFeatures')!
+    const ours = avroType(schema)
+    const write = recordWriterOf(ours)!
+    const value = { ...(valid(plainOf(schema)) as object), rfm_score: '555', segment: 'ñ'.repeat(40), clv_tier: 'x'.repeat(500) }
+    const full = ours.toBuffer(value)
+    for (let size = 0; size < full.length; size++) {
+      const buf = Buffer.alloc(size + 8, 0xee)
+      expect(write(buf.subarray(0, size), 0, value), `size ${size}`).toBe(NO_ROOM)
+      // Nothing past the given bytes was touched.
+      expect(buf.subarray(size).every((b) => b === 0xee)).toBe(true)
+    }
+    const exact = Buffer.alloc(full.length)
+    expect(write(exact, 0, value)).toBe(full.length)
+    expect(exact).toEqual(full)
+    // A send's values through one buffer that starts at a byte and doubles.
+    const values = new FramedValues(1)
+    const all = Array.from({ length: 40 }, (_, k) => ({ ...value, customer_id: k, clv_tier: 'z'.repeat(k * 13) }))
+    for (const v of all) values.add(1, ours, v)
+    all.forEach((v, k) => expect(values.value(k)).toEqual(Buffer.concat([header(1), ours.toBuffer(v)])))
   })
 })
