@@ -619,14 +619,17 @@ export class FeatureEngine {
         customerId,
         partition,
         email: '',
-        emailVersion: 0,
+        // -0, not 0: both versions soon hold times (ms, µs) beyond a small integer, and a field
+        // that starts as one changes the object's hidden class when it first takes a double,
+        // which deoptimised every function that had seen the old one (a recompilation each).
+        emailVersion: -0,
         orders: emptyBook(),
         emittedSegment: null,
         emittedScore: null,
         last: NaN,
         dirtyOrders: null,
         dirty: false,
-        rowVersion: 0,
+        rowVersion: -0,
         deleted: false,
       }
       this.customers.set(tenantId, customerId, c)
