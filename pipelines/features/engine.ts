@@ -889,12 +889,16 @@ export class FeatureEngine {
     const featureRecords = new EncodedRecords(this.deps.codec, TOPICS.customerFeatures.name)
     const changes = new SegmentChanges(new EncodedRecords(this.deps.codec, TOPICS.segmentChanges.name), new InsertRows(this.deps.store, 'segment_changes', SEGMENT_CHANGE_COLUMNS, encodings.changes))
     const updates: Update[] = []
+    // A customer's pending facts (forEach's `this`), by forEach: a for-of over the Map made an entry array a fact.
+    const addFact = function (this: CustomerState, f: OrderFact, orderId: string) {
+      facts.add(factRowValues(this, orderId, f))
+    }
     for (const c of customers) {
       const ref = refs.get(c.tenantId)!
       if (!this.isProfile(c)) {
         // Absorbed into another's profile: its facts are stored (the profile's owner reads them), its row is deleted once.
         if (!c.dirty && c.deleted) continue
-        for (const [orderId, f] of c.dirtyOrders ?? []) facts.add(factRowValues(c, orderId, f))
+        c.dirtyOrders?.forEach(addFact, c)
         const version = c.deleted ? c.rowVersion : this.version(c, now)
         if (!c.deleted) {
           const empty = computeFeatures(EMPTY_AGGREGATES, null, ref.ms, this.opts, null)
@@ -910,7 +914,7 @@ export class FeatureEngine {
       const digest = featuresDigest(v)
       const moved = c.last !== digest
       if (!touched && !moved && !c.dirty && !c.deleted) continue
-      for (const [orderId, f] of c.dirtyOrders ?? []) facts.add(factRowValues(c, orderId, f))
+      c.dirtyOrders?.forEach(addFact, c)
       const version = this.version(c, now)
       rows.add(featureRowValues(c, agg, orders.history(), v, now, version))
       const key = customerKey(c.tenantId, c.customerId)
