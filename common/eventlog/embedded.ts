@@ -174,8 +174,8 @@ function headerBytesOf(r: OutRecord): HeaderBytes {
 }
 
 /** The bytes of a record's frame: its header (FRAME_HEADER) and its body. */
-function frameLength(key: Buffer | null, value: Buffer | null, headers: HeaderBytes): number {
-  let len = FRAME_HEADER + 8 + 4 + (key?.length ?? 0) + 4 + (value?.length ?? 0) + 2
+function frameLength(key: Buffer | string | null, value: Buffer | null, headers: HeaderBytes): number {
+  let len = FRAME_HEADER + 8 + 4 + byteLength(key) + 4 + (value?.length ?? 0) + 2
   for (let i = 0; i < headers.length; i++) len += 6 + headers[i]![0].length + headers[i]![1].length
   return len
 }
@@ -186,7 +186,7 @@ function timestampAt(buf: Buffer, at: number): number {
 }
 
 /** Writes a record's frame at buf[at, end), end - at being its frameLength. */
-function writeFrame(buf: Buffer, at: number, end: number, key: Buffer | null, value: Buffer | null, headers: HeaderBytes, timestamp: number): void {
+function writeFrame(buf: Buffer, at: number, end: number, key: Buffer | string | null, value: Buffer | null, headers: HeaderBytes, timestamp: number): void {
   let p = at + FRAME_HEADER
   buf.writeInt32BE(Math.floor(timestamp / 0x1_0000_0000), p)
   buf.writeUInt32BE(timestamp % 0x1_0000_0000 >>> 0, p + 4); p += 8
@@ -203,14 +203,32 @@ function writeFrame(buf: Buffer, at: number, end: number, key: Buffer | null, va
   buf.writeUInt32BE(zlib.crc32(buf.subarray(at + FRAME_HEADER, end)), at + 4)
 }
 
-function writeBytes(buf: Buffer, p: number, b: Buffer | null): number {
+function writeBytes(buf: Buffer, p: number, b: Buffer | string | null): number {
   if (b === null) {
     buf.writeInt32BE(-1, p)
     return p + 4
   }
+  if (typeof b === 'string') {
+    // A string's UTF-8 bytes (byteLength's count): an ASCII key's are its character codes.
+    const n = byteLength(b)
+    buf.writeInt32BE(n, p)
+    if (n === b.length) for (let i = 0; i < n; i++) buf[p + 4 + i] = b.charCodeAt(i)
+    else buf.write(b, p + 4, n, 'utf8')
+    return p + 4 + n
+  }
   buf.writeInt32BE(b.length, p)
   b.copy(buf, p + 4)
   return p + 4 + b.length
+}
+
+/** A key's or value's bytes: a string's in UTF-8 (its length when it is ASCII, counted without Buffer.byteLength up to 64 characters). */
+function byteLength(b: Buffer | string | null): number {
+  if (b === null) return 0
+  if (typeof b !== 'string') return b.length
+  const n = b.length
+  if (n > 64) return Buffer.byteLength(b, 'utf8')
+  for (let i = 0; i < n; i++) if (b.charCodeAt(i) >= 0x80) return Buffer.byteLength(b, 'utf8')
+  return n
 }
 
 const NO_HEADER_BYTES: readonly (readonly [Buffer, Buffer])[] = []
@@ -366,15 +384,15 @@ export class EmbeddedEventLog implements EventLog {
     const roundRobin = () => this.rr++
     // Each partition's frames are written end to end into one buffer (its append writes that
     // buffer as it is): no buffer a record, and no second copy to join them.
-    const keys: (Buffer | null)[] = new Array(records.length)
+    const keys: (Buffer | string | null)[] = new Array(records.length)
     const headers: HeaderBytes[] = new Array(records.length)
     const partitionOf = new Int32Array(records.length)
     const sizes = new Int32Array(records.length)
     const bytes = new Map<number, number>()
     for (let i = 0; i < records.length; i++) {
       const r = records[i]!
-      // A key's bytes once, for its partition and its frame.
-      const key = typeof r.key === 'string' ? Buffer.from(r.key) : r.key
+      // A string key is hashed and framed from its characters: no Buffer a record.
+      const key = r.key
       const p = partitionFor(key, parts.length, roundRobin)
       const h = headerBytesOf(r)
       keys[i] = key

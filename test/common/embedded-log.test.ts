@@ -23,7 +23,8 @@ describe('embedded event log: what a send wrote is read back after a reopen', ()
       const records = Array.from({ length: 200 }, (_, i) => {
         const n = s * 200 + i
         return {
-          key: n % 17 === 0 ? null : `7:${n % 23}`,
+          // ASCII keys, and UTF-8 ones short and long (a string key is framed from its characters).
+          key: n % 17 === 0 ? null : n % 13 === 0 ? `ñandú:${n % 23}${n % 2 ? 'é'.repeat(40) : ''}` : n % 11 === 0 ? `k${'x'.repeat(70)}:${n % 23}` : `7:${n % 23}`,
           value: n % 29 === 0 ? null : n % 31 === 0 ? Buffer.alloc(0) : Buffer.from(`v${n}:${'x'.repeat(n % 50)}`),
           ...(n % 5 === 0 ? { headers: { seq: String(n), 'x-ü': 'ñ'.repeat(n % 3) } } : {}),
         }
