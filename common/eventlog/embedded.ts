@@ -284,6 +284,14 @@ class ChunkRecord implements LogRecord {
   get value(): Buffer | null {
     return this.#valueLength < 0 ? null : this.#chunk.subarray(this.#valueAt, this.#valueAt + this.#valueLength)
   }
+
+  get valueLength(): number {
+    return this.#valueLength
+  }
+
+  copyValueInto(target: Uint8Array, at: number): void {
+    if (this.#valueLength > 0) this.#chunk.copy(target, at, this.#valueAt, this.#valueAt + this.#valueLength)
+  }
 }
 
 /** The record whose frame body is chunk[p, end). */

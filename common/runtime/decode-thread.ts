@@ -104,22 +104,32 @@ export class DecodeThread<Setup, Reply extends { id: number }> {
     this.idleTimer = null
     worker.ref()
     const n = records.length
-    // Each value read once: an embedded log record makes a view of its chunk at every read.
+    // Each value read once (copyValueInto where the log has it: an embedded log record makes a
+    // view of its chunk at every read of `value`).
     const read: (Buffer | null)[] = new Array(n)
+    const lengths = new Int32Array(n)
     let total = 0
-    for (let i = 0; i < n; i++) total += (read[i] = records[i]!.value)?.length ?? 0
+    for (let i = 0; i < n; i++) {
+      const r = records[i]!
+      const len = r.copyValueInto ? r.valueLength! : ((read[i] = r.value)?.length ?? -1)
+      lengths[i] = len
+      if (len > 0) total += len
+    }
     const values = new Uint8Array(total)
     const ends = new Int32Array(n)
     const schemas: [number, string][] = []
     let pos = 0
     let lastId = -1
     for (let i = 0; i < n; i++) {
-      const v = read[i]
-      if (v) {
-        values.set(v, pos)
-        pos += v.length
-        if (v.length >= 5 && v[0] === 0) {
-          const id = v.readUInt32BE(1)
+      const len = lengths[i]!
+      if (len >= 0) {
+        const v = read[i]
+        if (v) values.set(v, pos)
+        else records[i]!.copyValueInto!(values, pos)
+        const at = pos
+        pos += len
+        if (len >= 5 && values[at] === 0) {
+          const id = ((values[at + 1]! << 24) | (values[at + 2]! << 16) | (values[at + 3]! << 8) | values[at + 4]!) >>> 0
           if (id !== lastId && !this.sent.has(id)) {
             const schema = registry.knownSchema(id)
             if (schema !== undefined) {
