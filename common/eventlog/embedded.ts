@@ -290,7 +290,9 @@ class ChunkRecord implements LogRecord {
   }
 
   copyValueInto(target: Uint8Array, at: number): void {
-    if (this.#valueLength > 0) this.#chunk.copy(target, at, this.#valueAt, this.#valueAt + this.#valueLength)
+    // TypedArray's set of a plain view, not Buffer's copy (which makes a view too, behind argument checks) nor subarray (a Buffer by species lookup).
+    const chunk = this.#chunk
+    if (this.#valueLength > 0) target.set(new Uint8Array(chunk.buffer, chunk.byteOffset + this.#valueAt, this.#valueLength), at)
   }
 }
 
