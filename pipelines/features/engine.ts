@@ -380,13 +380,20 @@ export class FeatureEngine {
     const kept = ok<EngineInput>({ kind: 'inputs', partition: records[0]?.partition ?? 0, reply, keep })
     const { kind, nums } = reply
     let handled = 0
+    // The last tenant's settled currency: a batch is mostly one tenant's, and the cache's lookup is an LRU's.
+    let lastTenant = NaN
+    let lastCurrency: string | undefined
     for (let i = 0; i < n; i++) {
       const record = records[i]!
       const k = kind[i]!
       // Money of one tenant is in one currency (checkInputEvent's rule; a lookup that fails fails the batch).
       const tenantId = nums[i * STRIDE]!
       const currency = k === ORDER ? reply.currencies[reply.currencyOf[i]!]! : null
-      if (k === LEFT || (currency !== null && (this.currencies.settled(tenantId) ?? (await this.currencies.of(tenantId, currency))) !== currency)) {
+      if (currency !== null && tenantId !== lastTenant) {
+        lastCurrency = this.currencies.settled(tenantId) ?? (await this.currencies.of(tenantId, currency))
+        lastTenant = tenantId
+      }
+      if (k === LEFT || (currency !== null && lastCurrency !== currency)) {
         const r = processRecord(def, record, codec)
         out[i] = r instanceof Promise ? await r : r
         continue
