@@ -23,6 +23,7 @@ export interface LogRecord {
    * A log that holds its records' bytes in shared chunks (the embedded one) may also give the
    * value's byte count (-1: null) and copy its bytes without making a view of them each time
    * `value` is read: for a reader that copies every value of a batch (a decode thread's job).
+   * Both or neither.
    */
   readonly valueLength?: number
   copyValueInto?(target: Uint8Array, at: number): void

@@ -57,7 +57,8 @@ function inPlace(kind: Kind, slow: string): string {
       // avsc's bound (isSafeLong), one short of Number.MAX_SAFE_INTEGER.
       return `if (typeof x === 'number' && Math.floor(x) === x && x <= 9007199254740990 && x >= -9007199254740990) { if (p + 10 > n) return ${NO_ROOM}; p = long(buf, p, x) } else ${slow}`
     case 'int':
-      return `if (x === (x | 0)) { if (p + 5 > n) return ${NO_ROOM}; p = long(buf, p, x) } else ${slow}`
+      // Kind first: in a union, avsc refuses a BigInt or an object by its kind, never converting it.
+      return `if (typeof x === 'number' && x === (x | 0)) { if (p + 5 > n) return ${NO_ROOM}; p = long(buf, p, x) } else ${slow}`
     case 'double':
       return `if (typeof x === 'number') { if (p + 8 > n) return ${NO_ROOM}; p = double(buf, p, x) } else ${slow}`
     case 'boolean':
@@ -113,7 +114,8 @@ function long(buf: Buffer, p: number, n: number): number {
     return p
   }
   // At least 2^31 once zig-zagged (times in ms are): its low 28 bits are four bytes with more to
-  // come, the rest (below 2^26) an int's varint. Exact: every step stays below 2^53.
+  // come, the rest (below 2^27) an int's varint. Beyond 2^52 in size the zig-zag value rounds as
+  // it does in avsc's Tap.writeLong: the same bytes.
   const z = n >= 0 ? n * 2 : -n * 2 - 1
   const lo = z % 268435456
   let hi = (z - lo) / 268435456

@@ -111,7 +111,7 @@ export class DecodeThread<Setup, Reply extends { id: number }> {
     let total = 0
     for (let i = 0; i < n; i++) {
       const r = records[i]!
-      const len = r.copyValueInto ? r.valueLength! : ((read[i] = r.value)?.length ?? -1)
+      const len = r.copyValueInto && r.valueLength !== undefined ? r.valueLength : ((read[i] = r.value)?.length ?? -1)
       lengths[i] = len
       if (len > 0) total += len
     }
