@@ -70,7 +70,7 @@ function inPlace(kind: Kind, slow: string): string {
 
 function compile(record: Walked): RecordWriter {
   const names: string[] = ['long', 'double', 'ascii', 'tap']
-  const values: unknown[] = [long, double, ascii, new Tap(Buffer.alloc(0))]
+  const values: unknown[] = [long, double, shortAscii, new Tap(Buffer.alloc(0))]
   const body: string[] = []
   record.fields!.forEach((field, i) => {
     const t = field.type
@@ -155,10 +155,11 @@ function double(buf: Buffer, p: number, d: number): number {
 }
 
 /**
- * A string of under 64 ASCII characters at buf[p…] (its length's varint is one byte); its end.
- * Otherwise -1: the caller writes it avsc's way (which also finds out whether it has room).
+ * A string of under 64 ASCII characters at buf[p…], buf being n bytes long (its length's varint is
+ * one byte); its end. Otherwise -1: the caller writes it avsc's way (which also finds out whether
+ * it has room). Also wire-format.ts' AsciiStringType, for strings avsc writes itself.
  */
-function ascii(buf: Buffer, p: number, n: number, s: string): number {
+export function shortAscii(buf: Buffer, p: number, n: number, s: string): number {
   const len = s.length
   if (len >= 64 || p + 1 + len > n) return -1
   for (let i = 0; i < len; i++) {

@@ -1,6 +1,6 @@
 import avsc from 'avsc'
 import { AVRO_LOGICAL_TYPES } from './decimal-logical-type.ts'
-import { recordWriterOf } from './record-writer.ts'
+import { recordWriterOf, shortAscii } from './record-writer.ts'
 
 /**
  * The Confluent wire format (magic byte 0, 4-byte big-endian schema id, Avro binary) and Avro
@@ -119,26 +119,9 @@ class BoundedMapType extends MapType {
  */
 class AsciiStringType extends StringType {
   override _write(tap: Tap, val: unknown): void {
-    if (typeof val === 'string' && val.length < 64) {
-      // Up to 63 characters the length's zig-zag varint is one byte.
-      const n = val.length
-      const buf = tap.buf
-      const at = tap.pos
-      if (at + 1 + n <= buf.length) {
-        let i = 0
-        for (; i < n; i++) {
-          const c = val.charCodeAt(i)
-          if (c >= 0x80) break
-          buf[at + 1 + i] = c
-        }
-        if (i === n) {
-          buf[at] = n << 1
-          tap.pos = at + 1 + n
-          return
-        }
-      }
-    }
-    super._write(tap, val)
+    const end = typeof val === 'string' ? shortAscii(tap.buf, tap.pos, tap.buf.length, val) : -1
+    if (end >= 0) tap.pos = end
+    else super._write(tap, val)
   }
 }
 
