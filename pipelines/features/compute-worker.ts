@@ -53,7 +53,7 @@ parentPort?.on('message', (job: WorkerJob) => {
       parentPort!.postMessage({ ok: true, fit: reply }, transfer)
     } else if (job.kind === 'clv-sums') {
       const sums = clvSumsOf(job)
-      parentPort!.postMessage({ ok: true, fit: sums }, [sums.pAlive.buffer as ArrayBuffer, sums.cumulative.buffer as ArrayBuffer])
+      parentPort!.postMessage({ ok: true, fit: sums }, [sums.cumulative.buffer as ArrayBuffer])
     } else {
       const sample = Array.from(job.x, (x, i) => ({ x, tx: job.tx[i]!, T: job.T[i]! }))
       parentPort!.postMessage({ ok: true, fit: fitMbgNbdSeeded(job.patterns, sample, job.options) })

@@ -144,14 +144,14 @@ export function scoreBatch(s: RowScoring, customers: readonly BatchCustomer[], i
 
 /**
  * The thread (0: the caller's, 1: the worker's) that scores a customer when a run's batches are
- * split between two: by the customer's purchase pattern (x, t_x, T), the key of the CLV memo, so
- * that each pattern's sums are summed on one thread only; customers without orders alternate.
+ * split between two: by the customer's (x, T), the key of the CLV memo, so that each purchase
+ * curve is summed on one thread only; customers without orders alternate.
  */
 export function scoringSide(c: BatchCustomer, today: number): 0 | 1 {
   const a = c.agg
   if (a.orderCount === 0 || a.firstDay === null) return (c.customerId & 1) as 0 | 1
   const T = Math.max(today - a.firstDay, a.repeatSpanDays)
-  return ((Math.imul(a.repeatPurchases, 0x9e3779b1) ^ Math.imul(a.repeatSpanDays, 0x85ebca6b) ^ Math.imul(T, 0xc2b2ae35)) >>> 31) as 0 | 1
+  return ((Math.imul(a.repeatPurchases, 0x9e3779b1) ^ Math.imul(T, 0xc2b2ae35)) >>> 31) as 0 | 1
 }
 
 /** Customers as columns (typed arrays; NaN for a missing time or day): how a batch travels to a worker without a copy of each object. */

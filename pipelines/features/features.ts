@@ -60,75 +60,71 @@ export interface ClvPart {
 }
 
 /**
- * What clvFeatures computes from a customer's pattern alone, (x, t_x, T): P(alive) and the
- * cumulative expected purchases if alive at each month's end of the horizon. Customers of a tenant
- * share patterns (every one-time buyer of a day has the same), so a caller scoring many of them
- * passes one memo and each pattern's hypergeometric series are summed once (13 a pattern, where
- * each customer took 14).
+ * The costly part of clvFeatures: a customer's cumulative expected purchases if alive at each
+ * month's end of the horizon, one hypergeometric series each. It depends on (x, T) alone, not on
+ * t_x (TransactionModel.expectedPurchasesIfAlive), and customers of a tenant share those (every
+ * one-time buyer of a day has the same): a caller scoring many of them passes one memo, and each
+ * (x, T) has its series summed once. P(alive), the only part t_x changes, is a closed form
+ * computed for each customer.
  */
 export class ClvMemo {
-  /** @param limit patterns kept before it starts again (MEMO_LIMIT: about 100 MB). */
+  /** @param limit curves kept before it starts again (MEMO_LIMIT: about 100 MB). */
   constructor(private readonly limit = MEMO_LIMIT) {}
 
-  private fits = new WeakMap<ClvFit, { months: number; patterns: Map<number, PatternSums> }>()
+  private fits = new WeakMap<ClvFit, { months: number; curves: Map<number, readonly number[]> }>()
   private entries = 0
   private lastClv: ClvFit | null = null
-  private lastFit: { months: number; patterns: Map<number, PatternSums> } | undefined
+  private lastFit: { months: number; curves: Map<number, readonly number[]> } | undefined
 
-  /** A pattern's sums under a fit, for an n-month horizon. */
-  get(clv: ClvFit, x: number, tx: number, T: number, months: number): PatternSums {
-    const key = memoKey(x, tx, T)
+  /** The cumulative expected purchases if alive of (x, T) under a fit, at each month's end of an n-month horizon. */
+  curve(clv: ClvFit, x: number, T: number, months: number): readonly number[] {
+    const key = memoKey(x, T)
     // A scoring pass asks under one fit a million times: the last one is at hand.
     const fit = clv === this.lastClv ? this.lastFit : this.fits.get(clv)
-    const hit = key !== null && fit?.months === months ? fit.patterns.get(key) : undefined
+    const hit = key !== null && fit?.months === months ? fit.curves.get(key) : undefined
     if (hit) return hit
-    const sums = patternSums(clv, x, tx, T, months)
-    if (key !== null) this.put(clv, months, key, sums)
-    return sums
+    const curve = expectedCurve(clv, x, T, months)
+    if (key !== null) this.put(clv, months, key, curve)
+    return curve
   }
 
-  /** Whether the memo can hold `n` more patterns of this fit without starting again. */
+  /** Whether the memo can hold `n` more curves of this fit without starting again. */
   room(n: number): boolean {
     return this.entries + n <= this.limit
   }
 
-  /** Keeps sums computed elsewhere (another thread: parallel-fit.ts) for the patterns that have a key. */
-  put(clv: ClvFit, months: number, key: number, sums: PatternSums): void {
+  /** Keeps a curve computed elsewhere (another thread: parallel-fit.ts) under its key (memoKey). */
+  put(clv: ClvFit, months: number, key: number, curve: readonly number[]): void {
     let fit = this.fits.get(clv)
     if (this.entries >= this.limit) {
       this.fits = new WeakMap()
       this.entries = 0
       fit = undefined
     }
-    if (!fit || fit.months !== months) this.fits.set(clv, (fit = { months, patterns: new Map() }))
-    if (!fit.patterns.has(key)) this.entries++
-    fit.patterns.set(key, sums)
+    if (!fit || fit.months !== months) this.fits.set(clv, (fit = { months, curves: new Map() }))
+    if (!fit.curves.has(key)) this.entries++
+    fit.curves.set(key, curve)
     this.lastClv = clv
     this.lastFit = fit
   }
 }
 
-/** A pattern's key in a ClvMemo: one exact number while x < 2^21 and t_x, T < 2^16 whole days; null for the others (not kept). */
-export function memoKey(x: number, tx: number, T: number): number | null {
-  const keyed = x < 2_097_152 && tx < 65_536 && T < 65_536 && Number.isInteger(x) && Number.isInteger(tx) && Number.isInteger(T)
-  return keyed ? (x * 65_536 + tx) * 65_536 + T : null
+/** A curve's key in a ClvMemo: one exact number while x < 2^21 and T < 2^16 whole days; null for the others (not kept). */
+export function memoKey(x: number, T: number): number | null {
+  const keyed = x < 2_097_152 && T < 65_536 && Number.isInteger(x) && Number.isInteger(T)
+  return keyed ? x * 65_536 + T : null
 }
 
-/** P(alive) of a pattern and its cumulative expected purchases if alive at each month's end, under a fit. */
-export function patternSums(clv: Pick<ClvFit, 'model' | 'params'>, x: number, tx: number, T: number, months: number): PatternSums {
+/** The cumulative expected purchases if alive of (x, T) at each month's end (`[k − 1]`: k months), under a fit. */
+export function expectedCurve(clv: Pick<ClvFit, 'model' | 'params'>, x: number, T: number, months: number): number[] {
   const tm = TRANSACTION_MODELS[clv.model]
   const cumulative: number[] = []
-  for (let k = 1; k <= months; k++) cumulative.push(tm.expectedPurchasesIfAlive(clv.params, k * DAYS_PER_MONTH, x, tx, T))
-  return { pAlive: tm.probabilityAlive(clv.params, x, tx, T), cumulative }
+  // t_x plays no part (expectedPurchasesIfAlive): T stands in for it.
+  for (let k = 1; k <= months; k++) cumulative.push(tm.expectedPurchasesIfAlive(clv.params, k * DAYS_PER_MONTH, x, T, T))
+  return cumulative
 }
 
-/** P(alive) of a pattern and its cumulative expected purchases if alive at each month's end (`cumulative[k − 1]`: k months). */
-export interface PatternSums {
-  pAlive: number
-  cumulative: number[]
-}
-
-/** Patterns a memo keeps (about 200 bytes each with a 12-month horizon) before it starts again. */
+/** Curves a memo keeps (about 200 bytes each with a 12-month horizon) before it starts again. */
 const MEMO_LIMIT = 500_000
 
 /**
@@ -145,11 +141,13 @@ export function clvFeatures(agg: CustomerAggregates, clv: ClvFit, today: number,
   const zbar = agg.repeatAvgCents / 100
   // E[M] per purchase (day): Gamma-Gamma, else the customer's own spend per purchase day.
   const spend = clv.gg ? expectedAverageSpend(clv.gg, x, zbar) : agg.monetaryCents / agg.purchaseDays / 100
-  const { pAlive, cumulative } = memo.get(clv, x, tx, T, months)
+  const tm = TRANSACTION_MODELS[clv.model]
+  const pAlive = tm.probabilityAlive(clv.params, x, tx, T)
+  const cumulative = memo.curve(clv, x, T, months)
   // Both models give E[Y(t)] = P(alive) · E[Y(t) | alive], so the CLV is P(alive) times the
-  // value had the customer stayed active (discountedClv with ifAlive, from the memo's sums).
+  // value had the customer stayed active (discountedClv with ifAlive, from the memo's curve).
   const ifAlive = discountedSum(spend, cumulative, opts.monthlyDiscountRate)
-  const horizonPurchases = months ? cumulative[months - 1]! : TRANSACTION_MODELS[clv.model].expectedPurchasesIfAlive(clv.params, 0, x, tx, T)
+  const horizonPurchases = months ? cumulative[months - 1]! : tm.expectedPurchasesIfAlive(clv.params, 0, x, tx, T)
   return {
     p_alive: round(pAlive, 6),
     expected_purchases: round(pAlive * horizonPurchases, 6),

@@ -266,49 +266,47 @@ export async function buildTenantModelParallel(
   return buildTenantModel(aggs, nowMs, { ...opts, fitted: await fitting, rfm })
 }
 
-/** Distinct purchase patterns from which the CLV sums are split with a worker. */
+/** Distinct (x, T) from which the purchase curves are split with a worker. */
 export const PARALLEL_SUMS_FROM = 50_000
 
 /**
- * Fills `memo` with the CLV sums of every distinct purchase pattern of `aggs` (P(alive) and the
- * cumulative expected purchases at each month's end: 13 hypergeometric series a pattern), half of
- * them computed on a worker thread while this thread computes the other half. The scoring that
- * follows then finds every pattern in the memo. Same function, same numbers: the sums are the ones
- * the memo would have computed itself. Below PARALLEL_SUMS_FROM patterns, or with more than the memo
+ * Fills `memo` with the purchase curve of every distinct (x, T) of `aggs` (the cumulative expected
+ * purchases if alive at each month's end: 12 hypergeometric series with a 12-month horizon), half
+ * of them computed on a worker thread while this thread computes the other half. The scoring that
+ * follows then finds every curve in the memo. Same function, same numbers: the curves are the ones
+ * the memo would have computed itself. Below PARALLEL_SUMS_FROM curves, or with more than the memo
  * holds, it leaves the memo to compute as it goes; a failed worker's half is computed here.
  */
 export async function prefillClvMemo(memo: ClvMemo, clv: ClvFit, aggs: readonly CustomerAggregates[], today: number, months: number, opts: { minPatterns?: number; logger?: Logger } = {}): Promise<number> {
   const keys = new Set<number>()
   const xs: number[] = []
-  const txs: number[] = []
   const Ts: number[] = []
   for (const a of aggs) {
     if (a.orderCount === 0) continue
     const x = a.repeatPurchases
-    const tx = a.repeatSpanDays
-    const T = Math.max(today - a.firstDay!, tx)
-    const key = memoKey(x, tx, T)
+    const T = Math.max(today - a.firstDay!, a.repeatSpanDays)
+    const key = memoKey(x, T)
     if (key === null || keys.has(key)) continue
     keys.add(key)
     xs.push(x)
-    txs.push(tx)
     Ts.push(T)
   }
   const n = xs.length
   if (n < (opts.minPatterns ?? PARALLEL_SUMS_FROM) || !memo.room(n)) return 0
-  const job: ClvSumsJob = { kind: 'clv-sums', model: clv.model, params: clv.params, months, x: Float64Array.from(xs), tx: Float64Array.from(txs), T: Float64Array.from(Ts) }
+  const job: ClvSumsJob = { kind: 'clv-sums', model: clv.model, params: clv.params, months, x: Float64Array.from(xs), T: Float64Array.from(Ts) }
   const half = Math.floor(n / 2)
-  const theirs: ClvSumsJob = { ...job, x: job.x.slice(half), tx: job.tx.slice(half), T: job.T.slice(half) }
+  const theirs: ClvSumsJob = { ...job, x: job.x.slice(half), T: job.T.slice(half) }
   let worker: Pending<ClvSums> | null = null
   try {
-    worker = inWorker<ClvSums>(theirs, [theirs.x.buffer as ArrayBuffer, theirs.tx.buffer as ArrayBuffer, theirs.T.buffer as ArrayBuffer])
+    worker = inWorker<ClvSums>(theirs, [theirs.x.buffer as ArrayBuffer, theirs.T.buffer as ArrayBuffer])
   } catch (err) {
-    opts.logger?.warn({ err: (err as Error).message }, 'a CLV worker could not start; computing every pattern here')
+    opts.logger?.warn({ err: (err as Error).message }, 'a CLV worker could not start; computing every curve here')
   }
   const put = (sums: ClvSums, from: number) => {
-    for (let i = 0; i < sums.pAlive.length; i++) {
+    const count = months ? sums.cumulative.length / months : 0
+    for (let i = 0; i < count; i++) {
       const j = from + i
-      memo.put(clv, months, memoKey(job.x[j]!, job.tx[j]!, job.T[j]!)!, { pAlive: sums.pAlive[i]!, cumulative: Array.from(sums.cumulative.subarray(i * months, (i + 1) * months)) })
+      memo.put(clv, months, memoKey(job.x[j]!, job.T[j]!)!, Array.from(sums.cumulative.subarray(i * months, (i + 1) * months)))
     }
   }
   if (!worker) {
@@ -318,7 +316,7 @@ export async function prefillClvMemo(memo: ClvMemo, clv: ClvFit, aggs: readonly 
   try {
     put(clvSumsOf(job, 0, half), 0)
     const rest = await worker.result.catch((err: unknown) => {
-      opts.logger?.warn({ err: (err as Error).message }, 'a CLV worker failed; computing its patterns here')
+      opts.logger?.warn({ err: (err as Error).message }, 'a CLV worker failed; computing its curves here')
       return clvSumsOf(job, half, n)
     })
     put(rest, half)

@@ -396,7 +396,7 @@ export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine {
           if (rows.length) await write(() => insertValueRows(deps.store, staging, columns, rows))
         }
         // Two threads take a run's customers two batches at a time, each customer to the thread of
-        // its purchase pattern (scoringSide): a pattern's CLV sums are summed once.
+        // its (x, T) (scoringSide): a purchase curve is summed once.
         const chunk = parallel ? 2 * run.batchSize : run.batchSize
         for (let i = 0; i < customers.length; i += chunk) {
           if (run.signal.aborted) await settle()

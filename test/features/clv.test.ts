@@ -312,6 +312,17 @@ describe('value had the customer stayed active', () => {
     }
   })
 
+  it('E[Y(t) | alive] does not depend on t_x (what lets the ClvMemo share it between customers of one x and T); P(alive) does', () => {
+    for (const m of [bgNbd, mbgNbd]) {
+      for (const [x, T] of [[1, 400], [6, 200], [6, 700], [40, 900]] as const) {
+        const at = (tx: number) => m.expectedPurchasesIfAlive(days, 365, x, tx, T)
+        expect(at(1)).toBe(at(T / 2))
+        expect(at(T)).toBe(at(T / 2))
+        expect(m.probabilityAlive(days, x, 1, T)).toBeLessThan(m.probabilityAlive(days, x, T, T))
+      }
+    }
+  })
+
   it('alive at T, a BG/NBD customer is a new customer with the posterior parameters (r + x, α + T, a, b + x)', () => {
     for (const [x, tx, T] of histories) {
       const posterior = { r: days.r + x, alpha: days.alpha + T, a: days.a, b: days.b + x }

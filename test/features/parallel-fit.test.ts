@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { buildTenantModel, clvInputs, fitClv } from '../../pipelines/features/model.ts'
 import { buildTenantModelParallel, fitClvParallel, fitClvParallelWithWork, fitWorkerCounts, prefillClvMemo, prestartFitWorkers } from '../../pipelines/features/parallel-fit.ts'
-import { ClvMemo, clvFeatures, patternSums } from '../../pipelines/features/features.ts'
+import { ClvMemo, clvFeatures, expectedCurve } from '../../pipelines/features/features.ts'
 import { compressPatterns, mbgNbdNeedsSeed, fitMbgNbdFromDefault, TRANSACTION_MODELS } from '../../pipelines/features/clv/index.ts'
 import type { CustomerAggregates } from '../../pipelines/features/order-facts.ts'
 import type { Logger } from '../../common/logger.ts'
@@ -81,10 +81,10 @@ describe('CLV fit on worker threads', () => {
     expect(warnings).toEqual([])
     expect(patterns).toBeGreaterThan(1000)
     for (const c of withDropout) expect(clvFeatures(c, fit, today, undefined, filled)).toEqual(clvFeatures(c, fit, today, undefined, new ClvMemo()))
-    // The sums themselves, unrounded: the worker's half equals the memo's own function to the last bit.
+    // The curves themselves, unrounded: the worker's half equals the memo's own function to the last bit.
     for (const c of withDropout.filter((a) => a.orderCount > 0)) {
       const T = Math.max(today - c.firstDay!, c.repeatSpanDays)
-      expect(filled.get(fit, c.repeatPurchases, c.repeatSpanDays, T, 12)).toEqual(patternSums(fit, c.repeatPurchases, c.repeatSpanDays, T, 12))
+      expect(filled.curve(fit, c.repeatPurchases, T, 12)).toEqual(expectedCurve(fit, c.repeatPurchases, T, 12))
     }
     // Below the threshold it leaves the memo alone.
     expect(await prefillClvMemo(new ClvMemo(), fit, withDropout, today, 12)).toBe(0)

@@ -78,6 +78,9 @@ export interface TransactionModel {
   /**
    * E[purchases in (T, T + t] | x, t_x, T, alive at T]: what the customer buys had they not
    * dropped out by now. expectedPurchases = probabilityAlive · this (a dead customer buys nothing).
+   * It does not depend on t_x: the last purchase's time says only whether the customer is still
+   * alive (probabilityAlive); a live customer's purchase rate is learnt from x and T. Callers
+   * (features.ts ClvMemo) share it between customers of one (x, T).
    */
   expectedPurchasesIfAlive(params: TransactionParams, t: number, x: number, tx: number, T: number): number
   /** E[repeat purchases in (0, t]] for a new customer. */
