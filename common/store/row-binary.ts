@@ -387,6 +387,16 @@ export function encodeRows(encoders: readonly Encoder[], rows: readonly (readonl
   return w.bytes()
 }
 
+/** encodeRows, or null when a row holds a value RowBinary does not take exactly (RowBinaryUnsupported): the caller sends those rows as values. */
+export function encodeRowsOrNull(encoders: readonly Encoder[], rows: readonly (readonly unknown[])[]): Buffer | null {
+  try {
+    return encodeRows(encoders, rows)
+  } catch (err) {
+    if (err instanceof RowBinaryUnsupported) return null
+    throw err
+  }
+}
+
 /** The size of RowEncoder's slabs; a row that finds less than a 256th of one left starts another. */
 const SLAB_BYTES = 1 << 20
 

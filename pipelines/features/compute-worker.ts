@@ -3,7 +3,7 @@ import { fitGammaGamma, fitMbgNbdSeeded, type Patterns, type TransactionFitOptio
 import { clvSumsOf, type ClvSumsJob } from './clv-sums.ts'
 import { customersOf, scoreBatch, ScoreTally, type FeatureRowsJob, type FeatureRowsReply } from './feature-batches.ts'
 import { ClvMemo } from './features.ts'
-import { encodeRows, encodersFor, RowBinaryUnsupported, type Encoder } from '../../common/store/row-binary.ts'
+import { encodeRowsOrNull, encodersFor, type Encoder } from '../../common/store/row-binary.ts'
 import type { TenantModel } from './model.ts'
 
 /**
@@ -29,15 +29,9 @@ function featureRows(job: FeatureRowsJob): { reply: FeatureRowsReply; transfer: 
   const tally = new ScoreTally()
   const customers = customersOf(job.customers)
   const scored = scoreBatch({ ...job.scoring, model: rowRun.model }, customers, job.customers.indices, rowRun.memo, tally)
-  let body: Uint8Array | null = null
-  if (rowRun.encoders && scored.rows.length) {
-    try {
-      // A copy of its own, so the whole buffer can be handed over.
-      body = new Uint8Array(encodeRows(rowRun.encoders, scored.rows))
-    } catch (err) {
-      if (!(err instanceof RowBinaryUnsupported)) throw err
-    }
-  }
+  const encodedRows = rowRun.encoders && scored.rows.length ? encodeRowsOrNull(rowRun.encoders, scored.rows) : null
+  // A copy of its own, so the whole buffer can be handed over.
+  const body = encodedRows && new Uint8Array(encodedRows)
   const failed = scored.failed.map(({ customerId, message, stack }) => ({ customerId, message, stack }))
   const reply = { body, rows: body ? null : scored.rows, tally: tally.counts(), failed, clvMs: scored.clvMs, scoreMs: scored.scoreMs }
   return { reply, transfer: body ? [body.buffer as ArrayBuffer] : [] }
