@@ -90,6 +90,16 @@ const AGGREGATE_COLUMNS = `length(times) AS n, arraySum(cents) AS total, times[1
 const PARALLEL_INSERT = "max_insert_threads = 4"
 
 /**
+ * An order's (time, cents) as one UInt128 that sorts as the pair does: the time's bits with the
+ * sign bit flipped (so an Int64 sorts as unsigned) above the cents (positive here). Grouping and
+ * sorting one number per order instead of a tuple took the histories of ten million orders from
+ * 5.3 to 3.6 CPU-s; ORDER_TIME and ORDER_CENTS take the pair back.
+ */
+const ORDER_KEY = 'bitOr(bitShiftLeft(toUInt128(bitXor(reinterpretAsUInt64(placed_ms), 9223372036854775808)), 64), toUInt128(cents))'
+const ORDER_TIME = (k: string) => `reinterpretAsInt64(bitXor(toUInt64(bitShiftRight(${k}, 64)), 9223372036854775808))`
+const ORDER_CENTS = (k: string) => `toInt64(toUInt64(${k}))` // the low 64 bits
+
+/**
  * Each profile's counting orders up to the cutoff, ascending by (time, cents): the history the
  * feature rows keep, and its aggregates (AGGREGATE_COLUMNS). Staged once per run in a Memory
  * table (`stageHistories`), so the orders are read once.
@@ -97,9 +107,9 @@ const PARALLEL_INSERT = "max_insert_threads = 4"
 const HISTORIES_SQL = `
 SELECT customer_id, times, cents, ${AGGREGATE_COLUMNS}
 FROM (
-    SELECT customer_id, arrayMap(x -> x.1, h) AS times, arrayMap(x -> x.2, h) AS cents
+    SELECT customer_id, arrayMap(k -> ${ORDER_TIME('k')}, h) AS times, arrayMap(k -> ${ORDER_CENTS('k')}, h) AS cents
     FROM (
-        SELECT customer_id, arraySort(groupArray((placed_ms, cents))) AS h
+        SELECT customer_id, arraySort(groupArray(${ORDER_KEY})) AS h
         FROM ${LATEST_ORDERS()}
         WHERE cancelled = 0 AND cents > 0 AND placed_ms <= {cutoff:Int64}
         GROUP BY customer_id

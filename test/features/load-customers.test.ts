@@ -74,6 +74,31 @@ describe('loadTenantCustomers', () => {
     }
   })
 
+  it('keeps a history in (time, cents) order: ties on time by cents, times before 1970, cents past 2^32', async () => {
+    const U = T + 2
+    const at = (iso: string) => `'${iso}'`
+    // Inserted out of order; order ids sort otherwise than the times.
+    const rows: [string, string, string][] = [
+      ['a', '2025-03-01 12:00:00.000', '30.00'],
+      ['b', '1960-06-01 08:00:00.000', '5.00'],
+      ['c', '2025-03-01 12:00:00.000', '12.00'],
+      ['d', '1969-12-31 23:59:59.999', '45000000.00'],
+      ['e', '1969-12-31 23:59:59.999', '0.01'],
+      ['f', '2025-03-01 12:00:00.000', '45000000.00'],
+      ['g', '1970-01-01 00:00:00.000', '1.00'],
+    ]
+    await store.command({
+      query: `INSERT INTO orders (tenant_id, customer_id, order_id, last_event_id, status, total, refunded_amount, currency, items_count, placed_at, updated_at, is_cancelled, source, version) VALUES
+              ${rows.map(([id, time, total]) => `(${U}, 11, '${id}', 'e${id}', 'paid', ${total}, NULL, 'ARS', 1, ${at(time)}, ${at(time)}, 0, 't', 1)`).join(',\n')}`,
+    })
+    const [eleven] = await loadTenantCustomers(store, U)
+    const march = Date.UTC(2025, 2, 1, 12)
+    expect(eleven!.history).toEqual({
+      times: [Date.UTC(1960, 5, 1, 8), -1, -1, 0, march, march, march],
+      cents: [500, 1, 4_500_000_000, 100, 1200, 3000, 4_500_000_000],
+    })
+  })
+
   it('answers an empty list for a tenant with nothing stored', async () => {
     expect(await loadTenantCustomers(store, T + 100)).toEqual([])
   })
