@@ -39,8 +39,8 @@ export const FEATURES_GROUP = 'cdp-features'
 const FLUSH_CHUNK = 30_000
 
 /**
- * Purchase patterns whose CLV sums the stream's writes keep between batches (about 200 bytes each:
- * 10 MB). Customers written again later, or others with the same (x, t_x, T), find them there.
+ * Purchase curves (ClvMemo, one per x and T) the stream's writes keep between batches (about 200
+ * bytes each: 10 MB). Customers written again later, or others with the same x and T, find them there.
  */
 const STREAM_MEMO_PATTERNS = 50_000
 
@@ -176,7 +176,7 @@ export class FeatureEngine {
   private ownershipEpoch = 0
   /** The next offset expected, by partition and topic (a number: exact below 2^53, far beyond any log's offsets). */
   private readonly nextOffset = new Map<number, Map<string, number>>()
-  /** CLV sums of the purchase patterns the stream's writes scored, under their fit (bounded: STREAM_MEMO_PATTERNS). */
+  /** Purchase curves of the customers the stream's writes scored, under their fit (bounded: STREAM_MEMO_PATTERNS). */
   private readonly memo = new ClvMemo(STREAM_MEMO_PATTERNS)
   /** The orders of the profile being scored (gather): one instance, reused. */
   private readonly counted = new CountedOrders()
@@ -806,7 +806,7 @@ export class FeatureEngine {
     return this.gather(c, cutoffMs).aggregates()
   }
 
-  /** Feature values of a profile's aggregates; customers that share a purchase pattern share its CLV sums through `memo`. */
+  /** Feature values of a profile's aggregates; customers of one x and T share their purchase curve through `memo`. */
   private valuesOf(agg: CustomerAggregates, model: TenantModel | null, ref: Reference, memo: ClvMemo): FeatureValues {
     const part = model?.clv && agg.orderCount > 0 ? clvFeatures(agg, model.clv, utcDay(ref.ms), this.opts, memo) : null
     return computeFeatures(agg, model, ref.ms, this.opts, part)
@@ -833,7 +833,7 @@ export class FeatureEngine {
     // In chunks: a tick over a million customers would otherwise hold every row, record and
     // change at once (gigabytes) before writing any.
     const out = { changed: 0, segmentChanges: 0 }
-    // Customers who share a purchase pattern share its CLV sums: across the stream's writes (the
+    // Customers of one x and T share their purchase curve: across the stream's writes (the
     // memo is keyed by fit, so a refit starts afresh), or for this tick's pass over the tenant.
     const memo = outsideBatch ? new ClvMemo() : this.memo
     const chunk = this.deps.flushChunk ?? FLUSH_CHUNK

@@ -366,9 +366,9 @@ export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine {
       const tally = new ScoreTally()
       const scoring: RowScoring = { tenantId, partitions: deps.partitions, model, refMs: ref.ms, processedAt: at, opts, baseVersion: at * 1000, asOf: target.table === 'customer_features' ? null : target.asOf }
       // A large tenant's batches alternate between this thread and a worker thread, each with a
-      // CLV memo of its own that fills as it goes. A smaller tenant's are scored here; customers who
-      // share a purchase pattern share its CLV sums, summed up front (half on a worker when there
-      // are many: parallel-fit.ts).
+      // CLV memo of its own that fills as it goes. A smaller tenant's are scored here; customers of one
+      // x and T share their purchase curve, summed up front (half on a worker when there are many:
+      // parallel-fit.ts).
       const parallel = customers.length >= (deps.parallelRowsFrom ?? PARALLEL_ROWS_FROM)
       const memo = new ClvMemo()
       if (model.clv && !parallel) {
