@@ -42,7 +42,7 @@ const FLUSH_CHUNK = 30_000
  * Purchase curves (ClvMemo, one per x and T) the stream's writes keep between batches (about 200
  * bytes each: 10 MB). Customers written again later, or others with the same x and T, find them there.
  */
-const STREAM_MEMO_PATTERNS = 50_000
+const STREAM_MEMO_CURVES = 50_000
 
 /**
  * A batch of at least THREAD_WAIT_FROM records that comes while the decode thread loads waits for it
@@ -176,8 +176,8 @@ export class FeatureEngine {
   private ownershipEpoch = 0
   /** The next offset expected, by partition and topic (a number: exact below 2^53, far beyond any log's offsets). */
   private readonly nextOffset = new Map<number, Map<string, number>>()
-  /** Purchase curves of the customers the stream's writes scored, under their fit (bounded: STREAM_MEMO_PATTERNS). */
-  private readonly memo = new ClvMemo(STREAM_MEMO_PATTERNS)
+  /** Purchase curves of the customers the stream's writes scored, under their fit (bounded: STREAM_MEMO_CURVES). */
+  private readonly memo = new ClvMemo(STREAM_MEMO_CURVES)
   /** The orders of the profile being scored (gather): one instance, reused. */
   private readonly counted = new CountedOrders()
   private readonly models = new Map<number, TenantModel>()
