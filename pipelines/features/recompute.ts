@@ -40,8 +40,9 @@ export interface RecomputeDeps {
 export const PARALLEL_ROWS_FROM = 100_000
 
 /**
- * Inserts of a run's rows in flight at once while it scores on. With one, each chunk's second
- * insert waited for its first, and both threads idled a fifth of the loop (1,000,000 customers).
+ * Inserts of a run's rows given to the store at once while it scores on. With one, each chunk's
+ * second insert waited for its first (chdb runs them in turn: what this saves is the wait, not the
+ * insert), and both threads idled a fifth of the loop (1,000,000 customers).
  */
 const INSERTS_IN_FLIGHT = 2
 
@@ -389,6 +390,9 @@ export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine {
       let historyMs = 0
       const staging = `recompute_staging_${tenantId}_${randomBytes(6).toString('hex')}`
       await deps.store.command({ query: `CREATE TABLE ${staging} AS ${target.table} ENGINE = Memory` })
+      // The staging table's inserts not yet awaited: all of them settle before it is dropped, also
+      // when one of them has failed the run.
+      const inFlight: Promise<void>[] = []
       try {
         const columns = target.table === 'customer_features' ? FEATURE_ROW_COLUMNS : [...FEATURE_ROW_COLUMNS, 'as_of']
         // Rows are encoded as RowBinary by the staging table's column types (chdb) as soon as they
@@ -398,11 +402,10 @@ export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine {
         const encoded = await encodedInsertFor(deps.store, staging, columns)
         const encoders = encoded && encodersFor(encoded.types)
         const runId = randomBytes(6).toString('hex')
-        // Inserts run while the next rows are scored, up to INSERTS_IN_FLIGHT at once (chdb parses
-        // each on its own threads): a write waits only when that many are in flight, for the oldest.
-        // The rows go to a Memory table that the final INSERT … SELECT reads whole: their order
-        // does not matter.
-        const inFlight: Promise<void>[] = []
+        // Inserts run while the next rows are scored, up to INSERTS_IN_FLIGHT given at once (chdb
+        // runs them one after another, a server side by side): a write waits only when that many
+        // are in flight, for the oldest. The rows go to a Memory table that the final INSERT …
+        // SELECT reads whole: their order does not matter.
         const settle = () => Promise.allSettled(inFlight)
         const write = async (insert: () => Promise<void>) => {
           while (inFlight.length >= INSERTS_IN_FLIGHT) await inFlight.shift()
@@ -500,6 +503,7 @@ export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine {
         })
         historyMs = performance.now() - h0
       } finally {
+        await Promise.allSettled(inFlight)
         await deps.store.command({ query: `DROP TABLE IF EXISTS ${staging}` })
       }
       // Two threads scored side by side: their time is the span's, not its sum.

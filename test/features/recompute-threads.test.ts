@@ -73,4 +73,73 @@ describe('recompute on two threads', () => {
     expect(one.results.rfm!.total_processed).toBe(one.rows.filter((r) => (r.frequency as number) > 0).length)
     expect(one.results.rfm!.total_processed).toBeGreaterThan(1500)
   }, 120_000)
+
+  /**
+   * The store seen through a Proxy (what a server store does: no chdb file inserts, so rows go by
+   * `insert` as values, from the worker too), with the staging table's inserts and its drop traced.
+   * `delay(k)` holds the k-th staging insert that long; `fail(k)` makes it throw after that.
+   */
+  function traced(opts: { delay?: (k: number) => number; fail?: (k: number) => boolean } = {}) {
+    const events: string[] = []
+    const rows: unknown[][] = []
+    let n = 0
+    const proxy = new Proxy(store, {
+      get(target, prop, receiver) {
+        if (prop === 'insert') {
+          return async (args: { table: string; values: unknown[][]; columns: string[] }) => {
+            if (!args.table.startsWith('recompute_staging')) return target.insert(args as never)
+            const k = ++n
+            events.push(`insert ${k} start`)
+            await new Promise((r) => setTimeout(r, opts.delay?.(k) ?? 0))
+            if (opts.fail?.(k)) {
+              events.push(`insert ${k} settled`)
+              throw new Error(`insert ${k} failed`)
+            }
+            const id = args.columns.indexOf('customer_id')
+            for (const v of args.values) rows.push([v[id]])
+            try {
+              return await target.insert(args as never)
+            } finally {
+              events.push(`insert ${k} settled`)
+            }
+          }
+        }
+        if (prop === 'command') {
+          return (args: { query: string }) => {
+            if (/DROP TABLE IF EXISTS recompute_staging/.test(args.query)) events.push('drop staging')
+            return target.command(args as never)
+          }
+        }
+        const v = Reflect.get(target, prop, receiver)
+        return typeof v === 'function' ? v.bind(target) : v
+      },
+    })
+    return { proxy, events, rows }
+  }
+
+  it('stages every profile exactly once through the values path, progress rising to the total, on one thread and two', async () => {
+    for (const parallelRowsFrom of [Infinity, 0]) {
+      const { proxy, events, rows } = traced({ delay: (k) => (k % 3) * 5 })
+      const progress: number[] = []
+      const engine = createRecomputeEngine({ store: proxy as Store, logger: createLogger({ level: 'error' }), partitions: 4, now: () => NOW + 2, parallelRowsFrom })
+      await engine.run(T, { analyses: ['rfm'], batchSize: 150, force: true, signal: new AbortController().signal, onProgress: (done) => void progress.push(done) })
+      const ids = rows.map((r) => Number(r[0]))
+      expect(ids).toHaveLength(2048)
+      expect(new Set(ids).size).toBe(2048)
+      expect(progress.at(-1)).toBe(2048)
+      expect(progress).toEqual([...progress].sort((a, b) => a - b))
+      expect(events.at(-1)).toBe('drop staging')
+    }
+  }, 120_000)
+
+  it('fails the run with a failed insert, and drops the staging table only once the other insert in flight has settled', async () => {
+    // The first insert fails at 30 ms; the second, given beside it, takes 300 ms.
+    const { proxy, events } = traced({ delay: (k) => (k === 1 ? 30 : 300), fail: (k) => k === 1 })
+    const engine = createRecomputeEngine({ store: proxy as Store, logger: createLogger({ level: 'error' }), partitions: 4, now: () => NOW + 3, parallelRowsFrom: Infinity })
+    await expect(engine.run(T, { analyses: ['rfm'], batchSize: 150, force: true, signal: new AbortController().signal })).rejects.toThrow('insert 1 failed')
+    expect(events.slice(0, 2)).toEqual(['insert 1 start', 'insert 2 start'])
+    const drop = events.indexOf('drop staging')
+    expect(drop).toBeGreaterThan(events.indexOf('insert 2 settled'))
+    expect(events.filter((e) => e.endsWith('start')).length).toBe(events.filter((e) => e.endsWith('settled')).length)
+  }, 120_000)
 })
