@@ -277,7 +277,7 @@ export const PARALLEL_SUMS_FROM = 50_000
  * the memo would have computed itself. Below PARALLEL_SUMS_FROM curves, or with more than the memo
  * holds, it leaves the memo to compute as it goes; a failed worker's half is computed here.
  */
-export async function prefillClvMemo(memo: ClvMemo, clv: ClvFit, aggs: readonly CustomerAggregates[], today: number, months: number, opts: { minPatterns?: number; logger?: Logger } = {}): Promise<number> {
+export async function prefillClvMemo(memo: ClvMemo, clv: ClvFit, aggs: readonly CustomerAggregates[], today: number, months: number, opts: { minCurves?: number; logger?: Logger } = {}): Promise<number> {
   const keys = new Set<number>()
   const xs: number[] = []
   const Ts: number[] = []
@@ -292,7 +292,8 @@ export async function prefillClvMemo(memo: ClvMemo, clv: ClvFit, aggs: readonly 
     Ts.push(T)
   }
   const n = xs.length
-  if (n < (opts.minPatterns ?? PARALLEL_SUMS_FROM) || !memo.room(n)) return 0
+  // A horizon of no month has empty curves: nothing to sum.
+  if (n < (opts.minCurves ?? PARALLEL_SUMS_FROM) || months === 0 || !memo.room(n)) return 0
   const job: ClvSumsJob = { kind: 'clv-sums', model: clv.model, params: clv.params, months, x: Float64Array.from(xs), T: Float64Array.from(Ts) }
   const half = Math.floor(n / 2)
   const theirs: ClvSumsJob = { ...job, x: job.x.slice(half), T: job.T.slice(half) }

@@ -36,6 +36,7 @@ import {
   REFERENCE_PRIOR_PRECISION,
   SummaryParseError,
   transactionModel,
+  TRANSACTION_MODELS,
   type RfmObservation,
   type TransactionParams,
 } from '../../pipelines/features/clv/index.ts'
@@ -313,7 +314,9 @@ describe('value had the customer stayed active', () => {
   })
 
   it('E[Y(t) | alive] does not depend on t_x (what lets the ClvMemo share it between customers of one x and T); P(alive) does', () => {
-    for (const m of [bgNbd, mbgNbd]) {
+    // Every model the product scores with: one added must keep the property, or the memo its own key.
+    expect(Object.values(TRANSACTION_MODELS).map((m) => m.name).sort()).toEqual(['bgnbd', 'mbgnbd'])
+    for (const m of Object.values(TRANSACTION_MODELS)) {
       for (const [x, T] of [[1, 400], [6, 200], [6, 700], [40, 900]] as const) {
         const at = (tx: number) => m.expectedPurchasesIfAlive(days, 365, x, tx, T)
         expect(at(1)).toBe(at(T / 2))

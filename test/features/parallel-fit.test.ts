@@ -72,14 +72,18 @@ describe('CLV fit on worker threads', () => {
     expect(mbgNbdNeedsSeed(fitMbgNbdFromDefault(compressPatterns(data(noDropout))))).toBe(true)
   })
 
-  it('CLV sums summed up front, half on a worker, are the ones the memo computes as it goes', async () => {
+  it('purchase curves summed up front, half on a worker, are the ones the memo computes as it goes', async () => {
     const fit = fitClv(withDropout, TODAY, 'mbgnbd')!
     const warnings: unknown[] = []
     const logger = { warn: (...args: unknown[]) => void warnings.push(args) } as unknown as Logger
-    const filled = new ClvMemo()
-    const patterns = await prefillClvMemo(filled, fit, withDropout, today, 12, { minPatterns: 0, logger })
+    const filled = new ClvMemo(1_000_000)
+    const curves = await prefillClvMemo(filled, fit, withDropout, today, 12, { minCurves: 0, logger })
     expect(warnings).toEqual([])
-    expect(patterns).toBeGreaterThan(1000)
+    expect(curves).toBeGreaterThan(1000)
+    // Every curve is in the memo (a miss would be computed again, the same values): one per distinct (x, T).
+    expect(curves).toBe(new Set(withDropout.filter((a) => a.orderCount > 0).map((a) => `${a.repeatPurchases} ${Math.max(today - a.firstDay!, a.repeatSpanDays)}`)).size)
+    expect(filled.room(1_000_000 - curves)).toBe(true)
+    expect(filled.room(1_000_000 - curves + 1)).toBe(false)
     for (const c of withDropout) expect(clvFeatures(c, fit, today, undefined, filled)).toEqual(clvFeatures(c, fit, today, undefined, new ClvMemo()))
     // The curves themselves, unrounded: the worker's half equals the memo's own function to the last bit.
     for (const c of withDropout.filter((a) => a.orderCount > 0)) {
@@ -101,7 +105,7 @@ describe('CLV fit on worker threads', () => {
     expect(fitWorkerCounts().started).toBe(ready.started)
     // MBG/NBD without dropout keeps both workers busy (Gamma-Gamma and the second run).
     const fit = (await fitClvParallel(noDropout, TODAY, 'mbgnbd', TODAY, { minCustomers: 0 }))!
-    expect(await prefillClvMemo(new ClvMemo(), fit, noDropout, today, 12, { minPatterns: 0 })).toBeGreaterThan(100)
+    expect(await prefillClvMemo(new ClvMemo(), fit, noDropout, today, 12, { minCurves: 0 })).toBeGreaterThan(100)
     expect(fitWorkerCounts()).toEqual({ alive: 2, idle: 2, started: ready.started })
   }, 120_000)
 
