@@ -8,7 +8,7 @@ import type { Logger } from '../logger.ts'
 import type { LRUCache } from 'lru-cache'
 import { lruCache } from '../lru.ts'
 import { parseNative, NativeUnsupported } from './native-format.ts'
-import { ByteWriter, encodeRows, encodersFor, RowBinaryUnsupported, RowEncoder, type Encoder } from './row-binary.ts'
+import { ByteWriter, encodeRowsOrNull, encodersFor, RowBinaryUnsupported, RowEncoder, type Encoder } from './row-binary.ts'
 
 export type Store = ClickHouseClient
 
@@ -190,13 +190,8 @@ function fileInsertFor(store: Store, table: string, opts: InsertOptions): ChdbIn
  */
 async function chdbInsertValues(chdb: ChdbInsert, columns: readonly string[], rows: readonly unknown[][]): Promise<void> {
   const encoders = await encodersOf(chdb, columns)
-  if (encoders) {
-    try {
-      return await fileInsert(chdb, columns, encodeRows(encoders, rows), 'RowBinary')
-    } catch (err) {
-      if (!(err instanceof RowBinaryUnsupported)) throw err
-    }
-  }
+  const encoded = encoders && encodeRowsOrNull(encoders, rows)
+  if (encoded) return fileInsert(chdb, columns, encoded, 'RowBinary')
   let body = ''
   for (const r of rows) body += JSON.stringify(r) + '\n'
   await fileInsert(chdb, columns, body, 'JSONCompactEachRow')
