@@ -304,8 +304,7 @@ export async function prefillClvMemo(memo: ClvMemo, clv: ClvFit, aggs: readonly 
     opts.logger?.warn({ err: (err as Error).message }, 'a CLV worker could not start; computing every curve here')
   }
   const put = (sums: ClvSums, from: number) => {
-    const count = months ? sums.cumulative.length / months : 0
-    for (let i = 0; i < count; i++) {
+    for (let i = 0; i < sums.cumulative.length / months; i++) {
       const j = from + i
       memo.put(clv, months, memoKey(job.x[j]!, job.T[j]!)!, Array.from(sums.cumulative.subarray(i * months, (i + 1) * months)))
     }

@@ -406,7 +406,6 @@ export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine {
         // runs them one after another, a server side by side): a write waits only when that many
         // are in flight, for the oldest. The rows go to a Memory table that the final INSERT …
         // SELECT reads whole: their order does not matter.
-        const settle = () => Promise.allSettled(inFlight)
         const write = async (insert: () => Promise<void>) => {
           while (inFlight.length >= INSERTS_IN_FLIGHT) await inFlight.shift()
           const p = insert()
@@ -441,7 +440,7 @@ export function createRecomputeEngine(deps: RecomputeDeps): ProcessingEngine {
         // its (x, T) (scoringSide): a purchase curve is summed once.
         const chunk = parallel ? 2 * run.batchSize : run.batchSize
         for (let i = 0; i < customers.length; i += chunk) {
-          if (run.signal.aborted) await settle()
+          // Aborted: the finally waits for the inserts in flight before it drops the table.
           check()
           const end = Math.min(customers.length, i + chunk)
           const mine: number[] = []
