@@ -1,7 +1,7 @@
 import { EMPTY_HISTORY, type CustomerAggregates, type OrderHistory } from './order-facts.ts'
 import { clvFeatures, computeFeatures, type ClvMemo, type ClvPart, type FeatureOptions, type FeatureValues } from './features.ts'
 import { customerIdentity, featureRowValues } from './rows.ts'
-import { utcDay } from './order-facts.ts'
+import { customerAgeDays, utcDay } from './order-facts.ts'
 import type { TenantModel } from './model.ts'
 
 /**
@@ -150,7 +150,7 @@ export function scoreBatch(s: RowScoring, customers: readonly BatchCustomer[], i
 export function scoringSide(c: BatchCustomer, today: number): 0 | 1 {
   const a = c.agg
   if (a.orderCount === 0 || a.firstDay === null) return (c.customerId & 1) as 0 | 1
-  const T = Math.max(today - a.firstDay, a.repeatSpanDays)
+  const T = customerAgeDays(a, today)
   return ((Math.imul(a.repeatPurchases, 0x9e3779b1) ^ Math.imul(T, 0xc2b2ae35)) >>> 31) as 0 | 1
 }
 

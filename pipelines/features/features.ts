@@ -1,5 +1,5 @@
 import type { CustomerAggregates } from './order-facts.ts'
-import { utcDay } from './order-facts.ts'
+import { customerAgeDays, utcDay } from './order-facts.ts'
 import { recencyDays, rfmScore } from './rfm.ts'
 import { churnDetails, type ValueTier } from './churn.ts'
 import { checkHorizon, clvTier, DAYS_PER_MONTH, discountedSum, expectedAverageSpend, TRANSACTION_MODELS } from './clv/index.ts'
@@ -135,7 +135,7 @@ const MEMO_LIMIT = 500_000
 export function clvFeatures(agg: CustomerAggregates, clv: ClvFit, today: number, opts: FeatureOptions = DEFAULT_FEATURE_OPTIONS, memo: ClvMemo = new ClvMemo()): ClvPart {
   const x = agg.repeatPurchases
   const tx = agg.repeatSpanDays
-  const T = Math.max(today - agg.firstDay!, tx)
+  const T = customerAgeDays(agg, today)
   const months = opts.horizonMonths
   checkHorizon(months, opts.monthlyDiscountRate)
   const zbar = agg.repeatAvgCents / 100

@@ -1,5 +1,5 @@
 import type { CustomerAggregates } from './order-facts.ts'
-import { utcDay } from './order-facts.ts'
+import { customerAgeDays, utcDay } from './order-facts.ts'
 import { tenantBoundaries, type TenantBoundaries } from './rfm.ts'
 import { medianIntervalDays } from './churn.ts'
 import { fitGammaGamma, REFERENCE_FITS, REFERENCE_PRIOR_PRECISION, TRANSACTION_MODELS, type GammaGammaFit, type GammaGammaParams, type TransactionFit, type TransactionFitOptions, type TransactionModelName, type TransactionParams } from './clv/index.ts'
@@ -104,7 +104,7 @@ export function clvInputs(aggs: readonly CustomerAggregates[], modelName: Transa
   const spend: { x: number; zbar: number }[] = []
   for (const a of aggs) {
     if (a.orderCount === 0) continue
-    data.push({ x: a.repeatPurchases, tx: a.repeatSpanDays, T: Math.max(today - a.firstDay!, a.repeatSpanDays) })
+    data.push({ x: a.repeatPurchases, tx: a.repeatSpanDays, T: customerAgeDays(a, today) })
     if (a.repeatPurchases > 0 && a.repeatAvgCents > 0) spend.push({ x: a.repeatPurchases, zbar: a.repeatAvgCents / 100 })
   }
   if (data.length === 0) return null

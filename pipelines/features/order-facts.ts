@@ -93,6 +93,15 @@ export interface CustomerAggregates {
   repeatAvgCents: number
 }
 
+/**
+ * T of a buyer's (x, t_x, T) on `today` (a UTC day number): days since the first purchase, never
+ * less than t_x (a reference day before the last purchase). What the CLV fit, the CLV features and
+ * their memo all read; the caller has checked the customer has bought (firstDay set).
+ */
+export function customerAgeDays(a: CustomerAggregates, today: number): number {
+  return Math.max(today - a.firstDay!, a.repeatSpanDays)
+}
+
 export const EMPTY_AGGREGATES: CustomerAggregates = {
   orderCount: 0,
   monetaryCents: 0,

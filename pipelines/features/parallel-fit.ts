@@ -5,7 +5,7 @@ import { workerBundle } from '../../common/runtime/worker-bundle.ts'
 import { float64Of } from '../../common/typed-arrays.ts'
 import { bestMbgNbd, compressPatterns, fitGammaGamma, fitMbgNbdFromDefault, fitMbgNbdSeeded, mbgNbdNeedsSeed, seedSample, TRANSACTION_MODELS, type GammaGammaFit, type TransactionFit, type TransactionModelName } from './clv/index.ts'
 import { buildTenantModel, clvFitOf, clvInputs, clvRefitNeeded, fitClvOn, rfmModelPart, type ClvFit, type TenantModel } from './model.ts'
-import type { CustomerAggregates } from './order-facts.ts'
+import { customerAgeDays, type CustomerAggregates } from './order-facts.ts'
 import type { WorkerJob } from './compute-worker.ts'
 import { clvSumsOf, type ClvSums, type ClvSumsJob } from './clv-sums.ts'
 import { memoKey, type ClvMemo } from './features.ts'
@@ -284,7 +284,7 @@ export async function prefillClvMemo(memo: ClvMemo, clv: ClvFit, aggs: readonly 
   for (const a of aggs) {
     if (a.orderCount === 0) continue
     const x = a.repeatPurchases
-    const T = Math.max(today - a.firstDay!, a.repeatSpanDays)
+    const T = customerAgeDays(a, today)
     const key = memoKey(x, T)
     if (key === null || keys.has(key)) continue
     keys.add(key)
