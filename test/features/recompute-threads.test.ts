@@ -77,12 +77,19 @@ describe('recompute on two threads', () => {
   /**
    * The store seen through a Proxy (what a server store does: no chdb file inserts, so rows go by
    * `insert` as values, from the worker too), with the staging table's inserts and its drop traced.
-   * `delay(k)` holds the k-th staging insert that long; `fail(k)` makes it throw after that.
+   * `hold(k)` holds the k-th staging insert until it settles (a timer, or another insert's start:
+   * `started(j)`); `fail(k)` makes it throw after that.
    */
-  function traced(opts: { delay?: (k: number) => number; fail?: (k: number) => boolean } = {}) {
+  function traced(opts: { hold?: (k: number, started: (j: number) => Promise<void>) => Promise<unknown>; fail?: (k: number) => boolean } = {}) {
     const events: string[] = []
     const rows: unknown[][] = []
     let n = 0
+    const starts = new Map<number, () => void>()
+    const startsOf = new Map<number, Promise<void>>()
+    const started = (j: number) => {
+      if (!startsOf.has(j)) startsOf.set(j, new Promise<void>((r) => starts.set(j, r)))
+      return startsOf.get(j)!
+    }
     const proxy = new Proxy(store, {
       get(target, prop, receiver) {
         if (prop === 'insert') {
@@ -90,7 +97,9 @@ describe('recompute on two threads', () => {
             if (!args.table.startsWith('recompute_staging')) return target.insert(args as never)
             const k = ++n
             events.push(`insert ${k} start`)
-            await new Promise((r) => setTimeout(r, opts.delay?.(k) ?? 0))
+            void started(k)
+            starts.get(k)!()
+            await (opts.hold?.(k, started) ?? Promise.resolve())
             if (opts.fail?.(k)) {
               events.push(`insert ${k} settled`)
               throw new Error(`insert ${k} failed`)
@@ -119,7 +128,7 @@ describe('recompute on two threads', () => {
 
   it('stages every profile exactly once through the values path, progress rising to the total, on one thread and two', async () => {
     for (const parallelRowsFrom of [Infinity, 0]) {
-      const { proxy, events, rows } = traced({ delay: (k) => (k % 3) * 5 })
+      const { proxy, events, rows } = traced({ hold: (k) => new Promise((r) => setTimeout(r, (k % 3) * 5)) })
       const progress: number[] = []
       const engine = createRecomputeEngine({ store: proxy as Store, logger: createLogger({ level: 'error' }), partitions: 4, now: () => NOW + 2, parallelRowsFrom })
       await engine.run(T, { analyses: ['rfm'], batchSize: 150, force: true, signal: new AbortController().signal, onProgress: (done) => void progress.push(done) })
@@ -133,8 +142,8 @@ describe('recompute on two threads', () => {
   }, 120_000)
 
   it('fails the run with a failed insert, and drops the staging table only once the other insert in flight has settled', async () => {
-    // The first insert fails at 30 ms; the second, given beside it, takes 300 ms.
-    const { proxy, events } = traced({ delay: (k) => (k === 1 ? 30 : 300), fail: (k) => k === 1 })
+    // The first insert fails once the second has been given beside it; the second takes 200 ms more.
+    const { proxy, events } = traced({ hold: (k, started) => (k === 1 ? started(2) : new Promise((r) => setTimeout(r, 200))), fail: (k) => k === 1 })
     const engine = createRecomputeEngine({ store: proxy as Store, logger: createLogger({ level: 'error' }), partitions: 4, now: () => NOW + 3, parallelRowsFrom: Infinity })
     await expect(engine.run(T, { analyses: ['rfm'], batchSize: 150, force: true, signal: new AbortController().signal })).rejects.toThrow('insert 1 failed')
     expect(events.slice(0, 2)).toEqual(['insert 1 start', 'insert 2 start'])
