@@ -7,6 +7,7 @@ import { PARTITIONS_CONSUMED_CONCURRENTLY, type Batch, type ConsumeOptions, type
 import { partitionFor } from './partitioner.ts'
 import { PartitionFlow, retryPauseMs } from './partition-flow.ts'
 import { writeJsonAtomic } from '../json-file.ts'
+import { WRITE_BUFFERS } from '../buffer-pool.ts'
 
 /**
  * The embedded event log: one append-only file per topic partition under `dir`, with
@@ -411,15 +412,22 @@ export class EmbeddedEventLog implements EventLog {
       sizes[i] = frameLength(key, r.value, h)
       bytes.set(p, (bytes.get(p) ?? 0) + sizes[i]!)
     }
+    // From the pool (buffer-pool.ts), back to it once appended: a send's frames are dropped whole.
     const frames = new Map<number, { buf: Buffer; at: number }>()
-    for (const [p, n] of bytes) frames.set(p, { buf: Buffer.allocUnsafe(n), at: 0 })
-    for (let i = 0; i < records.length; i++) {
-      const f = frames.get(partitionOf[i]!)!
-      const end = f.at + sizes[i]!
-      writeFrame(f.buf, f.at, end, keys[i] ?? null, records[i]!.value, headers[i]!, now)
-      f.at = end
+    for (const [p, n] of bytes) frames.set(p, { buf: WRITE_BUFFERS.take(n), at: 0 })
+    try {
+      for (let i = 0; i < records.length; i++) {
+        const f = frames.get(partitionOf[i]!)!
+        const end = f.at + sizes[i]!
+        writeFrame(f.buf, f.at, end, keys[i] ?? null, records[i]!.value, headers[i]!, now)
+        f.at = end
+      }
+      // Every append settles (a failed one too) before the buffers are given back.
+      const appended = await Promise.allSettled([...frames].map(([p, f]) => parts[p]!.append(f.buf.subarray(0, f.at))))
+      for (const r of appended) if (r.status === 'rejected') throw r.reason
+    } finally {
+      for (const f of frames.values()) WRITE_BUFFERS.give(f.buf)
     }
-    await Promise.all([...frames].map(([p, f]) => parts[p]!.append(f.buf)))
     this.appended.emit(topic)
   }
 

@@ -1,6 +1,7 @@
 import type { EventCodec } from './codec.ts'
 import type { OutRecord } from './port.ts'
 import { FramedValues } from './wire-format.ts'
+import type { BufferPool } from '../buffer-pool.ts'
 
 /**
  * The records a producer sends to one topic, each value encoded as it is added into one shared
@@ -15,13 +16,17 @@ export class EncodedRecords {
   private readonly keys: string[] = []
   private late: Map<number, Promise<Buffer>> | null = null
 
-  /** @param initialBytes the values' buffer at the first add (64 KB by default; it doubles as needed). */
+  /**
+   * @param initialBytes the values' buffer at the first add (64 KB by default; it doubles as needed).
+   * @param pool where the values' buffers come from, given back by release() once they are sent.
+   */
   constructor(
     private readonly codec: EventCodec,
     readonly topic: string,
     initialBytes?: number,
+    pool?: BufferPool,
   ) {
-    this.values = new FramedValues(initialBytes)
+    this.values = new FramedValues(initialBytes, pool ?? null)
   }
 
   get length(): number {
@@ -36,6 +41,13 @@ export class EncodedRecords {
       this.values.skip()
     }
     this.keys.push(key)
+  }
+
+  /** The records are dropped, their values' buffer back to the pool: the send that took them has settled, and nothing reads them again. */
+  release(): void {
+    this.values.release()
+    this.keys.length = 0
+    this.late = null
   }
 
   /** The records in the order they were added: at once, unless a value is still being encoded. */

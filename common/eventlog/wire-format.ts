@@ -1,6 +1,7 @@
 import avsc from 'avsc'
 import { AVRO_LOGICAL_TYPES } from './decimal-logical-type.ts'
 import { recordWriterOf, shortAscii } from './record-writer.ts'
+import type { BufferPool } from '../buffer-pool.ts'
 
 /**
  * The Confluent wire format (magic byte 0, 4-byte big-endian schema id, Avro binary) and Avro
@@ -205,9 +206,17 @@ export class FramedValues {
   private buf: Buffer = EMPTY
   private at = 0
   private readonly ends: number[] = []
+  /** A view of `buf` was handed out (value()): a buffer grown out of is then left to them, not given back to the pool. */
+  private viewed = false
 
-  /** @param initialBytes the buffer's size at the first value (more if that value needs it). */
-  constructor(private readonly initialBytes = 64 * 1024) {}
+  /**
+   * @param initialBytes the buffer's size at the first value (more if that value needs it).
+   * @param pool where the buffers come from and go back to (release): for values dropped whole once sent.
+   */
+  constructor(
+    private readonly initialBytes = 64 * 1024,
+    private readonly pool: BufferPool | null = null,
+  ) {}
 
   get length(): number {
     return this.ends.length
@@ -224,10 +233,24 @@ export class FramedValues {
         return
       }
       // Views already made keep reading the old buffer, which is never written again.
-      const grown = Buffer.allocUnsafe(Math.max(this.initialBytes, this.buf.length * 2, this.buf.length - end))
+      const size = Math.max(this.initialBytes, this.buf.length * 2, this.buf.length - end)
+      const grown = this.pool ? this.pool.take(size) : Buffer.allocUnsafe(size)
       this.buf.copy(grown, 0, 0, start)
+      if (this.pool && !this.viewed && this.buf !== EMPTY) this.pool.give(this.buf)
       this.buf = grown
     }
+  }
+
+  /**
+   * The values are dropped: the buffer goes back to the pool, and the next value starts afresh.
+   * Nothing may read a view of them (value()) after this: a send that took them has settled.
+   */
+  release(): void {
+    if (this.pool && this.buf !== EMPTY) this.pool.give(this.buf)
+    this.buf = EMPTY
+    this.at = 0
+    this.ends.length = 0
+    this.viewed = false
   }
 
   /** An empty slot, for a value encoded elsewhere (its schema had to be fetched first). */
@@ -237,6 +260,7 @@ export class FramedValues {
 
   /** The i-th value, framed: a view of the shared buffer. */
   value(i: number): Buffer {
+    this.viewed = true
     return this.buf.subarray(i === 0 ? 0 : this.ends[i - 1]!, this.ends[i]!)
   }
 }

@@ -7,6 +7,7 @@ import { createClient, type ClickHouseClient } from '@clickhouse/client'
 import type { Logger } from '../logger.ts'
 import type { LRUCache } from 'lru-cache'
 import { lruCache } from '../lru.ts'
+import { WRITE_BUFFERS } from '../buffer-pool.ts'
 import { parseNative, NativeUnsupported } from './native-format.ts'
 import { ByteWriter, encodeRowsOrNull, encodersFor, RowBinaryUnsupported, RowEncoder, type Encoder } from './row-binary.ts'
 
@@ -275,7 +276,8 @@ export class InsertRows {
     private readonly encoding: EncodingInsert | null,
     private readonly opts: InsertOptions = {},
   ) {
-    this.body = encoding ? new ByteWriter() : null
+    // Dropped whole once inserted: its buffers go back to the pool (buffer-pool.ts).
+    this.body = encoding ? new ByteWriter(undefined, WRITE_BUFFERS) : null
   }
 
   /** One row, its values in `columns`' order. */
@@ -296,13 +298,17 @@ export class InsertRows {
     return this.count
   }
 
-  /** One insert of the encoded rows, and one of those kept as values. */
+  /** One insert of the encoded rows, and one of those kept as values. The rows are dropped once it settles. */
   async insert(): Promise<void> {
     const body = this.body
-    await Promise.all([
-      body && body.pos ? this.encoding!.insert([body.buf.subarray(0, body.pos)]) : undefined,
-      this.values.length ? insertValueRows(this.store, this.table, this.columns, this.values, this.opts) : undefined,
-    ])
+    try {
+      await Promise.all([
+        body && body.pos ? this.encoding!.insert([body.buf.subarray(0, body.pos)]) : undefined,
+        this.values.length ? insertValueRows(this.store, this.table, this.columns, this.values, this.opts) : undefined,
+      ])
+    } finally {
+      body?.release()
+    }
   }
 }
 

@@ -1,4 +1,7 @@
 import { scaledUnits } from '../decimal.ts'
+import type { BufferPool } from '../buffer-pool.ts'
+
+const EMPTY = Buffer.alloc(0)
 
 /**
  * ClickHouse's RowBinary format, written from JS values: each row's values one after another in
@@ -24,19 +27,36 @@ export class ByteWriter {
   view: DataView
   pos = 0
 
-  constructor(size = 1 << 16) {
-    this.buf = Buffer.allocUnsafe(size)
+  /**
+   * @param pool where a writer whose bytes are dropped whole (release) takes its buffers and gives
+   *   them back as it grows: then no view of `buf` may be kept, as `bytes()` makes one.
+   */
+  constructor(
+    size = 1 << 16,
+    private readonly pool: BufferPool | null = null,
+  ) {
+    this.buf = pool ? pool.take(size) : Buffer.allocUnsafe(size)
     this.view = new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.length)
   }
 
   ensure(n: number): void {
     if (this.pos + n <= this.buf.length) return
-    let size = this.buf.length * 2
+    let size = Math.max(this.buf.length * 2, 64)
     while (size < this.pos + n) size *= 2
-    const next = Buffer.allocUnsafe(size)
+    const next = this.pool ? this.pool.take(size) : Buffer.allocUnsafe(size)
     this.buf.copy(next, 0, 0, this.pos)
+    this.pool?.give(this.buf)
     this.buf = next
     this.view = new DataView(next.buffer, next.byteOffset, next.length)
+  }
+
+  /** A pooled writer's buffer back to its pool, once nothing reads its bytes; the writer is empty and takes a new one as it is written again. */
+  release(): void {
+    if (!this.pool || !this.buf.length) return
+    this.pool.give(this.buf)
+    this.buf = EMPTY
+    this.view = new DataView(EMPTY.buffer, EMPTY.byteOffset, 0)
+    this.pos = 0
   }
 
   u8(v: number): void {

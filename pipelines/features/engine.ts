@@ -4,6 +4,7 @@ import { encodingInsertFor, InsertRows, insertJsonRows, NO_MERGE_ON_INSERT, type
 import type { EventLog, LogRecord } from '../../common/eventlog/port.ts'
 import type { EventCodec } from '../../common/eventlog/codec.ts'
 import { EncodedRecords } from '../../common/eventlog/encoded-records.ts'
+import { WRITE_BUFFERS } from '../../common/buffer-pool.ts'
 import type { Logger } from '../../common/logger.ts'
 import type { PipelineDefinition, StepResult } from '../../common/runtime/pipeline.ts'
 import { decodeInputEvent, decodeRecord, type InputEvent } from '../ingest/index.ts'
@@ -893,8 +894,9 @@ export class FeatureEngine {
     // Events encoded as they are made (at once when the schema is known here, which is the rule), and
     // what the state takes from the write kept small (Update): a write holds no event or feature
     // values across its awaits.
-    const featureRecords = new EncodedRecords(this.deps.codec, TOPICS.customerFeatures.name)
-    const changes = new SegmentChanges(new EncodedRecords(this.deps.codec, TOPICS.segmentChanges.name), new InsertRows(this.deps.store, 'segment_changes', SEGMENT_CHANGE_COLUMNS, encodings.changes))
+    // Their buffers from the pool, given back once sent (write()).
+    const featureRecords = new EncodedRecords(this.deps.codec, TOPICS.customerFeatures.name, undefined, WRITE_BUFFERS)
+    const changes = new SegmentChanges(new EncodedRecords(this.deps.codec, TOPICS.segmentChanges.name, undefined, WRITE_BUFFERS), new InsertRows(this.deps.store, 'segment_changes', SEGMENT_CHANGE_COLUMNS, encodings.changes))
     const updates: Update[] = []
     // A customer's pending facts (forEach's `this`), by forEach: a for-of over the Map made an entry array a fact.
     const addFact = function (this: CustomerState, f: OrderFact, orderId: string) {
@@ -953,10 +955,14 @@ export class FeatureEngine {
       this.deps.logger.info({ pipeline: this.name }, 'tick writes dropped: the group changed while it ran (the next tick or the new owner writes them)')
       return null
     }
-    await Promise.all([
+    // Both sends settle before their records' buffers go back to the pool (a failed one too).
+    const sent = await Promise.allSettled([
       changeRecords.length ? this.deps.log.send(TOPICS.segmentChanges.name, changeRecords) : undefined,
       encodedFeatures.length ? this.deps.log.send(TOPICS.customerFeatures.name, encodedFeatures) : undefined,
     ])
+    changes.records.release()
+    featureRecords.release()
+    for (const r of sent) if (r.status === 'rejected') throw r.reason
     // Published: the state takes the write now, and the next write (of other batches, or the next
     // chunk) is scored while its rows are inserted: on two cores the consumer's thread otherwise
     // waited for every insert. Should an insert fail, the write is rolled back (rollBack) and its

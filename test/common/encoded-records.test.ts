@@ -4,6 +4,7 @@ import { EncodedRecords } from '../../common/eventlog/encoded-records.ts'
 import { EmbeddedSchemaRegistry } from '../../common/eventlog/schema-registry.ts'
 import { avroType, frame, FramedValues } from '../../common/eventlog/wire-format.ts'
 import { TOPICS } from '../../common/topics.ts'
+import { BufferPool } from '../../common/buffer-pool.ts'
 import type { OutRecord } from '../../common/eventlog/port.ts'
 import type { SegmentChanged } from '../../common/events.ts'
 import { tmpDir } from '../helpers.ts'
@@ -28,6 +29,30 @@ describe('FramedValues', () => {
     for (const e of events) values.add(42, type, e)
     expect(values.length).toBe(events.length)
     events.forEach((e, i) => expect(values.value(i).equals(frame(42, type, e)), `value ${i}`).toBe(true))
+  })
+
+  it('on a pool: frames exactly as frame() does, gives its buffer back at release, and never one a view still reads', () => {
+    const pool = new BufferPool(1 << 20, 64)
+    const events = Array.from({ length: 300 }, (_, i) => change(i))
+    const values = new FramedValues(64, pool)
+    for (const e of events) values.add(42, type, e)
+    events.forEach((e, i) => expect(values.value(i).equals(frame(42, type, e)), `value ${i}`).toBe(true))
+    // Grown before any view was made: the outgrown buffers went back, and only they.
+    const held = pool.held
+    expect(held).toBeGreaterThan(0)
+    values.release()
+    expect(values.length).toBe(0)
+    expect(pool.held).toBeGreaterThan(held)
+    // Used again, on the pool's buffers; a view taken mid-way keeps its bytes while the values grow on.
+    const again = new FramedValues(64, pool)
+    again.add(9, type, events[0]!)
+    const early = again.value(0)
+    const copy = Buffer.from(early)
+    for (const e of events.slice(1)) again.add(9, type, e)
+    const other = new FramedValues(64, pool)
+    for (const e of events) other.add(1, type, { ...e, segment: 'Lost' })
+    expect(early.equals(copy)).toBe(true)
+    events.forEach((e, i) => expect(again.value(i).equals(frame(9, type, e)), `value ${i} again`).toBe(true))
   })
 
   it('throws for a value its type refuses and adds nothing; the values before and after are intact', () => {
