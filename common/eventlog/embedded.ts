@@ -7,7 +7,7 @@ import { PARTITIONS_CONSUMED_CONCURRENTLY, type Batch, type ConsumeOptions, type
 import { partitionFor } from './partitioner.ts'
 import { PartitionFlow, retryPauseMs } from './partition-flow.ts'
 import { writeJsonAtomic } from '../json-file.ts'
-import { WRITE_BUFFERS } from '../buffer-pool.ts'
+import { BufferPool, WRITE_BUFFERS } from '../buffer-pool.ts'
 
 /**
  * The embedded event log: one append-only file per topic partition under `dir`, with
@@ -21,6 +21,11 @@ import { WRITE_BUFFERS } from '../buffer-pool.ts'
  */
 const FRAME_HEADER = 8
 const READ_CHUNK = 4 * 1024 * 1024
+/**
+ * The chunks read for consumers whose records' bytes end with their batch (recordBytesEndWithBatch):
+ * a partition's batches in flight at a time, a few MB each, kept for the next ones.
+ */
+const READ_BUFFERS = new BufferPool(64 << 20)
 
 class PartitionLog {
   /** File position of each record, by offset. */
@@ -120,8 +125,11 @@ class PartitionLog {
     return run
   }
 
-  /** Reads up to `max` records from `offset`. */
-  async read(topic: string, partition: number, offset: number, max: number): Promise<LogRecord[]> {
+  /**
+   * Reads up to `max` records from `offset`. With a pool, the chunks they are read into come from
+   * it and are pushed on `chunks`: the caller gives them back once nothing reads the records' bytes.
+   */
+  async read(topic: string, partition: number, offset: number, max: number, pool: BufferPool | null = null, chunks: Buffer[] = []): Promise<LogRecord[]> {
     const end = Math.min(this.count, offset + max)
     if (offset >= end) return []
     const out: LogRecord[] = []
@@ -133,7 +141,12 @@ class PartitionLog {
       while (last + 1 < end && this.positionOf(last + 2) - start <= READ_CHUNK) last++
       const stop = this.positionOf(last + 1)
       // Not zeroed first: every byte is read over, and a short read is an error.
-      const buf = Buffer.allocUnsafe(stop - start)
+      let buf: Buffer
+      if (pool) {
+        const whole = pool.take(stop - start)
+        chunks.push(whole)
+        buf = whole.subarray(0, stop - start)
+      } else buf = Buffer.allocUnsafe(stop - start)
       const { bytesRead } = await this.fd.read(buf, 0, buf.length, start)
       if (bytesRead !== buf.length) throw new Error(`short read of ${topic}-${partition} at offset ${o}: ${bytesRead} of ${buf.length} bytes`)
       let p = 0
@@ -600,9 +613,14 @@ export class EmbeddedEventLog implements EventLog {
             await pause(250, following)
             continue
           }
-          const records = await part.read(pos.topic, pos.partition, from, end - from)
+          const chunks: Buffer[] = []
+          const giveBack = () => chunks.forEach((c) => READ_BUFFERS.give(c))
+          const records = await part.read(pos.topic, pos.partition, from, end - from, opts.recordBytesEndWithBatch ? READ_BUFFERS : null, chunks)
           // Read before a rewind moved pos.next back (inFlight above 1): read again from there.
-          if (pos.next !== from) continue
+          if (pos.next !== from) {
+            giveBack()
+            continue
+          }
           pos.read = from + records.length
           if (peers.has(pos)) wakeFollowers()
           const batch: Batch = {
@@ -614,11 +632,11 @@ export class EmbeddedEventLog implements EventLog {
           }
           if (flow) {
             pos.next = from + records.length
-            flow.hand(String(from), String(pos.next - 1), () => opts.onBatch(batch))
+            flow.hand(String(from), String(pos.next - 1), () => settledThen(opts.onBatch(batch), giveBack))
             continue
           }
           try {
-            await opts.onBatch(batch)
+            await settledThen(opts.onBatch(batch), giveBack)
             pos.next += records.length
             commit(pos.topic, pos.partition, pos.next)
             failures = 0
@@ -671,6 +689,17 @@ export class EmbeddedEventLog implements EventLog {
   }
 }
 
+
+/** `p`, with `then` run once it settles (either way). */
+function settledThen(p: Promise<void>, then: () => void): Promise<void> {
+  return p.then(
+    () => then(),
+    (err: unknown) => {
+      then()
+      throw err
+    },
+  )
+}
 
 /**
  * One slot of a consumer's Semaphore held by the aligned positions of a partition together: the

@@ -54,6 +54,11 @@ export interface PipelineDefinition<T> {
   batchesInFlight?: number
   /** Input topics read in step by stream time (ConsumeOptions.alignTopics). */
   alignTopics?: string[]
+  /**
+   * `process`, `processMany` and `sink` read no record's key, value or headers once the batch is
+   * done (ConsumeOptions.recordBytesEndWithBatch): the values they keep are copies.
+   */
+  recordBytesEndWithBatch?: boolean
   /** Releases what the definition holds of its own (a thread), when the pipeline stops. */
   close?(): Promise<void>
   /** This consumer's partitions, on join and after every rebalance (stateful pipelines keep state per partition). */
@@ -96,6 +101,7 @@ export async function runPipeline<T>(def: PipelineDefinition<T>, deps: PipelineD
     maxBatch: deps.maxBatch,
     inFlight: def.batchesInFlight,
     alignTopics: def.alignTopics,
+    recordBytesEndWithBatch: def.recordBytesEndWithBatch,
     onError: (err, where) => logger.error({ err, ...where }, 'batch failed; it will be delivered again'),
     onAssign: def.onAssign ? (a) => def.onAssign!(a) : undefined,
     onRebalancing: def.onRebalancing ? () => def.onRebalancing!() : undefined,
@@ -118,22 +124,7 @@ export async function runPipeline<T>(def: PipelineDefinition<T>, deps: PipelineD
         else if (result.kind === 'dlq') dead.push({ record, result })
         else logger.debug({ offset: record.offset, reason: result.reason }, 'record dropped')
       }
-      if (def.processMany) {
-        const size = def.sinkEvery ?? batch.records.length
-        const asked: [LogRecord[], Promise<StepResult<T>[]>][] = []
-        for (let i = 0; i < batch.records.length; i += size) {
-          const records = batch.records.slice(i, i + size)
-          const results = def.processMany(records, deps.codec)
-          results.catch(() => {})
-          asked.push([records, results])
-        }
-        for (const [records, results] of asked) {
-          const got = await results
-          for (let j = 0; j < records.length; j++) take(records[j]!, got[j]!)
-          if (kept.length) sinkKept()
-          await batch.heartbeat()
-        }
-      } else {
+      const processOneByOne = async () => {
         let lastBeat = Date.now()
         for (const record of batch.records) {
           let result = safeProcess(def, record, deps.codec)
@@ -151,7 +142,30 @@ export async function runPipeline<T>(def: PipelineDefinition<T>, deps: PipelineD
         }
         if (kept.length) sinkKept()
       }
-      await Promise.all(parts)
+      const asked: [LogRecord[], Promise<StepResult<T>[]>][] = []
+      try {
+        if (def.processMany) {
+          const size = def.sinkEvery ?? batch.records.length
+          for (let i = 0; i < batch.records.length; i += size) {
+            const records = batch.records.slice(i, i + size)
+            const results = def.processMany(records, deps.codec)
+            results.catch(() => {})
+            asked.push([records, results])
+          }
+          for (const [records, results] of asked) {
+            const got = await results
+            for (let j = 0; j < records.length; j++) take(records[j]!, got[j]!)
+            if (kept.length) sinkKept()
+            await batch.heartbeat()
+          }
+        } else await processOneByOne()
+        await Promise.all(parts)
+      } catch (err) {
+        // The batch fails once nothing of it runs any more: the parts still being processed or
+        // written would otherwise read its records after the log has been told it is done.
+        await Promise.allSettled([...asked.map(([, r]) => r), ...parts])
+        throw err
+      }
       if (dead.length) await sendDeadLetters(deps, def.name, dead)
       await batch.heartbeat()
       const n = batch.records.length
@@ -177,7 +191,6 @@ export async function runPipeline<T>(def: PipelineDefinition<T>, deps: PipelineD
     },
   }
 }
-
 /**
  * Thrown by a step that cannot judge a record now, through no fault of the record (a store it
  * reads is unavailable): the batch fails and is delivered again, instead of a valid record being

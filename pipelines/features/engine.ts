@@ -270,6 +270,8 @@ export class FeatureEngine {
       name: this.name,
       topics: [TOPICS.orders.name, TOPICS.customers.name, TOPICS.profileChanges.name],
       alignTopics: [TOPICS.orders.name, TOPICS.customers.name],
+      // A record's bytes are read while its batch is decoded (here, or copied for the decode thread); the fold keeps fields.
+      recordBytesEndWithBatch: true,
       process: (record, codec) => {
         // Most records need no state loaded: seen at once, decoded while another partition's batch
         // is being written. The others wait their turn with batches and ticks.

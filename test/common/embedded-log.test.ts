@@ -54,6 +54,45 @@ describe('embedded event log: what a send wrote is read back after a reopen', ()
   })
 })
 
+describe('embedded event log: a consumer whose records\' bytes end with its batch', () => {
+  it('reads every value exactly into reused buffers, while a consumer without the promise keeps intact records', async () => {
+    const log = await newEmbeddedLog(tmpDir())
+    const topic = uniqueName('pooled')
+    try {
+      await log.createTopics([{ name: topic, partitions: 3, compacted: false }])
+      const sent: string[] = []
+      // Sends of different sizes, values of different lengths: chunks of other lengths land in the same buffers.
+      for (const [s, n] of [[0, 500], [1, 37], [2, 1200]] as const) {
+        const records = Array.from({ length: n }, (_, i) => ({ key: `7:${i % 41}`, value: Buffer.from(`${s}-${i}:${'v'.repeat((i * 7) % 300)}`) }))
+        sent.push(...records.map((r) => r.value.toString()))
+        await log.send(topic, records)
+      }
+      const copied: string[] = []
+      const kept: LogRecord[] = []
+      const pooled = await log.consume({
+        groupId: uniqueName('g'),
+        topics: [topic],
+        maxBatch: 60,
+        recordBytesEndWithBatch: true,
+        onBatch: async (b) => {
+          // Read after a turn, as a handler that awaits before it decodes: the batch's buffers are still its own.
+          await new Promise((r) => setImmediate(r))
+          copied.push(...b.records.map((r) => r.value!.toString()))
+        },
+      })
+      const plain = await log.consume({ groupId: uniqueName('g'), topics: [topic], maxBatch: 60, onBatch: async (b) => void kept.push(...b.records) })
+      await waitFor(async () => copied.length >= sent.length && kept.length >= sent.length, { what: 'both groups at the end', timeoutMs: 30_000 })
+      await pooled.stop()
+      await plain.stop()
+      expect(copied.sort()).toEqual([...sent].sort())
+      // Read once every batch of both groups is done.
+      expect(kept.map((r) => r.value!.toString()).sort()).toEqual([...sent].sort())
+    } finally {
+      await log.close()
+    }
+  })
+})
+
 /**
  * alignTopics: the same partition of two topics read in step by stream time. `dense` carries four
  * records for each of `sparse`'s, sent in rounds (a sparse record, then its dense ones), so a

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { EventCodec } from '../../common/eventlog/codec.ts'
-import type { EventLog, LogRecord } from '../../common/eventlog/port.ts'
+import type { ConsumeOptions, EventLog, LogRecord } from '../../common/eventlog/port.ts'
 import { ok, runPipeline } from '../../common/runtime/pipeline.ts'
 import { newEmbeddedLog, newEmbeddedRegistry, silentLogger, uniqueName, waitFor } from '../helpers.ts'
 
@@ -129,5 +129,64 @@ describe('pipeline runner: a batch handed to the sink in parts', () => {
     // Nothing lost; the first part was written on both deliveries (at least once).
     expect([...new Set(written)].sort((a, b) => a - b)).toEqual(Array.from({ length: 60 }, (_, i) => i))
     expect(written.filter((v) => v < 25)).toHaveLength(50)
+  })
+
+  it('fails a batch only once nothing of it runs: a part still being processed settles first', async () => {
+    const topic = await topicWith(60)
+    const group = uniqueName('g')
+    const events: string[] = []
+    let failOnce = true
+    let deliveries = 0
+    let releaseSlowPart!: () => void
+    const slowPart = new Promise<void>((r) => (releaseSlowPart = r))
+    const running = await runPipeline(
+      {
+        name: group,
+        topics: [topic],
+        process: () => {
+          throw new Error('processMany is used instead')
+        },
+        processMany: async (records: readonly LogRecord[]) => {
+          const first = records[0]!.offset
+          if (first === '0') deliveries++
+          if (failOnce && first === '20') {
+            // The second part fails while the third is still being processed: it ends only when released.
+            await new Promise((r) => setTimeout(r, 5))
+            failOnce = false
+            events.push('part 20 failed')
+            setTimeout(releaseSlowPart, 300)
+            throw new Error('the decode thread failed')
+          }
+          if (first === '40') {
+            await slowPart
+            events.push(`part 40 processed (delivery ${deliveries})`)
+          }
+          return records.map((r) => ok(Number(r.value!.toString())))
+        },
+        sink: async () => {},
+        sinkEvery: 20,
+      },
+      {
+        // The log, its consumers' failed batches seen.
+        log: Object.assign(Object.create(log) as EventLog, {
+          consume: (opts: ConsumeOptions) =>
+            log.consume({
+              ...opts,
+              onError: (err, where) => {
+                events.push('batch failed')
+                opts.onError?.(err, where)
+              },
+            }),
+        }),
+        codec,
+        logger: silentLogger,
+        maxBatch: 100,
+        fromBeginning: true,
+      },
+    )
+    await waitFor(async () => (await log.committedOffsets(group, topic))[0]!.offset === '60', { what: 'offset 60 committed', timeoutMs: 20_000 })
+    await running.stop()
+    // Without the wait, the batch failed (and came again) while its third part was still at work.
+    expect(events.slice(0, 3)).toEqual(['part 20 failed', 'part 40 processed (delivery 1)', 'batch failed'])
   })
 })
