@@ -18,10 +18,12 @@ export class BufferPool {
   /**
    * @param maxFreeBytes free buffers kept at most (a buffer given back beyond it is left to the collector)
    * @param minBytes the smallest size handed out
+   * @param maxKeptBytes the largest buffer kept: a rare larger one (a tick's chunk) is left to the collector rather than held for good
    */
   constructor(
     readonly maxFreeBytes: number,
     readonly minBytes = 1 << 16,
+    readonly maxKeptBytes = maxFreeBytes,
   ) {
     if (!(Number.isInteger(Math.log2(minBytes)) && minBytes > 0)) throw new RangeError(`minBytes must be a power of two, got ${minBytes}`)
   }
@@ -48,7 +50,7 @@ export class BufferPool {
   /** Gives back a buffer `take` handed out (another is ignored). Nothing may use it, or a view of it, after this. */
   give(b: Buffer): void {
     const size = b.length
-    if (b.byteOffset !== 0 || b.buffer.byteLength !== size || size !== this.sizeFor(size) || this.freeBytes + size > this.maxFreeBytes) return
+    if (b.byteOffset !== 0 || b.buffer.byteLength !== size || size !== this.sizeFor(size) || size > this.maxKeptBytes || this.freeBytes + size > this.maxFreeBytes) return
     let list = this.free.get(size)
     if (!list) this.free.set(size, (list = []))
     list.push(b)
@@ -63,6 +65,8 @@ export class BufferPool {
 
 /**
  * The process's pool for the bodies its writers build and drop at once (a write's inserts, a
- * send's frames): 32 MB free at most, about what two writes of a tick's largest chunk hold.
+ * send's frames, published events): 32 MB free at most, about what a stream's two writes in flight
+ * hold; buffers of up to 8 MB (a tick's chunk of 30,000 feature rows makes 16 MB ones, which kept
+ * for good would count against the consumer's memory, bench (d)).
  */
-export const WRITE_BUFFERS = new BufferPool(32 << 20)
+export const WRITE_BUFFERS = new BufferPool(32 << 20, 1 << 16, 8 << 20)

@@ -20,6 +20,16 @@ describe('BufferPool', () => {
     expect(() => new BufferPool(1 << 20, 1000)).toThrow(RangeError)
   })
 
+  it('keeps no buffer larger than maxKeptBytes', () => {
+    const pool = new BufferPool(1 << 20, 1024, 4096)
+    const big = pool.take(5000)
+    const small = pool.take(4096)
+    pool.give(big)
+    pool.give(small)
+    expect(pool.held).toBe(4096)
+    expect(pool.take(5000)).not.toBe(big)
+  })
+
   it('keeps no more than maxFreeBytes free', () => {
     const pool = new BufferPool(3 * 1024, 1024)
     const taken = Array.from({ length: 5 }, () => pool.take(1024))
