@@ -3,7 +3,7 @@
  * Buffer of 4 KB or more) is counted as external memory, and every 64 MB of external memory
  * allocated since the last full collection makes V8 start another one (its "external memory
  * pressure"), however small the heap's own growth: a consumer holding a million customers' state
- * re-marked its whole heap, 300 to 900 MB, 46 times while it read a backlog of 4.9 million events,
+ * re-marked its whole heap, 300 to 900 MB, 38 times while it read a backlog of 4.9 million events,
  * a fifth of the process's CPU (docs/analytics-performance.md, "Streaming"). A buffer taken from
  * here again is no new allocation, so it counts once.
  *

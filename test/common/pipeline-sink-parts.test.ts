@@ -19,6 +19,11 @@ describe('pipeline runner: a batch handed to the sink in parts', () => {
     await log.close()
   })
 
+  /** The `process` of a definition whose records all go through processMany. */
+  const processManyOnly = (): never => {
+    throw new Error('processMany is used instead')
+  }
+
   async function topicWith(n: number): Promise<string> {
     const topic = uniqueName('parts')
     await log.createTopics([{ name: topic, partitions: 1, compacted: false }])
@@ -102,9 +107,7 @@ describe('pipeline runner: a batch handed to the sink in parts', () => {
       {
         name: group,
         topics: [topic],
-        process: () => {
-          throw new Error('processMany is used instead')
-        },
+        process: processManyOnly,
         processMany: async (records: readonly LogRecord[]) => {
           asked.push(`${records[0]!.offset}..${records.at(-1)!.offset}`)
           // Answered later (as a thread answers): the next part is asked for meanwhile.
@@ -143,9 +146,7 @@ describe('pipeline runner: a batch handed to the sink in parts', () => {
       {
         name: group,
         topics: [topic],
-        process: () => {
-          throw new Error('processMany is used instead')
-        },
+        process: processManyOnly,
         processMany: async (records: readonly LogRecord[]) => {
           const first = records[0]!.offset
           if (first === '0') deliveries++
