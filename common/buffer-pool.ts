@@ -35,9 +35,13 @@ export class BufferPool {
     return size
   }
 
-  /** A buffer of sizeFor(n) bytes, whose contents are garbage: a free one when there is one. */
+  /**
+   * A buffer of sizeFor(n) bytes, whose contents are garbage: a free one when there is one. One
+   * larger than maxKeptBytes, which would not be kept, is of n bytes exactly.
+   */
   take(n: number): Buffer {
     const size = this.sizeFor(n)
+    if (size > this.maxKeptBytes) return Buffer.allocUnsafeSlow(n)
     const b = this.free.get(size)?.pop()
     if (b) {
       this.freeBytes -= size
@@ -53,6 +57,8 @@ export class BufferPool {
     if (b.byteOffset !== 0 || b.buffer.byteLength !== size || size !== this.sizeFor(size) || size > this.maxKeptBytes || this.freeBytes + size > this.maxFreeBytes) return
     let list = this.free.get(size)
     if (!list) this.free.set(size, (list = []))
+    // Given back twice, it would be handed to two takers.
+    if (list.includes(b)) return
     list.push(b)
     this.freeBytes += size
   }

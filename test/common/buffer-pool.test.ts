@@ -20,9 +20,16 @@ describe('BufferPool', () => {
     expect(() => new BufferPool(1 << 20, 1000)).toThrow(RangeError)
   })
 
-  it('keeps no buffer larger than maxKeptBytes', () => {
+  it('keeps no buffer larger than maxKeptBytes, hands out such a one at its exact size, and keeps one given back twice once', () => {
     const pool = new BufferPool(1 << 20, 1024, 4096)
     const big = pool.take(5000)
+    expect(big.length).toBe(5000)
+    const twice = pool.take(2048)
+    pool.give(twice)
+    pool.give(twice)
+    expect(pool.held).toBe(2048)
+    expect(pool.take(2048)).toBe(twice)
+    expect(pool.take(2048)).not.toBe(twice)
     const small = pool.take(4096)
     pool.give(big)
     pool.give(small)

@@ -75,8 +75,9 @@ describe('embedded event log: a consumer whose records\' bytes end with its batc
         maxBatch: 60,
         recordBytesEndWithBatch: true,
         onBatch: async (b) => {
-          // Read after a turn, as a handler that awaits before it decodes: the batch's buffers are still its own.
-          await new Promise((r) => setImmediate(r))
+          // Read a few milliseconds later, as a handler that awaits before it decodes, while the other
+          // partitions' reads go on: the batch's buffers are still its own.
+          await new Promise((r) => setTimeout(r, 3))
           copied.push(...b.records.map((r) => r.value!.toString()))
         },
       })

@@ -134,7 +134,7 @@ describe('pipeline runner: a batch handed to the sink in parts', () => {
     expect(written.filter((v) => v < 25)).toHaveLength(50)
   })
 
-  it('fails a batch only once nothing of it runs: a part still being processed settles first', async () => {
+  it('fails a batch only once nothing of it runs: a part still being processed and one still being written settle first', async () => {
     const topic = await topicWith(60)
     const group = uniqueName('g')
     const events: string[] = []
@@ -164,7 +164,13 @@ describe('pipeline runner: a batch handed to the sink in parts', () => {
           }
           return records.map((r) => ok(Number(r.value!.toString())))
         },
-        sink: async () => {},
+        sink: async (items) => {
+          // The first part's write, on the first delivery, is still going when the second part fails.
+          if (items[0]!.value === 0 && deliveries === 1) {
+            await new Promise((r) => setTimeout(r, 600))
+            events.push('part 0 written (delivery 1)')
+          }
+        },
         sinkEvery: 20,
       },
       {
@@ -187,7 +193,7 @@ describe('pipeline runner: a batch handed to the sink in parts', () => {
     )
     await waitFor(async () => (await log.committedOffsets(group, topic))[0]!.offset === '60', { what: 'offset 60 committed', timeoutMs: 20_000 })
     await running.stop()
-    // Without the wait, the batch failed (and came again) while its third part was still at work.
-    expect(events.slice(0, 3)).toEqual(['part 20 failed', 'part 40 processed (delivery 1)', 'batch failed'])
+    // Without the wait, the batch failed (and came again) while its first part was still being written and its third processed.
+    expect(events.slice(0, 4)).toEqual(['part 20 failed', 'part 40 processed (delivery 1)', 'part 0 written (delivery 1)', 'batch failed'])
   })
 })
