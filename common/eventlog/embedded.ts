@@ -632,11 +632,11 @@ export class EmbeddedEventLog implements EventLog {
           }
           if (flow) {
             pos.next = from + records.length
-            flow.hand(String(from), String(pos.next - 1), () => settledThen(opts.onBatch(batch), giveBack))
+            flow.hand(String(from), String(pos.next - 1), () => opts.onBatch(batch).finally(giveBack))
             continue
           }
           try {
-            await settledThen(opts.onBatch(batch), giveBack)
+            await opts.onBatch(batch).finally(giveBack)
             pos.next += records.length
             commit(pos.topic, pos.partition, pos.next)
             failures = 0
@@ -689,17 +689,6 @@ export class EmbeddedEventLog implements EventLog {
   }
 }
 
-
-/** `p`, with `then` run once it settles (either way). */
-function settledThen(p: Promise<void>, then: () => void): Promise<void> {
-  return p.then(
-    () => then(),
-    (err: unknown) => {
-      then()
-      throw err
-    },
-  )
-}
 
 /**
  * One slot of a consumer's Semaphore held by the aligned positions of a partition together: the
