@@ -13,22 +13,20 @@ import { decodedOffMain } from '../../common/runtime/metrics.ts'
 import { CUSTOMER, InputsThread, LEFT, ORDER, STRIDE, type InputsReply } from './input-thread.ts'
 import type { TransactionModelName } from './clv/index.ts'
 import { CountedOrders, EMPTY_AGGREGATES, factOf, newer, utcDay, type CustomerAggregates, type OrderFact } from './order-facts.ts'
-import { bookAppend, BookBuilder, bookMerge, emptyBook, gatherBook, orderKey, sameBook, type OrderBook } from './order-book.ts'
+import { bookAppend, BookBuilder, emptyBook, gatherBook, orderKey, sameBook, type OrderBook } from './order-book.ts'
 import { ClvMemo, clvFeatures, computeFeatures, DEFAULT_FEATURE_OPTIONS, featuresDigest, type FeatureOptions, type FeatureValues } from './features.ts'
 import type { TenantModel } from './model.ts'
 import { buildTenantModelParallel } from './parallel-fit.ts'
 import { customerPartition, deletedFeatureRow, FACT_ROW_COLUMNS, factRowValues, FEATURE_ROW_COLUMNS, featureRowValues, featuresEvent, SEGMENT_CHANGE_COLUMNS, segmentChangedEvent, segmentChangeRowValues, type CustomerIdentity } from './rows.ts'
 import { claimModelRefresh, eachPartitionFact, loadCustomerFacts, loadModels, loadPartitionCustomers, loadPartitionProfiles, profileRow, saveModel, tenantAggregates, writeSegmentSnapshot } from './feature-store.ts'
 import { ProfileMemberships, type ProfileRecord } from './profiles.ts'
-import { sharedRfmKey } from './rfm.ts'
-import { sharedSegment } from './segments.ts'
 import { TenantCurrencies, TenantSettingsStore } from '../../common/store/tenant-settings.ts'
 import { resolveReference, type Reference } from '../../common/reference-date.ts'
 import { modelRefreshes, segmentChangesEmitted } from './metrics.ts'
 import { randomUUID } from 'node:crypto'
 import { claimantId } from '../../common/jobs/lease.ts'
 import { WriteTurns, type Storing } from '../../common/runtime/write-turns.ts'
-import { CustomerIndex } from './customer-index.ts'
+import { CustomerTable, type Customer } from './customer-table.ts'
 
 export const FEATURES_GROUP = 'cdp-features'
 
@@ -99,35 +97,6 @@ export function engineInput(v: InputEvent): EngineInput {
 
 const cutForFold = (r: StepResult<InputEvent>): StepResult<EngineInput> => (r.kind === 'ok' ? ok(engineInput(r.value)) : r)
 
-/**
- * One source customer's state, owned by the partition its key hashes to. A customer that is a
- * profile (its own, or the surviving customer of a merge) carries the features of the profile,
- * which fold the orders of all its members. One absorbed into another's profile has none.
- * A consumer holds one of these for every customer of its partitions, so it is kept small
- * (docs/features.md, "State in memory"): the aggregates and the CLV part are computed from the
- * orders when the customer is scored, not kept.
- */
-interface CustomerState extends CustomerIdentity {
-  orders: OrderBook
-  /** Segment and score last written and published: the "previous" of the next change. */
-  emittedSegment: string | null
-  emittedScore: string | null
-  /**
-   * Digest of the values last written (featuresDigest; NaN: none): whether a tick's values moved.
-   * A number field throughout, so V8 writes each new digest into the field's own box; a field
-   * that also held null took a new heap number at every write, one per customer a tick, each
-   * keeping a page of the tick's garbage committed.
-   */
-  last: number
-  /** Facts this consumer changed since the last write, by order id (null when none): stored with the next write. */
-  dirtyOrders: Map<string, OrderFact> | null
-  dirty: boolean
-  /** Version of the customer's last stored row; the next one must be higher, whatever the clocks. */
-  rowVersion: number
-  /** Its stored row is a delete marker (absorbed into another profile). */
-  deleted: boolean
-}
-
 export interface FeatureEngineOptions {
   store: Store
   log: EventLog
@@ -161,7 +130,15 @@ export interface FeatureEngineOptions {
  */
 export class FeatureEngine {
   readonly name: string
-  private readonly customers = new CustomerIndex<CustomerState>()
+  /**
+   * A source customer, owned by the partition its key hashes to: a slot of the consumer's
+   * CustomerTable (customer-table.ts), which holds its orders, identity, and what was last written.
+   * A customer that is a profile (its own, or the surviving customer of a merge) carries the
+   * features of the profile, which fold the orders of all its members. One absorbed into another's
+   * profile has none. The aggregates and the CLV part are computed from the orders when the
+   * customer is scored, not kept (docs/features.md, "State in memory").
+   */
+  private readonly customers = new CustomerTable()
   private readonly loaded = new Set<number>()
   /** Partitions this consumer owns (from the log's assignment); null until the first one. */
   private assigned: Set<number> | null = null
@@ -192,8 +169,8 @@ export class FeatureEngine {
   private readonly foreign = new Map<string, OrderBook>()
   /** Profile records folded since the last write, persisted with the batch that folded them. */
   private pendingProfiles: { partition: number; record: ProfileRecord }[] = []
-  /** Profiles whose members' orders changed outside a batch (a partition restored): written with the next one. */
-  private readonly stale = new Set<CustomerState>()
+  /** Profiles whose members' orders changed outside a batch (a partition restored), with their slot's generation: written with the next one. */
+  private readonly stale = new Map<Customer, number>()
   private readonly settings: TenantSettingsStore
   private readonly currencies: TenantCurrencies
   private readonly now: () => number
@@ -423,7 +400,7 @@ export class FeatureEngine {
   }
 
   private unload(p: number): void {
-    this.customers.deleteWhere((c) => c.partition === p)
+    this.customers.dropPartition(p)
     this.nextOffset.delete(p)
     this.memberships.forget((r) => this.partitionOf(r.tenantId, r.profileId) === p)
     this.loaded.delete(p)
@@ -434,8 +411,8 @@ export class FeatureEngine {
   }
 
   /** A customer with its own row: not absorbed into another's profile. */
-  private isProfile(c: CustomerState): boolean {
-    return this.memberships.isProfile(c.tenantId, c.customerId)
+  private isProfile(c: Customer): boolean {
+    return this.memberships.isProfile(this.customers.tenantId(c), this.customers.customerId(c))
   }
 
   /**
@@ -443,29 +420,34 @@ export class FeatureEngine {
    * consumer holds them, else from the state store. Gathered into one reused CountedOrders, valid
    * until the next call.
    */
-  private gather(c: CustomerState, cutoffMs: number): CountedOrders {
+  private gather(c: Customer, cutoffMs: number): CountedOrders {
     const g = this.counted.reset(cutoffMs)
-    const t = c.tenantId
-    if (!this.memberships.record(t, c.customerId)) {
+    const S = this.customers
+    const t = S.tenantId(c)
+    const id = S.customerId(c)
+    if (!this.memberships.record(t, id)) {
       // No profile record names it (membersOf: the customer alone).
-      gatherBook(c.orders, g)
+      S.gatherOrders(c, g)
       return g
     }
-    for (const m of this.memberships.membersOf(t, c.customerId)) {
-      if (m === c.customerId) gatherBook(c.orders, g)
-      else if (this.loaded.has(this.partitionOf(t, m))) gatherBook(this.customers.get(t, m)?.orders ?? emptyBook(), g)
-      else gatherBook(this.foreign.get(customerKey(t, m)) ?? emptyBook(), g)
+    for (const m of this.memberships.membersOf(t, id)) {
+      if (m === id) S.gatherOrders(c, g)
+      else if (this.loaded.has(this.partitionOf(t, m))) {
+        const member = S.get(t, m)
+        if (member !== undefined) S.gatherOrders(member, g)
+      } else gatherBook(this.foreign.get(customerKey(t, m)) ?? emptyBook(), g)
     }
     return g
   }
 
   /** Members of these profiles that live in partitions this consumer has not loaded. */
-  private foreignMembers(profiles: Iterable<CustomerState>): Map<number, Set<number>> {
+  private foreignMembers(profiles: Iterable<Customer>): Map<number, Set<number>> {
     const out = new Map<number, Set<number>>()
     for (const c of profiles) {
-      const t = c.tenantId
-      for (const m of this.memberships.membersOf(t, c.customerId)) {
-        if (m === c.customerId || this.loaded.has(this.partitionOf(t, m))) continue
+      const t = this.customers.tenantId(c)
+      const id = this.customers.customerId(c)
+      for (const m of this.memberships.membersOf(t, id)) {
+        if (m === id || this.loaded.has(this.partitionOf(t, m))) continue
         if (!out.has(t)) out.set(t, new Set())
         out.get(t)!.add(m)
       }
@@ -477,7 +459,7 @@ export class FeatureEngine {
    * Reads the stored facts of foreign members (`all`: every one of these profiles', else those not
    * read yet); returns the profiles whose foreign facts changed.
    */
-  private async readForeign(profiles: CustomerState[], all: boolean): Promise<Set<CustomerState>> {
+  private async readForeign(profiles: Customer[], all: boolean): Promise<Set<Customer>> {
     const changed = new Set<string>()
     // Members in partitions this consumer holds are read from memory: load those partitions first.
     for (const [t, members] of this.foreignMembers(profiles)) {
@@ -501,7 +483,8 @@ export class FeatureEngine {
         this.foreign.set(k, next)
       }
     }
-    return new Set(profiles.filter((c) => this.memberships.membersOf(c.tenantId, c.customerId).some((m) => changed.has(customerKey(c.tenantId, m)))))
+    const S = this.customers
+    return new Set(profiles.filter((c) => S.live(c) && this.memberships.membersOf(S.tenantId(c), S.customerId(c)).some((m) => changed.has(customerKey(S.tenantId(c), m)))))
   }
 
   private decode(record: LogRecord, codec: EventCodec): StepResult<EngineInput> | Promise<StepResult<EngineInput>> {
@@ -571,31 +554,30 @@ export class FeatureEngine {
     const started = Date.now()
     // Profiles held in other partitions may count members of this one, read from the store until
     // now: their aggregates before and after the load tell which ones this load moved.
-    const cutoffOf = (c: CustomerState) => this.refs.get(c.tenantId)?.cutoffMs ?? Infinity
-    const held = new Map<CustomerState, string>()
-    for (const c of this.customers.values()) {
-      if (c.partition !== p && this.memberships.hasOthers(c.tenantId, c.customerId)) held.set(c, JSON.stringify(this.aggregates(c, cutoffOf(c))))
+    const S = this.customers
+    const cutoffOf = (c: Customer) => this.refs.get(S.tenantId(c))?.cutoffMs ?? Infinity
+    const held = new Map<Customer, string>()
+    for (const c of S.all()) {
+      if (S.partition(c) !== p && this.memberships.hasOthers(S.tenantId(c), S.customerId(c))) held.set(c, JSON.stringify(this.aggregates(c, cutoffOf(c))))
     }
     this.unload(p)
     const [stored, profiles] = await Promise.all([loadPartitionCustomers(this.deps.store, p), loadPartitionProfiles(this.deps.store, p)])
     for (const s of stored) {
       const c = this.customer(s.tenantId, s.customerId, p)
-      c.email = s.email
-      c.emailVersion = s.emailVersion
-      c.emittedSegment = sharedSegment(s.segment)
-      c.emittedScore = sharedRfmKey(s.rfmScore)
-      c.rowVersion = s.version
-      c.deleted = s.deleted
+      S.setEmail(c, s.email, s.emailVersion)
+      S.setEmitted(c, s.segment, s.rfmScore)
+      S.setRowVersion(c, s.version)
+      S.setDeleted(c, s.deleted)
     }
     // Streamed: a partition's facts are never all in memory as objects at once. A customer's
-    // facts come together: it is looked up once, and its book made once, at its size.
-    let filling: CustomerState | null = null
+    // facts come together: it is looked up once, and its book laid down once, at its size.
+    let filling: Customer | null = null
     const books = new BookBuilder()
     const filled = () => {
-      if (filling) filling.orders = filling.orders.length ? filling.orders.concat(books.take()) : books.take()
+      if (filling !== null) S.appendOrders(filling, books)
     }
     const facts = await eachPartitionFact(this.deps.store, p, (f) => {
-      if (filling?.customerId !== f.customerId || filling.tenantId !== f.tenantId) {
+      if (filling === null || S.customerId(filling) !== f.customerId || S.tenantId(filling) !== f.tenantId) {
         filled()
         filling = this.customer(f.tenantId, f.customerId, p)
       }
@@ -609,42 +591,20 @@ export class FeatureEngine {
     this.loaded.add(p)
     await this.startingOffsets(p)
     // This partition's profiles may count members elsewhere, and profiles elsewhere members here.
-    const multi = new Set([...this.customers.values()].filter((c) => this.memberships.hasOthers(c.tenantId, c.customerId)))
-    await this.readForeign([...multi], false)
+    const multi = S.all().filter((c) => this.memberships.hasOthers(S.tenantId(c), S.customerId(c)))
+    await this.readForeign(multi, false)
     for (const [c, before] of held) {
       // A profile held before whose members here were read from the store: rescored with the next write.
-      if (before !== JSON.stringify(this.aggregates(c, cutoffOf(c)))) {
-        c.dirty = true
-        this.stale.add(c)
+      if (S.live(c) && before !== JSON.stringify(this.aggregates(c, cutoffOf(c)))) {
+        S.setDirty(c, true)
+        this.stale.set(c, S.gen(c))
       }
     }
     this.deps.logger.info({ pipeline: this.name, partition: p, orders: facts, customers: stored.length, ms: Date.now() - started }, 'partition state restored')
   }
 
-  private customer(tenantId: number, customerId: number, partition: number): CustomerState {
-    let c = this.customers.get(tenantId, customerId)
-    if (!c) {
-      c = {
-        tenantId,
-        customerId,
-        partition,
-        email: '',
-        // -0, not 0: both versions soon hold times (ms, µs) beyond a small integer, and a field
-        // that starts as one changes the object's hidden class when it first takes a double,
-        // which deoptimised every function that had seen the old one (a recompilation each).
-        emailVersion: -0,
-        orders: emptyBook(),
-        emittedSegment: null,
-        emittedScore: null,
-        last: NaN,
-        dirtyOrders: null,
-        dirty: false,
-        rowVersion: -0,
-        deleted: false,
-      }
-      this.customers.set(tenantId, customerId, c)
-    }
-    return c
+  private customer(tenantId: number, customerId: number, partition: number): Customer {
+    return this.customers.get(tenantId, customerId) ?? this.customers.add(tenantId, customerId, partition)
   }
 
   private async apply(items: { record: LogRecord; value: EngineInput }[]): Promise<Storing> {
@@ -659,7 +619,7 @@ export class FeatureEngine {
         // Keyed tenant:profile like the customer's events, so it is on the partition of the profile's own customer.
         const c = this.customer(e.tenant_id, e.profile_id, record.partition)
         if (this.memberships.apply(r)) this.pendingProfiles.push({ partition: record.partition, record: r })
-        c.dirty = true
+        this.customers.setDirty(c, true)
         touched.add(c)
         profiles.add(c)
         continue
@@ -691,7 +651,7 @@ export class FeatureEngine {
       else this.foldEmail(c, value.email, value.occurredAt)
     }
     await this.readForeign([...profiles], false)
-    for (const c of this.stale) if (this.customers.get(c.tenantId, c.customerId) === c) touched.add(c)
+    for (const [c, gen] of this.stale) if (this.customers.live(c) && this.customers.gen(c) === gen) touched.add(c)
     this.stale.clear()
     // A tenant aged to its data's end moves with its newest order.
     await this.references(latest.keys(), this.now())
@@ -713,34 +673,37 @@ export class FeatureEngine {
   }
 
   /** The customer an input is about, touched, and its profile's owner (ownerOf) with it. */
-  private touch(f: Folding, tenantId: number, customerId: number, partition: number, owner: { customerId: number; partition: number } | null): CustomerState {
+  private touch(f: Folding, tenantId: number, customerId: number, partition: number, owner: { customerId: number; partition: number } | null): Customer {
     const c = this.customer(tenantId, customerId, partition)
     if (owner) {
       const o = this.customer(tenantId, owner.customerId, owner.partition)
-      o.dirty = true
+      this.customers.setDirty(o, true)
       f.touched.add(o)
       f.profiles.add(o)
     }
-    c.dirty = true
+    this.customers.setDirty(c, true)
     f.touched.add(c)
     return c
   }
 
-  private foldOrder(f: Folding, c: CustomerState, orderId: string, key: number, fact: OrderFact, occurredAt: number): void {
-    if (bookMerge(c.orders, key, fact)) {
+  private foldOrder(f: Folding, c: Customer, orderId: string, key: number, fact: OrderFact, occurredAt: number): void {
+    const S = this.customers
+    if (S.mergeOrder(c, key, fact)) {
       f.profiles.add(c)
       // Newer than the book's, so newer than any fact pending for the order.
-      ;(c.dirtyOrders ??= new Map()).set(orderId, fact)
+      let pending = S.dirtyOrders(c)
+      if (!pending) S.setDirtyOrders(c, (pending = new Map()))
+      pending.set(orderId, fact)
     }
-    f.latest.set(c.tenantId, Math.max(f.latest.get(c.tenantId) ?? 0, occurredAt))
+    const t = S.tenantId(c)
+    f.latest.set(t, Math.max(f.latest.get(t) ?? 0, occurredAt))
   }
 
   /** Latest profile wins by event time, ties by the larger email, whatever the arrival order. */
-  private foldEmail(c: CustomerState, email: string, occurredAt: number): void {
-    if (occurredAt > c.emailVersion || (occurredAt === c.emailVersion && email > c.email)) {
-      c.email = email
-      c.emailVersion = occurredAt
-    }
+  private foldEmail(c: Customer, email: string, occurredAt: number): void {
+    const S = this.customers
+    const version = S.emailVersion(c)
+    if (occurredAt > version || (occurredAt === version && email > S.email(c))) S.setEmail(c, email, occurredAt)
   }
 
   /** The tenants' references: cached, else read (settings and data end) once. */
@@ -770,7 +733,7 @@ export class FeatureEngine {
    * is used only until a write brings a buyer, which fits again. Kept, it would have scored the
    * tenant's buyers without segments until the next refresh.
    */
-  private async model(tenantId: number, now: number, ref: Reference, customers: readonly CustomerState[]): Promise<TenantModel | null> {
+  private async model(tenantId: number, now: number, ref: Reference, customers: readonly Customer[]): Promise<TenantModel | null> {
     let buyer: boolean | undefined
     const usable = (m: TenantModel | undefined) => m !== undefined && (m.boundaries !== null || !(buyer ??= this.hasBuyer(tenantId, customers, ref)))
     const cached = this.models.get(tenantId)
@@ -781,7 +744,7 @@ export class FeatureEngine {
       return stored!
     }
     const aggs: CustomerAggregates[] = []
-    for (const c of this.customers.values()) if (c.tenantId === tenantId && this.isProfile(c)) aggs.push(this.aggregates(c, ref.cutoffMs))
+    for (const c of this.customers.all()) if (this.customers.tenantId(c) === tenantId && this.isProfile(c)) aggs.push(this.aggregates(c, ref.cutoffMs))
     const m = await buildTenantModelParallel(aggs, now, { clvModel: this.clvModel, refitClv: true, referenceMs: ref.ms }, this.deps.logger)
     await this.keepModel(tenantId, m)
     return m
@@ -794,18 +757,18 @@ export class FeatureEngine {
   }
 
   /** Some of `customers` of the tenant is a profile with a counting order. */
-  private hasBuyer(tenantId: number, customers: readonly CustomerState[], ref: Reference): boolean {
-    for (const c of customers) if (c.tenantId === tenantId && this.isProfile(c) && this.aggregates(c, ref.cutoffMs).orderCount > 0) return true
+  private hasBuyer(tenantId: number, customers: readonly Customer[], ref: Reference): boolean {
+    for (const c of customers) if (this.customers.tenantId(c) === tenantId && this.isProfile(c) && this.aggregates(c, ref.cutoffMs).orderCount > 0) return true
     return false
   }
 
   /** Row versions grow per customer across restarts and clock differences (microsecond-scaled time, else +1). */
-  private version(c: CustomerState, now: number): number {
-    return Math.max(now * 1000, c.rowVersion + 1)
+  private version(c: Customer, now: number): number {
+    return Math.max(now * 1000, this.customers.rowVersion(c) + 1)
   }
 
   /** A profile's aggregates: the orders of its members placed by the tenant's cutoff (Infinity: every order). */
-  private aggregates(c: CustomerState, cutoffMs: number): CustomerAggregates {
+  private aggregates(c: Customer, cutoffMs: number): CustomerAggregates {
     return this.gather(c, cutoffMs).aggregates()
   }
 
@@ -819,11 +782,12 @@ export class FeatureEngine {
    * Recomputes customers and publishes and stores what changed. `touched` customers (their
    * events are in the batch) are always written; others only when a value moved.
    */
-  private async flush(customers: CustomerState[], now: number, touched: boolean, tickEpoch?: number): Promise<{ changed: number; segmentChanges: number; stored: Promise<void> }> {
+  private async flush(customers: Customer[], now: number, touched: boolean, tickEpoch?: number): Promise<{ changed: number; segmentChanges: number; stored: Promise<void> }> {
     const outsideBatch = tickEpoch !== undefined
-    const owns = (c: CustomerState) => !outsideBatch || this.owned === null || this.owned.has(c.partition)
-    customers = customers.filter(owns)
-    const tenants = new Set(customers.map((c) => c.tenantId))
+    const S = this.customers
+    // A customer whose partition was dropped meanwhile is its new owner's (or the restore's) to write.
+    customers = customers.filter((c) => S.live(c) && (!outsideBatch || this.owned === null || this.owned.has(S.partition(c))))
+    const tenants = new Set(customers.map((c) => S.tenantId(c)))
     await this.references(tenants, now)
     const models = new Map<number, TenantModel | null>()
     const refs = new Map<number, Reference>()
@@ -887,7 +851,7 @@ export class FeatureEngine {
    * compiling all of it again for each loop it enters (on-stack replacement) and each resumption:
    * that was a dozen compilations of write() for a backlog, 0.6 CPU-s of the helper threads.
    */
-  private score(customers: CustomerState[], now: number, touched: boolean, encodings: RowEncodings, refs: Map<number, Reference>, models: Map<number, TenantModel | null>, memo: ClvMemo) {
+  private score(customers: Customer[], now: number, touched: boolean, encodings: RowEncodings, refs: Map<number, Reference>, models: Map<number, TenantModel | null>, memo: ClvMemo) {
     // Facts and live rows encoded as they are made (InsertRows); delete markers, which carry
     // is_deleted, as objects of their own insert.
     const facts = new InsertRows(this.deps.store, 'feature_order_facts', FACT_ROW_COLUMNS, encodings.facts, NO_MERGE_ON_INSERT)
@@ -900,52 +864,58 @@ export class FeatureEngine {
     const featureRecords = new EncodedRecords(this.deps.codec, TOPICS.customerFeatures.name, undefined, WRITE_BUFFERS)
     const changes = new SegmentChanges(new EncodedRecords(this.deps.codec, TOPICS.segmentChanges.name, undefined, WRITE_BUFFERS), new InsertRows(this.deps.store, 'segment_changes', SEGMENT_CHANGE_COLUMNS, encodings.changes))
     const updates: Update[] = []
-    // A customer's pending facts (forEach's `this`), by forEach: a for-of over the Map made an entry array a fact.
-    const addFact = function (this: CustomerState, f: OrderFact, orderId: string) {
+    // A customer's pending facts (forEach's `this`: its identity), by forEach: a for-of over the Map made an entry array a fact.
+    const addFact = function (this: CustomerIdentity, f: OrderFact, orderId: string) {
       facts.add(factRowValues(this, orderId, f))
     }
+    const S = this.customers
     for (const c of customers) {
-      const ref = refs.get(c.tenantId)!
+      const t = S.tenantId(c)
+      const ref = refs.get(t)!
       if (!this.isProfile(c)) {
         // Absorbed into another's profile: its facts are stored (the profile's owner reads them), its row is deleted once.
-        if (!c.dirty && c.deleted) continue
-        c.dirtyOrders?.forEach(addFact, c)
-        const version = c.deleted ? c.rowVersion : this.version(c, now)
-        if (!c.deleted) {
+        const deleted = S.deleted(c)
+        if (!S.dirty(c) && deleted) continue
+        const id = S.identity(c)
+        S.dirtyOrders(c)?.forEach(addFact, id)
+        const version = deleted ? S.rowVersion(c) : this.version(c, now)
+        if (!deleted) {
           const empty = computeFeatures(EMPTY_AGGREGATES, null, ref.ms, this.opts, null)
-          markers.push(deletedFeatureRow(c, empty, now, version))
-          if (c.emittedSegment !== null) changes.add(segmentChangedEvent(c, emittedOf(c), empty, now))
+          markers.push(deletedFeatureRow(id, empty, now, version))
+          if (S.segment(c) !== null) changes.add(segmentChangedEvent(id, { segment: S.segment(c), rfmScore: S.score(c) }, empty, now))
         }
-        updates.push(new Update(c, null, null, NaN, version, true))
+        updates.push(new Update(S, c, null, null, NaN, version, true))
         continue
       }
       const orders = this.gather(c, ref.cutoffMs)
       const agg = orders.aggregates()
-      const v = this.valuesOf(agg, models.get(c.tenantId) ?? null, ref, memo)
+      const v = this.valuesOf(agg, models.get(t) ?? null, ref, memo)
       const digest = featuresDigest(v)
-      const moved = c.last !== digest
-      if (!touched && !moved && !c.dirty && !c.deleted) continue
-      c.dirtyOrders?.forEach(addFact, c)
+      const moved = S.last(c) !== digest
+      if (!touched && !moved && !S.dirty(c) && !S.deleted(c)) continue
+      const id = S.identity(c)
+      S.dirtyOrders(c)?.forEach(addFact, id)
       const version = this.version(c, now)
-      rows.add(featureRowValues(c, agg, orders.history(), v, now, version))
-      const key = customerKey(c.tenantId, c.customerId)
-      if (moved) featureRecords.add(key, featuresEvent(c, agg, v, now))
-      if (v.segment !== c.emittedSegment) changes.add(segmentChangedEvent(c, emittedOf(c), v, now))
-      updates.push(new Update(c, v.segment, v.rfm_score, digest, version, false))
+      rows.add(featureRowValues(id, agg, orders.history(), v, now, version))
+      const key = customerKey(t, id.customerId)
+      if (moved) featureRecords.add(key, featuresEvent(id, agg, v, now))
+      const emitted = S.segment(c)
+      if (v.segment !== emitted) changes.add(segmentChangedEvent(id, { segment: emitted, rfmScore: S.score(c) }, v, now))
+      updates.push(new Update(S, c, v.segment, v.rfm_score, digest, version, false))
     }
     return { facts, rows, markers, featureRecords, changes, updates }
   }
 
   /** Scores, publishes and stores one chunk of a flush; null when a rebalance began meanwhile (nothing of it written). */
   private async write(
-    customers: CustomerState[],
+    customers: Customer[],
     now: number,
     touched: boolean,
     tickEpoch: number | undefined,
     { refs, models, memo }: { refs: Map<number, Reference>; models: Map<number, TenantModel | null>; memo: ClvMemo },
   ): Promise<{ changed: number; segmentChanges: number; stored: Promise<void> } | null> {
     const outsideBatch = tickEpoch !== undefined
-    const owns = (c: CustomerState) => !outsideBatch || this.owned === null || this.owned.has(c.partition)
+    const owns = (c: Customer) => !outsideBatch || this.owned === null || this.owned.has(this.customers.partition(c))
     const { facts, rows, markers, featureRecords, changes, updates } = this.score(customers, now, touched, await this.rowEncodings(), refs, models, memo)
     const profileRows = this.pendingProfiles.map((p) => profileRow(p.partition, p.record))
     if (!updates.length && !profileRows.length) return { changed: 0, segmentChanges: 0, stored: Promise.resolve() }
@@ -1021,8 +991,9 @@ export class FeatureEngine {
       const tenants = this.customers.tenantIds()
       if (!tenants.length) return { tenants: 0, changed: 0, segmentChanges: 0 }
       // Members another consumer owns may have new orders (it stores them; this consumer scores their profile).
-      const multi = [...this.customers.values()].filter((c) => this.memberships.hasOthers(c.tenantId, c.customerId))
-      for (const c of await this.readForeign(multi, true)) c.dirty = true
+      const S = this.customers
+      const multi = S.all().filter((c) => this.memberships.hasOthers(S.tenantId(c), S.customerId(c)))
+      for (const c of await this.readForeign(multi, true)) S.setDirty(c, true)
       // Settings may have changed (PUT .../settings): read every tenant's reference again.
       const before = new Map(tenants.map((t) => [t, this.refs.get(t)]))
       await this.references(tenants, now, true)
@@ -1047,13 +1018,13 @@ export class FeatureEngine {
         modelRefreshes.inc({ pipeline: this.name, outcome: 'refreshed' })
         // A new cutoff changes every aggregate: score against the consumer's refolded customers
         // rather than the stored rows, which still hold the old cutoff.
-        const aggs = moved && prev ? [...this.customers.values()].filter((c) => c.tenantId === t && this.isProfile(c)).map((c) => this.aggregates(c, ref.cutoffMs)) : await tenantAggregates(this.deps.store, t)
+        const aggs = moved && prev ? S.all().filter((c) => S.tenantId(c) === t && this.isProfile(c)).map((c) => this.aggregates(c, ref.cutoffMs)) : await tenantAggregates(this.deps.store, t)
         const clv = current?.clv
         const refit = !clv || moved || now - clv.fittedAt >= this.refitMs || aggs.length >= 2 * clv.customers
         const m = await buildTenantModelParallel(aggs, now, { clvModel: this.clvModel, refitClv: refit, previous: current, referenceMs: ref.ms }, this.deps.logger)
         await this.keepModel(t, m)
       }
-      const { stored: written, ...r } = await this.flush([...this.customers.values()], now, false, epoch)
+      const { stored: written, ...r } = await this.flush(S.all(), now, false, epoch)
       await written
       for (const t of tenants) await writeSegmentSnapshot(this.deps.store, [t], this.referenceOf(t, now).ms, now)
       return { tenants: tenants.length, ...r }
@@ -1077,6 +1048,7 @@ class Update {
   // What take() replaced, as fields rather than an object of their own: a write's updates live
   // until its inserts end, through young-generation collections that copy whatever they hold.
   private taken = false
+  private readonly gen: number
   private beforeVersion = 0
   private beforeSegment: string | null = null
   private beforeScore: string | null = null
@@ -1085,46 +1057,57 @@ class Update {
   private facts: Map<string, OrderFact> | null = null
 
   constructor(
-    readonly c: CustomerState,
+    private readonly table: CustomerTable,
+    readonly c: Customer,
     private readonly segment: string | null,
     private readonly score: string | null,
     private readonly digest: number,
     private readonly version: number,
     private readonly deleted: boolean,
-  ) {}
+  ) {
+    this.gen = table.gen(c)
+  }
+
+  /** The slot still holds the customer it was made for (its partition was not dropped since). */
+  private current(): boolean {
+    return this.table.live(this.c) && this.table.gen(this.c) === this.gen
+  }
 
   take(): void {
-    const c = this.c
+    const { table: S, c } = this
+    if (!this.current()) return
     this.taken = true
-    this.beforeVersion = c.rowVersion
-    this.beforeSegment = c.emittedSegment
-    this.beforeScore = c.emittedScore
-    this.beforeLast = c.last
-    this.beforeDeleted = c.deleted
-    this.facts = c.dirtyOrders
-    c.rowVersion = this.version
-    c.emittedSegment = this.segment
-    c.emittedScore = this.score
-    c.last = this.digest
-    c.deleted = this.deleted
-    c.dirtyOrders = null
-    c.dirty = false
+    this.beforeVersion = S.rowVersion(c)
+    this.beforeSegment = S.segment(c)
+    this.beforeScore = S.score(c)
+    this.beforeLast = S.last(c)
+    this.beforeDeleted = S.deleted(c)
+    this.facts = S.dirtyOrders(c)
+    S.setRowVersion(c, this.version)
+    S.setEmitted(c, this.segment, this.score)
+    S.setLast(c, this.digest)
+    S.setDeleted(c, this.deleted)
+    S.setDirtyOrders(c, null)
+    S.setDirty(c, false)
   }
 
   rollBack(): void {
-    const c = this.c
-    if (this.taken && c.rowVersion === this.version) {
-      c.rowVersion = this.beforeVersion
-      c.emittedSegment = this.beforeSegment
-      c.emittedScore = this.beforeScore
-      c.last = this.beforeLast
-      c.deleted = this.beforeDeleted
+    const { table: S, c } = this
+    if (!this.current()) return
+    if (this.taken && S.rowVersion(c) === this.version) {
+      S.setRowVersion(c, this.beforeVersion)
+      S.setEmitted(c, this.beforeSegment, this.beforeScore)
+      S.setLast(c, this.beforeLast)
+      S.setDeleted(c, this.beforeDeleted)
     }
     for (const [orderId, f] of this.facts ?? []) {
-      const pending = c.dirtyOrders?.get(orderId)
-      if (!pending || newer(pending, f)) (c.dirtyOrders ??= new Map()).set(orderId, f)
+      let pending = S.dirtyOrders(c)
+      const cur = pending?.get(orderId)
+      if (cur && !newer(cur, f)) continue
+      if (!pending) S.setDirtyOrders(c, (pending = new Map()))
+      pending.set(orderId, f)
     }
-    c.dirty = true
+    S.setDirty(c, true)
   }
 }
 
@@ -1149,12 +1132,10 @@ class SegmentChanges {
 
 /** What a batch's fold gathers for its flush: customers touched, each tenant's newest order time, profiles whose orders or members changed. */
 interface Folding {
-  touched: Set<CustomerState>
+  touched: Set<Customer>
   latest: Map<number, number>
-  profiles: Set<CustomerState>
+  profiles: Set<Customer>
 }
-
-const emittedOf = (c: CustomerState) => ({ segment: c.emittedSegment, rfmScore: c.emittedScore })
 
 function newest(a: TenantModel | undefined, b: TenantModel | undefined): TenantModel | undefined {
   if (!a) return b

@@ -19,6 +19,9 @@ export type OrderBook = number[]
 
 const STRIDE = 4
 
+/** Numbers an order takes in a book. */
+export const BOOK_STRIDE = STRIDE
+
 /** The order id's 53-bit hash (common/hash53.ts). */
 export const orderKey = (orderId: string): number => hash53(orderId)
 
@@ -36,26 +39,39 @@ const stampOf = (f: CountedFact): number => f.placedAt * 2 + (f.cancelled ? 1 : 
 
 /** Folds one order's fact in; returns whether the book changed. */
 export function bookMerge(book: OrderBook, key: number, f: OrderFact): boolean {
-  for (let i = 0; i < book.length; i += STRIDE) {
-    if (book[i] !== key) continue
-    if (!newer(factAt(book, i), f)) return false
-    book[i + 1] = f.version
-    book[i + 2] = stampOf(f)
-    book[i + 3] = f.cents
+  const i = findOrder(book, 0, book.length, key)
+  if (i < 0) {
+    bookAppend(book, key, f)
     return true
   }
-  bookAppend(book, key, f)
+  if (!newer(factAt(book, i), f)) return false
+  writeOrder(book, i, key, f)
   return true
 }
 
-function factAt(book: OrderBook, i: number): Omit<OrderFact, 'eventId'> {
+/** Where the order with this key is in book[from, to) (a book, or a range of an arena: book-arena.ts), or -1. */
+export function findOrder(book: ArrayLike<number>, from: number, to: number, key: number): number {
+  for (let i = from; i < to; i += STRIDE) if (book[i] === key) return i
+  return -1
+}
+
+/** Writes an order's fact at i. */
+export function writeOrder(book: { [i: number]: number }, i: number, key: number, f: Omit<OrderFact, 'eventId'>): void {
+  book[i] = key
+  book[i + 1] = f.version
+  book[i + 2] = stampOf(f)
+  book[i + 3] = f.cents
+}
+
+/** The fact of the order at i, as newer() compares it. */
+export function factAt(book: ArrayLike<number>, i: number): Omit<OrderFact, 'eventId'> {
   const stamp = book[i + 2]!
   return { version: book[i + 1]!, placedAt: Math.floor(stamp / 2), cancelled: stamp % 2 === 1, cents: book[i + 3]! }
 }
 
-/** Adds the book's orders to `into` (the feature consumer's write: no object an order). */
-export function gatherBook(book: OrderBook, into: CountedOrders): void {
-  for (let i = 0; i < book.length; i += STRIDE) {
+/** Adds the orders of book[from, to) to `into` (the feature consumer's write: no object an order). */
+export function gatherBook(book: ArrayLike<number>, into: CountedOrders, from = 0, to = book.length): void {
+  for (let i = from; i < to; i += STRIDE) {
     const stamp = book[i + 2]!
     into.add(Math.floor(stamp / 2), book[i + 3]!, stamp % 2 === 1)
   }
@@ -106,5 +122,17 @@ export class BookBuilder {
     const book = this.buf.slice(0, this.n)
     this.n = 0
     return book
+  }
+
+  /** Doubles added since the last take. */
+  get size(): number {
+    return this.n
+  }
+
+  /** Copies the facts added since the last take to `into` at `at`, and starts afresh. */
+  takeInto(into: Float64Array, at: number): void {
+    const b = this.buf
+    for (let i = 0; i < this.n; i++) into[at + i] = b[i]!
+    this.n = 0
   }
 }

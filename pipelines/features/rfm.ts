@@ -141,10 +141,6 @@ export function recencyDays(lastOrderAtMs: number, nowMs: number): number {
  */
 /** The 125 score texts, '111' … '555', one string each: a million customers share them instead of holding a copy each. */
 const RFM_KEYS = Array.from({ length: 125 }, (_, i) => `${Math.floor(i / 25) + 1}${(Math.floor(i / 5) % 5) + 1}${(i % 5) + 1}` as RfmKey)
-const RFM_KEY_OF = new Map<string, RfmKey>(RFM_KEYS.map((k) => [k, k]))
-
-/** The shared instance of a score text read from elsewhere (the store); other text as it is. */
-export const sharedRfmKey = (text: string | null): string | null => (text === null ? null : (RFM_KEY_OF.get(text) ?? text))
 
 export function rfmScore(customer: RfmInput, boundaries: TenantBoundaries): RfmScore
 export function rfmScore(customer: RfmInput, boundaries: TenantBoundaries, nowMs: number): RfmScore & { recency_days: number }

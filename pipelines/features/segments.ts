@@ -26,10 +26,6 @@ export const SEGMENTS = [
 
 export type Segment = (typeof SEGMENTS)[number]
 
-const SEGMENT_OF = new Map<string, Segment>(SEGMENTS.map((s) => [s, s]))
-
-/** The shared instance of a segment name read from elsewhere (the store); other text as it is. */
-export const sharedSegment = (name: string | null): string | null => (name === null ? null : (SEGMENT_OF.get(name) ?? name))
 
 /** The spec's "Meaning" column. */
 export const SEGMENT_DESCRIPTIONS: Readonly<Record<Segment, string>> = {
