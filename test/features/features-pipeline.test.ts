@@ -22,6 +22,7 @@ import { SEGMENTS } from '../../pipelines/features/segments.ts'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { caughtUp, readTopic, silentLogger, testConfig, uniqueName } from '../helpers.ts'
+import { createLogger } from '../../common/logger.ts'
 import { history, NOW, rng, shuffle } from './histories.ts'
 import { byCustomer, expectedFeatureRows, featureRows } from './batch-expectation.ts'
 
@@ -182,6 +183,35 @@ describe('feature consumer (embedded log, chdb)', () => {
       expect(recomputed.map((r) => r.rfm_score)).toEqual(rows.map((r) => r.rfm_score))
     })
   }
+
+  it.each([
+    ['on the decode thread', true, 630],
+    ['on the main thread', false, 631],
+  ])('two batches of a partition in flight, decoded %s: records are observed in offset order (each partition restored once), and the rows equal the batch recompute', { timeout: 120_000 }, async (_, decodeThread, tenant) => {
+    const { orders, profiles, delivery } = history(tenant, 31, 60)
+    const group = uniqueName('features')
+    const logs: { msg?: string; partition?: number }[] = []
+    const logger = createLogger({ level: 'info', destination: { write: (line: string) => void logs.push(JSON.parse(line)) } as never })
+    // Batches of five records, published a few at a time while the consumer runs: the next batch
+    // of a partition is read and decoded while the one before is being written.
+    const consumer = await runFeatures({ ...rt, logger, config: { ...rt.config, featuresBatchSize: 5 } }, { now: () => NOW, tickMs: 3_600_000, name: group, decodeThread })
+    const events = [...delivery.profiles.map((e) => ['customers', e] as const), ...delivery.orders.map((e) => ['orders', e] as const)]
+    for (const [i, [topic, e]] of shuffle(events, rng(31)).entries()) {
+      await publishEvents(rt.log, rt.codec, topic, [e as never])
+      if (i % 8 === 7) await new Promise((r) => setTimeout(r, 5))
+    }
+    await drain(group)
+    await consumer.tick()
+    await consumer.stop()
+    // A record observed before one of lower offset looks like another consumer's commit and restores its partition again.
+    const restores = logs.filter((l) => l.msg === 'partition state restored').map((l) => l.partition)
+    expect(restores.sort()).toEqual([...Array(rt.config.partitions).keys()])
+    const model = (await loadModels(rt.store, [tenant])).get(tenant)!
+    const expected = expectedFeatureRows(orders, profiles, tenant, model, NOW)
+    const rows = await featureRows(rt.store, tenant)
+    expect(rows.map((r) => r.customer_id)).toEqual([...expected.rows.keys()])
+    for (const row of rows) expect(row, `customer ${row.customer_id}`).toEqual(expected.rows.get(row.customer_id as number))
+  })
 
   it('time alone ages quiet customers: a restarted consumer that receives no event still rescores its partitions on the tick', { timeout: 120_000 }, async () => {
     const tenant = 620
