@@ -43,8 +43,14 @@ export class CustomerTable {
   private readonly books = new BookArena()
   private readonly emails = new EmailBytes()
   private readonly texts = new Texts()
-  /** Facts changed since the customer's last write, by order id (only customers that have some). */
-  private readonly pending = new Map<Customer, Map<string, OrderFact>>()
+  /**
+   * Facts changed since the customer's last write, by order id: a slot's entry (pendingAt, 0 for
+   * none) in a list whose free entries are reused. Read and cleared for every customer a write
+   * touches: a Map keyed by slot hashed each time.
+   */
+  private pendingAt = new Int32Array(0)
+  private readonly pendingFacts: (Map<string, OrderFact> | null)[] = [null]
+  private readonly freePending: number[] = []
   private readonly index = new Map<number, Map<number, Customer>>()
 
   get(tenantId: number, customerId: number): Customer | undefined {
@@ -179,12 +185,20 @@ export class CustomerTable {
 
   /** Facts changed since the customer's last write (null: none). */
   dirtyOrders(c: Customer): Map<string, OrderFact> | null {
-    return this.pending.get(c) ?? null
+    const at = this.pendingAt[c]!
+    return at ? this.pendingFacts[at]! : null
   }
 
   setDirtyOrders(c: Customer, facts: Map<string, OrderFact> | null): void {
-    if (facts) this.pending.set(c, facts)
-    else this.pending.delete(c)
+    let at = this.pendingAt[c]!
+    if (facts) {
+      if (!at) at = this.pendingAt[c] = this.freePending.pop() ?? this.pendingFacts.push(null) - 1
+      this.pendingFacts[at] = facts
+    } else if (at) {
+      this.pendingFacts[at] = null
+      this.freePending.push(at)
+      this.pendingAt[c] = 0
+    }
   }
 
   /** Folds one order's fact into the customer's book (order-book.ts' rule); returns whether it changed. */
@@ -232,7 +246,7 @@ export class CustomerTable {
   private free(c: Customer): void {
     this.books.clear(c)
     this.emails.clear(c)
-    this.pending.delete(c)
+    this.setDirtyOrders(c, null)
     this.flags[c] = 0
     this.generation[c] = (this.generation[c]! + 1) >>> 0
     this.freeSlots.push(c)
@@ -260,6 +274,7 @@ export class CustomerTable {
     this.seg = grow(this.seg, (n) => new Uint16Array(n))
     this.rfm = grow(this.rfm, (n) => new Uint16Array(n))
     this.generation = grow(this.generation, (n) => new Uint32Array(n))
+    this.pendingAt = grow(this.pendingAt, (n) => new Int32Array(n))
     this.books.reserve(n)
     this.emails.reserve(n)
   }

@@ -178,6 +178,25 @@ describe('CustomerTable', () => {
     expect(table.footprint().emailBytes).toBeLessThanOrEqual(4 * bytes)
   })
 
+  it('keeps each customer’s pending facts apart, through clears and reuse of their entries', () => {
+    const table = new CustomerTable()
+    const fact = (cents: number): OrderFact => ({ version: 1, eventId: `e${cents}`, placedAt: 0, cents, cancelled: false })
+    const cs = [0, 1, 2, 3].map((i) => table.add(1, i, i % 2))
+    const maps = cs.map((_, i) => new Map([[`o${i}`, fact(i)]]))
+    cs.forEach((c, i) => table.setDirtyOrders(c, maps[i]!))
+    table.setDirtyOrders(cs[1]!, null)
+    table.setDirtyOrders(cs[1]!, null) // twice: nothing more
+    const again = new Map([['o9', fact(9)]])
+    table.setDirtyOrders(cs[1]!, again) // takes a freed entry
+    table.setDirtyOrders(cs[2]!, new Map([['o2', fact(22)]])) // replaced in place
+    expect(cs.map((c) => [...(table.dirtyOrders(c) ?? new Map()).keys()])).toEqual([['o0'], ['o9'], ['o2'], ['o3']])
+    expect(table.dirtyOrders(cs[2]!)!.get('o2')!.cents).toBe(22)
+    table.dropPartition(1) // customers 1 and 3
+    expect([table.dirtyOrders(cs[0]!), table.dirtyOrders(cs[2]!)?.size]).toEqual([maps[0], 1])
+    const d = table.add(2, 5, 0)
+    expect(table.dirtyOrders(d)).toBeNull()
+  })
+
   it('appends a restore’s facts at their size to what the customer holds', () => {
     const table = new CustomerTable()
     const c = table.add(1, 1, 0)
