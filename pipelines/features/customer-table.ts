@@ -336,6 +336,11 @@ class EmailBytes {
   set(slot: number, email: string, slots: number): void {
     const n = Buffer.byteLength(email)
     const old = this.len[slot]!
+    if (n === 0) {
+      // No bytes to write: an empty slot's offset may be past the end of a buffer rewritten since.
+      this.clear(slot)
+      return
+    }
     if (n <= old) {
       this.buf.write(email, this.at[slot]!, 'utf8')
       this.waste += old - n
@@ -355,6 +360,7 @@ class EmailBytes {
   clear(slot: number): void {
     this.waste += this.len[slot]!
     this.len[slot] = 0
+    this.at[slot] = 0
   }
 
   /** Room for n more bytes at the end: the buffer rewritten without its waste when that is most of it, else twice as large. */

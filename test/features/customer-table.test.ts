@@ -178,6 +178,20 @@ describe('CustomerTable', () => {
     expect(table.footprint().emailBytes).toBeLessThanOrEqual(4 * bytes)
   })
 
+  it('gives a reused slot an empty e-mail after the buffer was rewritten smaller than where its old bytes were', () => {
+    const table = new CustomerTable()
+    for (let i = 0; i < 5_000; i++) table.setEmail(table.add(1, i, i < 4_990 ? 1 : 0), `customer-number-${i}@example.com`, i)
+    table.dropPartition(1) // all but the last ten: their bytes are waste, the others' offsets far along
+    const kept = table.all()
+    // Longer e-mails for the ten left, until the buffer is rewritten without the waste: it is then small.
+    for (let round = 1; round < 40; round++) for (const c of kept) table.setEmail(c, `${'x'.repeat(round * 50)}@example.com`, round)
+    expect(table.footprint().emailBytes).toBeLessThan(1 << 17)
+    const reused = table.add(2, 1, 0) // a freed slot whose bytes lay past the new buffer's end
+    table.setEmail(reused, '', 1)
+    table.setEmail(reused, 'late@example.com', 2)
+    expect([table.email(reused), ...kept.map((c) => table.email(c).length)]).toEqual(['late@example.com', ...kept.map(() => 39 * 50 + 12)])
+  })
+
   it('keeps each customer’s pending facts apart, through clears and reuse of their entries', () => {
     const table = new CustomerTable()
     const fact = (cents: number): OrderFact => ({ version: 1, eventId: `e${cents}`, placedAt: 0, cents, cancelled: false })
