@@ -206,8 +206,8 @@ export class FeatureEngine {
     waits: (items) => this.pairedBatchComing(items),
     waitMs: PAIR_WAIT_MS,
   })
-  /** The processing of each topic-partition's last batch (inOrder), settled either way. */
-  private readonly processed = new Map<string, Promise<void>>()
+  /** The processing of each topic-partition's last batch (inOrder) until it settles. */
+  private readonly processed = new Map<string, Promise<unknown>>()
   /** Batches of the input topics being processed (decoded, checked), by inputKey. */
   private readonly processing = new Map<number, number>()
   /** Of those, the ones waiting for a turn of their own (observeInTurn), by inputKey. */
@@ -321,15 +321,19 @@ export class FeatureEngine {
     const first = records[0]
     if (!first) return fn()
     const key = `${first.topic}:${first.partition}`
-    const run = (this.processed.get(key) ?? Promise.resolve()).then(fn)
-    const settled = run.then(
-      () => {},
-      () => {},
-    )
-    this.processed.set(key, settled)
-    void settled.then(() => {
-      if (this.processed.get(key) === settled) this.processed.delete(key)
-    })
+    const before = this.processed.get(key)
+    // After a batch that failed, the next fails too: the log reads both again from the first
+    // (partition-flow.ts), and folded ahead of it, this one's records would look like a jump.
+    const run = before
+      ? before.then(fn, () => {
+          throw new Error(`the batch before this one of ${key} failed: this one comes again after it`)
+        })
+      : fn()
+    this.processed.set(key, run)
+    const forget = () => {
+      if (this.processed.get(key) === run) this.processed.delete(key)
+    }
+    run.then(forget, forget)
     return run
   }
 
