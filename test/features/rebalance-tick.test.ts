@@ -26,11 +26,12 @@ describe('a tick written in chunks', () => {
       await publishEvents(rt.log, rt.codec, 'customers', h.profiles)
       await publishEvents(rt.log, rt.codec, 'orders', h.orders)
       await caughtUp(rt.log, features.name, { what: 'caught up', timeoutMs: 60_000 })
-      // A minute on, the batches' model is due (its thresholds came from the customers the first
-      // write held, which depends on how the log split the batches): the first tick refits them
-      // from every stored customer, so the segments the second tick's changes start from do not
-      // depend on the split either.
-      clock += 60_000
+      // An hour on, the batches' model is due (its thresholds came from the customers the first
+      // write held, which depends on how the log split the batches and how many of them the first
+      // write took): the first tick refits them from every stored customer, so the segments the
+      // second tick's changes start from do not depend on the split either. A minute on, the model
+      // was younger than boundaryMaxAgeMs (half the tick) and the tick kept it.
+      clock += 3_600_000
       await features.tick()
       // Four months on, with the reference date moved to a day inside the history: the orders after
       // it no longer count, so the second tick rescores every customer and many change segment.
