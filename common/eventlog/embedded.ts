@@ -8,6 +8,7 @@ import { partitionFor } from './partitioner.ts'
 import { PartitionFlow, retryPauseMs } from './partition-flow.ts'
 import { writeJsonAtomic } from '../json-file.ts'
 import { BufferPool, WRITE_BUFFERS } from '../buffer-pool.ts'
+import { grown } from '../typed-arrays.ts'
 
 /**
  * The embedded event log: one append-only file per topic partition under `dir`, with
@@ -76,12 +77,8 @@ class PartitionLog {
 
   private index(pos: number, timestamp: number): void {
     if (this.count === this.positions.length) {
-      const grown = new Float64Array(this.positions.length * 2)
-      grown.set(this.positions)
-      this.positions = grown
-      const stamps = new Float32Array(this.stamps.length * 2)
-      stamps.set(this.stamps)
-      this.stamps = stamps
+      this.positions = grown(this.positions, this.positions.length * 2)
+      this.stamps = grown(this.stamps, this.stamps.length * 2)
     }
     if (this.count === 0) this.firstStamp = timestamp
     this.lastStamp = Math.max(this.lastStamp, timestamp)

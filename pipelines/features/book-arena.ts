@@ -13,6 +13,8 @@
  * which delayed the orders arriving meanwhile (docs/analytics-performance.md, "Streaming", stop
  * 49). A chunk is one object however many books it holds, and its doubles are not scanned.
  */
+import { grown } from '../../common/typed-arrays.ts'
+
 const HEADER = 2
 const NONE = -1
 /** Doubles a chunk holds (8 MB). A book larger than that gets a chunk of its own size. */
@@ -44,15 +46,10 @@ export class BookArena {
   reserve(n: number): void {
     if (n <= this.chunkOf.length) return
     const size = Math.max(n, 2 * this.chunkOf.length, 1024)
-    const grow = (a: Int32Array, fill: number) => {
-      const b = new Int32Array(size).fill(fill, a.length)
-      b.set(a)
-      return b
-    }
-    this.chunkOf = grow(this.chunkOf, NONE)
-    this.startOf = grow(this.startOf, 0)
-    this.lengthOf = grow(this.lengthOf, 0)
-    this.capacityOf = grow(this.capacityOf, 0)
+    this.chunkOf = grown(this.chunkOf, size, NONE)
+    this.startOf = grown(this.startOf, size)
+    this.lengthOf = grown(this.lengthOf, size)
+    this.capacityOf = grown(this.capacityOf, size)
   }
 
   /** The array a slot's book is in (an empty one for an empty book): its orders are [start, end). */

@@ -1,3 +1,4 @@
+import { grown } from '../../common/typed-arrays.ts'
 import { BookArena } from './book-arena.ts'
 import { BOOK_STRIDE, factAt, findOrder, gatherBook, writeOrder, type BookBuilder } from './order-book.ts'
 import { newer, type CountedOrders, type OrderFact } from './order-facts.ts'
@@ -259,22 +260,17 @@ export class CustomerTable {
   }
 
   private reserve(n: number): void {
-    const grow = <A extends Float64Array | Int32Array | Uint8Array | Uint16Array | Uint32Array>(a: A, make: (n: number) => A): A => {
-      const b = make(n)
-      b.set(a)
-      return b
-    }
-    this.tenant = grow(this.tenant, (n) => new Float64Array(n))
-    this.id = grow(this.id, (n) => new Float64Array(n))
-    this.part = grow(this.part, (n) => new Int32Array(n))
-    this.emailVer = grow(this.emailVer, (n) => new Float64Array(n))
-    this.digest = grow(this.digest, (n) => new Float64Array(n))
-    this.rowVer = grow(this.rowVer, (n) => new Float64Array(n))
-    this.flags = grow(this.flags, (n) => new Uint8Array(n))
-    this.seg = grow(this.seg, (n) => new Uint16Array(n))
-    this.rfm = grow(this.rfm, (n) => new Uint16Array(n))
-    this.generation = grow(this.generation, (n) => new Uint32Array(n))
-    this.pendingAt = grow(this.pendingAt, (n) => new Int32Array(n))
+    this.tenant = grown(this.tenant, n)
+    this.id = grown(this.id, n)
+    this.part = grown(this.part, n)
+    this.emailVer = grown(this.emailVer, n)
+    this.digest = grown(this.digest, n)
+    this.rowVer = grown(this.rowVer, n)
+    this.flags = grown(this.flags, n)
+    this.seg = grown(this.seg, n)
+    this.rfm = grown(this.rfm, n)
+    this.generation = grown(this.generation, n)
+    this.pendingAt = grown(this.pendingAt, n)
     this.books.reserve(n)
     this.emails.reserve(n)
   }
@@ -319,12 +315,8 @@ class EmailBytes {
   }
 
   reserve(n: number): void {
-    const at = new Int32Array(n)
-    at.set(this.at)
-    const len = new Int32Array(n)
-    len.set(this.len)
-    this.at = at
-    this.len = len
+    this.at = grown(this.at, n)
+    this.len = grown(this.len, n)
   }
 
   get(slot: number): string {
