@@ -1,7 +1,7 @@
 import { grown } from '../../common/typed-arrays.ts'
 import { BookArena } from './book-arena.ts'
-import { BOOK_STRIDE, factAt, findOrder, gatherBook, writeOrder, type BookBuilder } from './order-book.ts'
-import { newer, type CountedOrders, type OrderFact } from './order-facts.ts'
+import { BOOK_STRIDE, gatherBook, mergeHeld, writeOrder, type BookBuilder } from './order-book.ts'
+import type { CountedOrders, OrderFact } from './order-facts.ts'
 import type { CustomerIdentity } from './rows.ts'
 
 /**
@@ -205,13 +205,8 @@ export class CustomerTable {
   /** Folds one order's fact into the customer's book (order-book.ts' rule); returns whether it changed. */
   mergeOrder(c: Customer, key: number, f: Omit<OrderFact, 'eventId'>): boolean {
     const b = this.books
-    const a = b.array(c)
-    const i = findOrder(a, b.start(c), b.end(c), key)
-    if (i >= 0) {
-      if (!newer(factAt(a, i), f)) return false
-      writeOrder(a, i, key, f)
-      return true
-    }
+    const merged = mergeHeld(b.array(c), b.start(c), b.end(c), key, f)
+    if (merged !== null) return merged
     const at = b.grow(c, BOOK_STRIDE)
     writeOrder(b.array(c), at, key, f)
     return true

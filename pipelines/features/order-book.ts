@@ -39,18 +39,26 @@ const stampOf = (f: CountedFact): number => f.placedAt * 2 + (f.cancelled ? 1 : 
 
 /** Folds one order's fact in; returns whether the book changed. */
 export function bookMerge(book: OrderBook, key: number, f: OrderFact): boolean {
-  const i = findOrder(book, 0, book.length, key)
-  if (i < 0) {
-    bookAppend(book, key, f)
-    return true
-  }
+  const merged = mergeHeld(book, 0, book.length, key, f)
+  if (merged !== null) return merged
+  bookAppend(book, key, f)
+  return true
+}
+
+/**
+ * Folds a fact into the order book[from, to) holds with its key: whether it changed, or null when
+ * the range holds no such order (the caller appends it where its book grows).
+ */
+export function mergeHeld(book: { [i: number]: number; length: number }, from: number, to: number, key: number, f: Omit<OrderFact, 'eventId'>): boolean | null {
+  const i = findOrder(book, from, to, key)
+  if (i < 0) return null
   if (!newer(factAt(book, i), f)) return false
   writeOrder(book, i, key, f)
   return true
 }
 
 /** Where the order with this key is in book[from, to) (a book, or a range of an arena: book-arena.ts), or -1. */
-export function findOrder(book: ArrayLike<number>, from: number, to: number, key: number): number {
+function findOrder(book: ArrayLike<number>, from: number, to: number, key: number): number {
   for (let i = from; i < to; i += STRIDE) if (book[i] === key) return i
   return -1
 }
@@ -64,7 +72,7 @@ export function writeOrder(book: { [i: number]: number }, i: number, key: number
 }
 
 /** The fact of the order at i, as newer() compares it. */
-export function factAt(book: ArrayLike<number>, i: number): Omit<OrderFact, 'eventId'> {
+function factAt(book: ArrayLike<number>, i: number): Omit<OrderFact, 'eventId'> {
   const stamp = book[i + 2]!
   return { version: book[i + 1]!, placedAt: Math.floor(stamp / 2), cancelled: stamp % 2 === 1, cents: book[i + 3]! }
 }
