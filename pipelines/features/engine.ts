@@ -448,6 +448,11 @@ export class FeatureEngine {
     return customerPartition(tenantId, customerId, this.deps.partitions)
   }
 
+  /** The customer's partition is this consumer's now (`owned`): what a write outside a batch may write. */
+  private ownedNow(c: Customer): boolean {
+    return this.owned === null || this.owned.has(this.customers.partition(c))
+  }
+
   /** A customer with its own row: not absorbed into another's profile. */
   private isProfile(c: Customer): boolean {
     return this.memberships.isProfile(this.customers.tenantId(c), this.customers.customerId(c))
@@ -824,7 +829,7 @@ export class FeatureEngine {
     const outsideBatch = tickEpoch !== undefined
     const S = this.customers
     // A customer whose partition was dropped meanwhile is its new owner's (or the restore's) to write.
-    customers = customers.filter((c) => S.live(c) && (!outsideBatch || this.owned === null || this.owned.has(S.partition(c))))
+    customers = customers.filter((c) => S.live(c) && (!outsideBatch || this.ownedNow(c)))
     const tenants = new Set(customers.map((c) => S.tenantId(c)))
     await this.references(tenants, now)
     const models = new Map<number, TenantModel | null>()
@@ -953,7 +958,6 @@ export class FeatureEngine {
     { refs, models, memo }: { refs: Map<number, Reference>; models: Map<number, TenantModel | null>; memo: ClvMemo },
   ): Promise<{ changed: number; segmentChanges: number; stored: Promise<void> } | null> {
     const outsideBatch = tickEpoch !== undefined
-    const owns = (c: Customer) => !outsideBatch || this.owned === null || this.owned.has(this.customers.partition(c))
     const { facts, rows, markers, featureRecords, changes, updates } = this.score(customers, now, touched, await this.rowEncodings(), refs, models, memo)
     const profileRows = this.pendingProfiles.map((p) => profileRow(p.partition, p.record))
     if (!updates.length && !profileRows.length) return { changed: 0, segmentChanges: 0, stored: Promise.resolve() }
@@ -961,7 +965,7 @@ export class FeatureEngine {
     const changeRecords = await changes.records.records()
     const encodedFeatures = await featureRecords.records()
     // A rebalance began while this tick computed: write nothing (the next tick, or the new owner, does).
-    if (outsideBatch && (this.ownershipEpoch !== tickEpoch || !updates.every(({ c }) => owns(c)))) {
+    if (outsideBatch && (this.ownershipEpoch !== tickEpoch || !updates.every(({ c }) => this.ownedNow(c)))) {
       this.deps.logger.info({ pipeline: this.name }, 'tick writes dropped: the group changed while it ran (the next tick or the new owner writes them)')
       return null
     }
