@@ -147,9 +147,10 @@ class PartitionLog {
       const { bytesRead } = await this.fd.read(buf, 0, buf.length, start)
       if (bytesRead !== buf.length) throw new Error(`short read of ${topic}-${partition} at offset ${o}: ${bytesRead} of ${buf.length} bytes`)
       let p = 0
+      const chunk = new Chunk(topic, partition, buf)
       for (let i = o; i <= last; i++) {
         const len = buf.readUInt32BE(p)
-        out.push(decodeBody(topic, partition, i, buf, p + FRAME_HEADER, p + FRAME_HEADER + len))
+        out.push(decodeBody(chunk, i, p + FRAME_HEADER, p + FRAME_HEADER + len))
         p += FRAME_HEADER + len
       }
       o = last + 1
@@ -247,90 +248,115 @@ const NO_HEADER_BYTES: readonly (readonly [Buffer, Buffer])[] = []
 /** The headers of every record that has none: one frozen object, not one per record. */
 const NO_HEADERS: Record<string, string> = Object.freeze({}) as Record<string, string>
 
-/**
- * A record as it lies in a chunk read from the log: its key and value are views made when asked
- * for, and its offset text too. A consumer holds a whole batch of records until the batch is
- * written; a view and a string kept per record made each one three objects more, which outlived
- * the young generation and were copied and promoted with it (docs/analytics-performance.md, "Ingest").
- * The chunk is never written again, so every view of it reads the same bytes.
- */
-class ChunkRecord implements LogRecord {
-  // Private (#): a record spread or logged shows its own fields, never the 4 MB chunk under them.
-  readonly #n: number
-  readonly #chunk: Buffer
-  /** Where the key's bytes start, and their count (-1: no key); the same for the value. */
-  readonly #keyAt: number
-  readonly #keyLength: number
-  readonly #valueAt: number
-  readonly #valueLength: number
-
+/** What the records of one chunk read from the log share. */
+class Chunk {
   constructor(
     readonly topic: string,
     readonly partition: number,
-    n: number,
-    chunk: Buffer,
-    keyAt: number,
-    keyLength: number,
-    valueAt: number,
-    valueLength: number,
-    readonly headers: Record<string, string>,
-    readonly timestamp: number,
-  ) {
+    readonly bytes: Buffer,
+  ) {}
+}
+
+/**
+ * A record as it lies in a chunk read from the log: its fields are read from the chunk's bytes
+ * when asked for, and its key and value are views made then. A consumer holds a whole batch of
+ * records until the batch is written, so whatever a record keeps outlives the young generation
+ * and is copied and promoted with it: a view and a string kept per record made each one three
+ * objects more (docs/analytics-performance.md, "Ingest"), and its own topic, timestamp (a heap
+ * number) and field offsets made it 120 bytes in two objects; now it is one of 48. The chunk is
+ * never written again, so every read of it gives the same fields.
+ */
+class ChunkRecord implements LogRecord {
+  // Private (#): a record spread or logged shows its own fields, never the 4 MB chunk under them.
+  readonly #of: Chunk
+  readonly #n: number
+  /** Where its frame's body starts in the chunk. */
+  readonly #at: number
+
+  constructor(of: Chunk, n: number, at: number) {
+    this.#of = of
     this.#n = n
-    this.#chunk = chunk
-    this.#keyAt = keyAt
-    this.#keyLength = keyLength
-    this.#valueAt = valueAt
-    this.#valueLength = valueLength
+    this.#at = at
+  }
+
+  get topic(): string {
+    return this.#of.topic
+  }
+
+  get partition(): number {
+    return this.#of.partition
   }
 
   get offset(): string {
     return String(this.#n)
   }
 
+  get timestamp(): number {
+    return timestampAt(this.#of.bytes, this.#at)
+  }
+
   get key(): Buffer | null {
-    return this.#keyLength < 0 ? null : this.#chunk.subarray(this.#keyAt, this.#keyAt + this.#keyLength)
+    const b = this.#of.bytes
+    const n = b.readInt32BE(this.#at + 8)
+    return n < 0 ? null : b.subarray(this.#at + 12, this.#at + 12 + n)
   }
 
   get value(): Buffer | null {
-    return this.#valueLength < 0 ? null : this.#chunk.subarray(this.#valueAt, this.#valueAt + this.#valueLength)
+    const n = this.valueLength
+    const at = this.valueAt()
+    return n < 0 ? null : this.#of.bytes.subarray(at, at + n)
+  }
+
+  get headers(): Record<string, string> {
+    const b = this.#of.bytes
+    let p = this.valueAt() + Math.max(0, this.valueLength)
+    const count = b.readUInt16BE(p)
+    p += 2
+    if (count === 0) return NO_HEADERS
+    const headers: Record<string, string> = {}
+    for (let i = 0; i < count; i++) {
+      const kl = b.readUInt16BE(p); p += 2
+      const k = b.toString('utf8', p, p + kl); p += kl
+      const vl = b.readUInt32BE(p); p += 4
+      headers[k] = b.toString('utf8', p, p + vl); p += vl
+    }
+    return headers
   }
 
   get valueLength(): number {
-    return this.#valueLength
+    return this.#of.bytes.readInt32BE(this.valueAt() - 4)
   }
 
   copyValueInto(target: Uint8Array, at: number): void {
     // TypedArray's set of a plain view, not Buffer's copy (which makes a view too, behind argument checks) nor subarray (a Buffer by species lookup).
-    const chunk = this.#chunk
-    if (this.#valueLength > 0) target.set(new Uint8Array(chunk.buffer, chunk.byteOffset + this.#valueAt, this.#valueLength), at)
+    const b = this.#of.bytes
+    const n = this.valueLength
+    if (n > 0) target.set(new Uint8Array(b.buffer, b.byteOffset + this.valueAt(), n), at)
+  }
+
+  /** Where the value's bytes start (its length is the i32 before them). */
+  private valueAt(): number {
+    const b = this.#of.bytes
+    return this.#at + 16 + Math.max(0, b.readInt32BE(this.#at + 8))
   }
 }
 
-/** The record whose frame body is chunk[p, end). */
-function decodeBody(topic: string, partition: number, offset: number, chunk: Buffer, p: number, end: number): LogRecord {
-  // Two 32-bit halves, not a BigInt per record: exact for any time within 2^53 ms.
-  const timestamp = timestampAt(chunk, p)
-  p += 8
+/** The record whose frame body is chunk.bytes[p, end), its fields checked to lie within it. */
+function decodeBody(chunk: Chunk, offset: number, p: number, end: number): LogRecord {
+  const b = chunk.bytes
   // Read inline, not by a closure made per record (tsx's keepNames names each closure as it is made).
-  const kn = chunk.readInt32BE(p)
-  p += 4
-  const keyAt = p
-  if (kn > 0) p += kn
-  const vn = chunk.readInt32BE(p)
-  p += 4
-  const valueAt = p
-  if (vn > 0) p += vn
-  const hc = chunk.readUInt16BE(p); p += 2
-  const headers: Record<string, string> = hc === 0 ? NO_HEADERS : {}
+  let q = p + 8
+  const kn = b.readInt32BE(q)
+  q += 4 + Math.max(0, kn)
+  const vn = b.readInt32BE(q)
+  q += 4 + Math.max(0, vn)
+  const hc = b.readUInt16BE(q); q += 2
   for (let i = 0; i < hc; i++) {
-    const kl = chunk.readUInt16BE(p); p += 2
-    const k = chunk.toString('utf8', p, p + kl); p += kl
-    const vl = chunk.readUInt32BE(p); p += 4
-    headers[k] = chunk.toString('utf8', p, p + vl); p += vl
+    q += 2 + b.readUInt16BE(q)
+    q += 4 + b.readUInt32BE(q)
   }
-  if (p > end) throw new Error(`corrupt record at offset ${offset} of ${topic}-${partition}: its fields run past its frame`)
-  return new ChunkRecord(topic, partition, offset, chunk, keyAt, kn < 0 ? -1 : kn, valueAt, vn < 0 ? -1 : vn, headers, timestamp)
+  if (q > end) throw new Error(`corrupt record at offset ${offset} of ${chunk.topic}-${chunk.partition}: its fields run past its frame`)
+  return new ChunkRecord(chunk, offset, p)
 }
 
 interface TopicMeta {
