@@ -10,7 +10,7 @@ import type { PipelineDefinition, StepResult } from '../../common/runtime/pipeli
 import { decodeInputEvent, decodeRecord, type InputEvent } from '../ingest/index.ts'
 import { ok, processEach, processRecord } from '../../common/runtime/pipeline.ts'
 import { decodedOffMain } from '../../common/runtime/metrics.ts'
-import { CUSTOMER, InputsThread, LEFT, ORDER, STRIDE, type InputsReply } from './input-thread.ts'
+import { CUSTOMER, InputsThread, LEFT, ORDER, replyText, STRIDE, type InputsReply } from './input-thread.ts'
 import type { TransactionModelName } from './clv/index.ts'
 import { CountedOrders, EMPTY_AGGREGATES, factOf, newer, utcDay, type CustomerAggregates, type OrderFact } from './order-facts.ts'
 import { bookAppend, BookBuilder, emptyBook, gatherBook, orderKey, sameBook, type OrderBook } from './order-book.ts'
@@ -670,7 +670,8 @@ export class FeatureEngine {
       if (value.kind === 'inputs') {
         if (parts.has(value)) continue
         parts.add(value)
-        const { kind, nums, texts, cancelled } = value.reply
+        const reply = value.reply
+        const { kind, nums, cancelled } = reply
         for (let i = 0; i < value.keep.length; i++) {
           if (!value.keep[i]) continue
           const at = i * STRIDE
@@ -679,10 +680,10 @@ export class FeatureEngine {
           const owner = this.ownerOf(tenantId, customerId)
           if (owner && !this.loaded.has(owner.partition)) await this.loadPartition(owner.partition)
           const c = this.touch(f, tenantId, customerId, value.partition, owner)
-          if (kind[i] === CUSTOMER) this.foldEmail(c, texts[2 * i]!, nums[at + 2]!)
+          if (kind[i] === CUSTOMER) this.foldEmail(c, replyText(reply, 2 * i), nums[at + 2]!)
           else {
-            const fact: OrderFact = { version: nums[at + 3]!, eventId: texts[2 * i + 1]!, placedAt: nums[at + 4]!, cents: nums[at + 5]!, cancelled: cancelled[i] === 1 }
-            this.foldOrder(f, c, texts[2 * i]!, nums[at + 6]!, fact, nums[at + 2]!)
+            const fact: OrderFact = { version: nums[at + 3]!, eventId: replyText(reply, 2 * i + 1), placedAt: nums[at + 4]!, cents: nums[at + 5]!, cancelled: cancelled[i] === 1 }
+            this.foldOrder(f, c, replyText(reply, 2 * i), nums[at + 6]!, fact, nums[at + 2]!)
           }
         }
         continue

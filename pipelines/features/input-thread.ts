@@ -2,7 +2,7 @@ import { DecodeThread } from '../../common/runtime/decode-thread.ts'
 import type { InputsReply, InputsSetup } from './inputs-reply.ts'
 
 export type { InputsReply, InputsSetup }
-export { CUSTOMER, LEFT, ORDER, STRIDE } from './inputs-reply.ts'
+export { CUSTOMER, LEFT, ORDER, replyText, STRIDE } from './inputs-reply.ts'
 
 /**
  * The feature consumer's decode thread (common/runtime/decode-thread.ts): decodes order and

@@ -7,7 +7,7 @@ import { customerEventReader, type CustomerEventReader } from '../../common/cust
 import { CUSTOMER_ID, EVENT_ID, EVENT_TYPE, OCCURRED_AT, ORDER_ID, orderEventReader, PLACED_AT, TENANT_ID, TOTAL, type OrderEventReader } from '../../common/order-event-reader.ts'
 import { factOf } from './order-facts.ts'
 import { orderKey } from './order-book.ts'
-import { CUSTOMER, ORDER, STRIDE, type InputsReply, type InputsSetup } from './inputs-reply.ts'
+import { CUSTOMER, joinTexts, ORDER, STRIDE, type InputsReply, type InputsSetup } from './inputs-reply.ts'
 
 const CANCELLED = ORDER_EVENT_TYPES.indexOf('cancelled')
 
@@ -111,7 +111,7 @@ export class InputsDecoder {
       texts[2 * i] = e.email ?? ''
       kind[i] = CUSTOMER
     }, undefined, !this.direct ? undefined : orders ? fromBytes : customerFromBytes)
-    return { id: job.id, kind, nums, cancelled, texts, currencyOf, currencies: currencies.list }
+    return { id: job.id, kind, nums, cancelled, ...joinTexts(texts), currencyOf, currencies: currencies.list }
   }
 }
 
