@@ -18,13 +18,14 @@ interface Waiting<T> {
 /**
  * Batches better written together than apart (the feature consumer's: a customer's record and its
  * orders, on two topics, scored once instead of twice). A turn holds back a waiting batch while
- * `waits(items)` says the one it pairs with is still on its way, writing the others; while every
- * waiting batch waits, it waits too (woken by WriteTurns.wake()). No batch is held back longer than
- * `waitMs` after it was submitted. Only how batches are grouped into writes changes, never what a
- * write does with them.
+ * `waits(items, waiting)` says one it should be written with is still on its way (`waiting`: the
+ * items of every batch waiting, its own among them), writing the others; while every waiting batch
+ * waits, it waits too (woken by WriteTurns.wake()). No batch is held back longer than `waitMs`
+ * after it was submitted. Only how batches are grouped into writes changes, never what a write
+ * does with them.
  */
 export interface Pairs<T> {
-  waits(items: T[]): boolean
+  waits(items: T[], waiting: readonly T[][]): boolean
   waitMs: number
 }
 
@@ -126,7 +127,8 @@ export class WriteTurns<T> {
     for (;;) {
       await new Promise<void>((resolve) => setImmediate(resolve))
       const now = performance.now()
-      const held = new Set(this.waiting.filter((g) => now - g.at < pairs.waitMs && pairs.waits(g.items)))
+      const all = this.waiting.map((g) => g.items)
+      const held = new Set(this.waiting.filter((g) => now - g.at < pairs.waitMs && pairs.waits(g.items, all)))
       if (held.size < this.waiting.length) return held
       let left = Infinity
       for (const g of held) left = Math.min(left, g.at + pairs.waitMs - now)

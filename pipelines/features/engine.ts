@@ -27,6 +27,7 @@ import { randomUUID } from 'node:crypto'
 import { claimantId } from '../../common/jobs/lease.ts'
 import { WriteTurns, type Storing } from '../../common/runtime/write-turns.ts'
 import { CustomerTable, type Customer } from './customer-table.ts'
+import { heldForPair, inputKey } from './input-pairs.ts'
 
 export const FEATURES_GROUP = 'cdp-features'
 
@@ -67,13 +68,6 @@ const PAIR_WAIT_MS = 1_000
  * "Streaming", stop 49). Records are still observed in offset order (inOrder).
  */
 const BATCHES_IN_FLIGHT = 2
-
-/** Order and customer batches of one partition as pairs: 2p and 2p + 1 (key ^ 1 is the pair's); null for another topic. */
-function inputKey(record: LogRecord): number | null {
-  if (record.topic === TOPICS.orders.name) return 2 * record.partition
-  if (record.topic === TOPICS.customers.name) return 2 * record.partition + 1
-  return null
-}
 
 /** Adds `by` to a key's count, dropping the key at 0. */
 function count(counts: Map<number, number>, key: number, by: number): void {
@@ -203,7 +197,7 @@ export class FeatureEngine {
    * (docs/analytics-performance.md, "Streaming", stop 41).
    */
   private readonly writes = new WriteTurns<{ record: LogRecord; value: EngineInput }>((items) => this.apply(items), (fn) => this.exclusive(fn), null, {
-    waits: (items) => this.pairedBatchComing(items),
+    waits: (items, waiting) => this.pairedBatchComing(items, waiting),
     waitMs: PAIR_WAIT_MS,
   })
   /** The processing of each topic-partition's last batch (inOrder) until it settles. */
@@ -375,14 +369,13 @@ export class FeatureEngine {
     }
   }
 
-  /**
-   * A batch whose pair is still being processed: the batch of the same partition of the other input
-   * topic (a customer's record and its orders, read in step by stream time: alignTopics), with
-   * which it is better written than before it: its customers are then scored once, not twice.
-   */
-  private pairedBatchComing(items: { record: LogRecord }[]): boolean {
+  /** A waiting batch held back for one still being processed, to be written together (input-pairs.ts). */
+  private pairedBatchComing(items: { record: LogRecord }[], waiting: readonly { record: LogRecord }[][]): boolean {
     const key = items.length ? inputKey(items[0]!.record) : null
-    return key !== null && (this.processing.get(key ^ 1) ?? 0) > 0 && !this.inTurnQueue.has(key ^ 1)
+    if (key === null) return false
+    // A batch waiting for a turn of its own (observeInTurn) is not waited for: this turn holds it.
+    const coming = (k: number) => (this.processing.get(k) ?? 0) > 0 && !this.inTurnQueue.has(k)
+    return heldForPair(key, coming, waiting.map((w) => (w.length ? inputKey(w[0]!.record) : null)))
   }
 
   /**

@@ -150,6 +150,31 @@ describe('WriteTurns', () => {
     expect(await Promise.all([one, ten, two])).toEqual(['ok', 'ok', 'ok'])
   })
 
+  it('pairs: waits is asked with the batches waiting, its own among them, and can hold one for another that waits', async () => {
+    const w = gatedWriter()
+    const asked: number[][][] = []
+    // [20] is held while [21] waits and [22] is coming: all three written together once [22] comes.
+    const coming = new Set([22])
+    const turns = new WriteTurns<number>(w.write, undefined, null, {
+      waits: (items, waiting) => {
+        asked.push(waiting.map((g) => [...g]))
+        return coming.size > 0 && (items[0] === 21 || (items[0] === 20 && waiting.some((g) => g[0] === 21)))
+      },
+      waitMs: 60_000,
+    })
+    const b20 = settled(turns.submit([20]))
+    const b21 = settled(turns.submit([21]))
+    await new Promise((r) => setTimeout(r, 20))
+    expect(w.writes).toEqual([])
+    expect(asked.at(-1)).toEqual([[20], [21]])
+    coming.delete(22)
+    const b22 = settled(turns.submit([22]))
+    await new Promise((r) => setTimeout(r, 20))
+    expect(w.writes).toEqual([[20, 21, 22]])
+    w.gates[0]!.open()
+    expect(await Promise.all([b20, b21, b22])).toEqual(['ok', 'ok', 'ok'])
+  })
+
   it('pairs: a held batch is written alone once its pair is no longer coming (wake), or after waitMs at the latest', async () => {
     const w = gatedWriter()
     const coming = new Set([4])
