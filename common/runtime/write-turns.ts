@@ -18,11 +18,11 @@ interface Waiting<T> {
 /**
  * Batches better written together than apart (the feature consumer's: a customer's record and its
  * orders, on two topics, scored once instead of twice). A turn holds back a waiting batch while
- * `waits(items, waiting)` says one it should be written with is still on its way (`waiting`: the
- * items of every batch waiting, its own among them), writing the others; while every waiting batch
- * waits, it waits too (woken by WriteTurns.wake()). No batch is held back longer than `waitMs`
- * after it was submitted. Only how batches are grouped into writes changes, never what a write
- * does with them.
+ * `waits(items, waiting)` says one it should be written with is still on its way, writing the
+ * others; while every waiting batch waits, it waits too (woken by WriteTurns.wake()). `waiting`:
+ * the items of the batches that wait on past this turn, its own among them (not those written in
+ * it, which `waits` may want to go with). No batch is held back longer than `waitMs` after it was
+ * submitted. Only how batches are grouped into writes changes, never what a write does with them.
  */
 export interface Pairs<T> {
   waits(items: T[], waiting: readonly T[][]): boolean
@@ -127,8 +127,15 @@ export class WriteTurns<T> {
     for (;;) {
       await new Promise<void>((resolve) => setImmediate(resolve))
       const now = performance.now()
-      const all = this.waiting.map((g) => g.items)
-      const held = new Set(this.waiting.filter((g) => now - g.at < pairs.waitMs && pairs.waits(g.items, all)))
+      // The batches that wait on: those still within waitMs whose `waits` says so given the others
+      // that wait on, until no more goes (a batch waiting with one that goes in this turn goes too).
+      let held = new Set(this.waiting.filter((g) => now - g.at < pairs.waitMs))
+      for (;;) {
+        const staying = [...held].map((g) => g.items)
+        const next = new Set([...held].filter((g) => pairs.waits(g.items, staying)))
+        if (next.size === held.size) break
+        held = next
+      }
       if (held.size < this.waiting.length) return held
       let left = Infinity
       for (const g of held) left = Math.min(left, g.at + pairs.waitMs - now)

@@ -175,6 +175,25 @@ describe('WriteTurns', () => {
     expect(await Promise.all([b20, b21, b22])).toEqual(['ok', 'ok', 'ok'])
   })
 
+  it('pairs: a batch held to go with one that waits goes with it when that one\'s waitMs ends', async () => {
+    const w = gatedWriter()
+    // [30] waits for [32] (coming); [31] waits only to go with [30].
+    const turns = new WriteTurns<number>(w.write, undefined, null, {
+      waits: (items, waiting) => items[0] === 30 || (items[0] === 31 && waiting.some((g) => g[0] === 30)),
+      waitMs: 80,
+    })
+    const b30 = settled(turns.submit([30]))
+    await new Promise((r) => setTimeout(r, 40))
+    const b31 = settled(turns.submit([31]))
+    await new Promise((r) => setTimeout(r, 20))
+    expect(w.writes).toEqual([])
+    // [30]'s 80 ms end before [31]'s: both go then, together, not [30] alone.
+    await new Promise((r) => setTimeout(r, 60))
+    expect(w.writes).toEqual([[30, 31]])
+    w.gates[0]!.open()
+    expect(await Promise.all([b30, b31])).toEqual(['ok', 'ok'])
+  })
+
   it('pairs: a held batch is written alone once its pair is no longer coming (wake), or after waitMs at the latest', async () => {
     const w = gatedWriter()
     const coming = new Set([4])
