@@ -71,10 +71,10 @@ export interface ConsumeOptions {
    */
   alignTopics?: string[]
   /**
-   * The handler reads no record's key, value or headers once its onBatch has settled (it keeps
-   * copies of what it needs): the embedded log then reads later batches into the same buffers
-   * (buffer-pool.ts) instead of new ones, each of which counted towards V8's next full collection.
-   * Kafka's client allocates its own and ignores it.
+   * The handler reads no record's key, value, headers, timestamp or valueLength once its onBatch
+   * has settled (it keeps copies of what it needs): the embedded log then reads later batches into
+   * the same buffers (buffer-pool.ts) instead of new ones, each of which counted towards V8's next
+   * full collection. Kafka's client allocates its own and ignores it.
    */
   recordBytesEndWithBatch?: boolean
   /** Records of each partition, in order. Resolve to commit; throw to have the batch redelivered. */

@@ -118,5 +118,5 @@ export class InputsDecoder {
 const decoder = new InputsDecoder()
 serveDecodeJobs<InputsSetup, InputsReply>(
   (job) => decoder.inputs(job),
-  (reply) => [reply.kind, reply.nums, reply.cancelled, reply.currencyOf].map((a) => a.buffer),
+  (reply) => [reply.kind, reply.nums, reply.cancelled, reply.textEnds, reply.currencyOf].map((a) => a.buffer),
 )

@@ -1,9 +1,9 @@
 /**
  * What the feature consumer's decode thread (input-worker.ts, input-thread.ts) is sent and answers,
  * apart from the worker's code, which the main thread does not load: order and customer records'
- * values in, the fields the fold reads out (engine.ts' EngineInput), in typed arrays and one array
- * of strings. Only what is certain is done here: a record whose schema this thread was not given,
- * that does not decode exactly, is of another type or breaks a rule is left to the main thread
+ * values in, the fields the fold reads out (engine.ts' EngineInput), in typed arrays and one
+ * string. Only what is certain is done here: a record whose schema this thread was not given, that
+ * does not decode exactly, is of another type or breaks a rule is left to the main thread
  * (`kind` 0), which decodes it again and says why. The currency check needs the store: the main
  * thread does it, from each order's tenant and currency.
  *
@@ -43,7 +43,6 @@ export interface InputsReply {
   currencyOf: Uint16Array
   currencies: string[]
 }
-
 
 /** Text j of a reply (InputsReply.text): a slice of the batch's string, which V8 makes a view of it. */
 export function replyText(r: InputsReply, j: number): string {
