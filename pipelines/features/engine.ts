@@ -256,6 +256,8 @@ export class FeatureEngine {
       // A record's bytes are read while its batch is decoded (here, or copied for the decode thread); the fold keeps fields.
       recordBytesEndWithBatch: true,
       batchesInFlight: BATCHES_IN_FLIGHT,
+      // A decode-thread part's records share one value (takeInputs), which the fold reads once.
+      sinkRuns: true,
       process: (record, codec) => {
         // Most records need no state loaded: seen at once, decoded while another partition's batch
         // is being written. The others wait their turn with batches and ticks.

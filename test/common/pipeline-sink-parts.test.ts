@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { EventCodec } from '../../common/eventlog/codec.ts'
 import type { ConsumeOptions, EventLog, LogRecord } from '../../common/eventlog/port.ts'
-import { ok, runPipeline } from '../../common/runtime/pipeline.ts'
+import { drop, ok, runPipeline } from '../../common/runtime/pipeline.ts'
 import { newEmbeddedLog, newEmbeddedRegistry, silentLogger, uniqueName, waitFor } from '../helpers.ts'
 
 /**
@@ -132,6 +132,39 @@ describe('pipeline runner: a batch handed to the sink in parts', () => {
     // Nothing lost; the first part was written on both deliveries (at least once).
     expect([...new Set(written)].sort((a, b) => a - b)).toEqual(Array.from({ length: 60 }, (_, i) => i))
     expect(written.filter((v) => v < 25)).toHaveLength(50)
+  })
+
+  it.each([true, false])('sinkRuns %s: records kept in a row with one value reach the sink as one item (its first record), others each as theirs', async (runs) => {
+    const topic = await topicWith(10)
+    const group = uniqueName('g')
+    const items: { offset: string; value: string }[] = []
+    const shared = { part: 'a' }
+    const running = await runPipeline(
+      {
+        name: group,
+        topics: [topic],
+        process: processManyOnly,
+        // Records 0-3 share a value, 4 is dropped, 5-6 share it again, 7 has its own, 8-9 share another.
+        processMany: async (records: readonly LogRecord[]) => {
+          const other = { part: 'b' }
+          return records.map((r) => {
+            const i = Number(r.offset)
+            if (i === 4) return drop('not for this sink')
+            return ok(i === 7 ? { part: 'own' } : i >= 8 ? other : shared)
+          })
+        },
+        sinkRuns: runs,
+        sink: async (got) => {
+          items.push(...got.map((g) => ({ offset: g.record.offset, value: g.value.part })))
+        },
+      },
+      { log, codec, logger: silentLogger, maxBatch: 100, fromBeginning: true },
+    )
+    await waitFor(async () => (await log.committedOffsets(group, topic))[0]!.offset === '10', { what: 'offset 10 committed', timeoutMs: 20_000 })
+    await running.stop()
+    // A record dropped between kept ones does not part them (4 between 0-3 and 5-6).
+    if (runs) expect(items).toEqual([{ offset: '0', value: 'a' }, { offset: '7', value: 'own' }, { offset: '8', value: 'b' }])
+    else expect(items.map((i) => i.offset)).toEqual(['0', '1', '2', '3', '5', '6', '7', '8', '9'])
   })
 
   // One slow thing at a time, so that neither wait hides the other: a part still being processed
