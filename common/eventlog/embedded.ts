@@ -302,9 +302,10 @@ class ChunkRecord implements LogRecord {
   }
 
   get value(): Buffer | null {
-    const n = this.valueLength
+    const b = this.#of.bytes
     const at = this.valueAt()
-    return n < 0 ? null : this.#of.bytes.subarray(at, at + n)
+    const n = b.readInt32BE(at - 4)
+    return n < 0 ? null : b.subarray(at, at + n)
   }
 
   get headers(): Record<string, string> {
@@ -330,8 +331,9 @@ class ChunkRecord implements LogRecord {
   copyValueInto(target: Uint8Array, at: number): void {
     // TypedArray's set of a plain view, not Buffer's copy (which makes a view too, behind argument checks) nor subarray (a Buffer by species lookup).
     const b = this.#of.bytes
-    const n = this.valueLength
-    if (n > 0) target.set(new Uint8Array(b.buffer, b.byteOffset + this.valueAt(), n), at)
+    const from = this.valueAt()
+    const n = b.readInt32BE(from - 4)
+    if (n > 0) target.set(new Uint8Array(b.buffer, b.byteOffset + from, n), at)
   }
 
   /** Where the value's bytes start (its length is the i32 before them). */

@@ -18,12 +18,12 @@ export function inputKey(record: LogRecord): number | null {
 /**
  * Whether a waiting batch of `key` is held back for a batch still being processed (`coming`, by
  * key). It waits while a batch of the same partition's other topic is coming. It also waits while
- * its own topic's next batch is coming, when a batch of the other topic waits as well (`waiting`:
- * the keys of the batches waiting): that one was read up to the stream time of both of this
- * topic's batches and is written with them. Held only by the first rule, a partition's customer
- * batch went out alone while its order batches waited for the next customer batch, and at a
- * million customers a quarter of them were scored twice (docs/analytics-performance.md,
- * "Streaming", stop 50).
+ * its own topic's next batch is coming, when a batch of the other topic waits on as well
+ * (`waiting`: the keys of the batches that wait past this turn, WriteTurns' Pairs): that one was
+ * read up to the stream time of both of this topic's batches and is written with them. Held only
+ * by the first rule, a partition's customer batch went out alone while its order batches waited
+ * for the next customer batch, and at a million customers a quarter of them were scored twice
+ * (docs/analytics-performance.md, "Streaming", stop 50).
  */
 export function heldForPair(key: number, coming: (key: number) => boolean, waiting: readonly (number | null)[]): boolean {
   if (coming(key ^ 1)) return true
