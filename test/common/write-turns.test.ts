@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { WriteTurns } from '../../common/runtime/write-turns.ts'
+import { waitFor } from '../helpers.ts'
 
 /** A write that holds until released, recording what it was given. */
 function gatedWriter() {
@@ -169,7 +170,7 @@ describe('WriteTurns', () => {
     expect(asked.at(-1)).toEqual([[20], [21]])
     coming.delete(22)
     const b22 = settled(turns.submit([22]))
-    await new Promise((r) => setTimeout(r, 20))
+    await waitFor(async () => w.writes.length > 0, { what: 'a write', timeoutMs: 10_000, intervalMs: 5 })
     expect(w.writes).toEqual([[20, 21, 22]])
     w.gates[0]!.open()
     expect(await Promise.all([b20, b21, b22])).toEqual(['ok', 'ok', 'ok'])
@@ -180,15 +181,13 @@ describe('WriteTurns', () => {
     // [30] waits for [32] (coming); [31] waits only to go with [30].
     const turns = new WriteTurns<number>(w.write, undefined, null, {
       waits: (items, waiting) => items[0] === 30 || (items[0] === 31 && waiting.some((g) => g[0] === 30)),
-      waitMs: 80,
+      waitMs: 1_000,
     })
     const b30 = settled(turns.submit([30]))
-    await new Promise((r) => setTimeout(r, 40))
+    await new Promise((r) => setTimeout(r, 50))
     const b31 = settled(turns.submit([31]))
-    await new Promise((r) => setTimeout(r, 20))
-    expect(w.writes).toEqual([])
-    // [30]'s 80 ms end before [31]'s: both go then, together, not [30] alone.
-    await new Promise((r) => setTimeout(r, 60))
+    // [30]'s second ends before [31]'s: both go then, together, not [30] alone.
+    await waitFor(async () => w.writes.length > 0, { what: 'a write', timeoutMs: 10_000, intervalMs: 5 })
     expect(w.writes).toEqual([[30, 31]])
     w.gates[0]!.open()
     expect(await Promise.all([b30, b31])).toEqual(['ok', 'ok'])
