@@ -2,6 +2,7 @@ import { grown } from '../../common/typed-arrays.ts'
 import { BookArena } from './book-arena.ts'
 import { BOOK_STRIDE, gatherBook, mergeHeld, writeOrder, type BookBuilder } from './order-book.ts'
 import type { CountedOrders, OrderFact } from './order-facts.ts'
+import { PendingFacts, type Chain, type IdTexts, type PendingFact } from './pending-facts.ts'
 import type { CustomerIdentity } from './rows.ts'
 
 /**
@@ -44,14 +45,9 @@ export class CustomerTable {
   private readonly books = new BookArena()
   private readonly emails = new EmailBytes()
   private readonly texts = new Texts()
-  /**
-   * Facts changed since the customer's last write, by order id: a slot's entry (pendingAt, 0 for
-   * none) in a list whose free entries are reused. Read and cleared for every customer a write
-   * touches: a Map keyed by slot hashed each time.
-   */
+  /** Facts changed since the customer's last write (pending-facts.ts): each slot's chain, 0 for none. */
   private pendingAt = new Int32Array(0)
-  private readonly pendingFacts: (Map<string, OrderFact> | null)[] = [null]
-  private readonly freePending: number[] = []
+  private readonly pending = new PendingFacts()
   private readonly index = new Map<number, Map<number, Customer>>()
 
   get(tenantId: number, customerId: number): Customer | undefined {
@@ -184,22 +180,39 @@ export class CustomerTable {
     this.flags[c] = on ? this.flags[c]! | DELETED : this.flags[c]! & ~DELETED
   }
 
-  /** Facts changed since the customer's last write (null: none). */
-  dirtyOrders(c: Customer): Map<string, OrderFact> | null {
-    const at = this.pendingAt[c]!
-    return at ? this.pendingFacts[at]! : null
+  /**
+   * Sets an order's fact among those changed since the customer's last write (the caller found it
+   * newer than the one it replaces): the order's id is text j of `ids`, its event's text j + 1.
+   */
+  addPendingFact(c: Customer, key: number, ids: IdTexts, j: number, f: Omit<OrderFact, 'eventId'>): void {
+    this.pendingAt[c] = this.pending.put(this.pendingAt[c]!, key, ids, j, f)
   }
 
-  setDirtyOrders(c: Customer, facts: Map<string, OrderFact> | null): void {
-    let at = this.pendingAt[c]!
-    if (facts) {
-      if (!at) at = this.pendingAt[c] = this.freePending.pop() ?? this.pendingFacts.push(null) - 1
-      this.pendingFacts[at] = facts
-    } else if (at) {
-      this.pendingFacts[at] = null
-      this.freePending.push(at)
-      this.pendingAt[c] = 0
-    }
+  /** Calls fn with each fact changed since the customer's last write, in the order they came. */
+  forEachPending<T>(c: Customer, fn: (this: T, f: PendingFact) => void, thisArg: T): void {
+    this.pending.forEach(this.pendingAt[c]!, fn, thisArg)
+  }
+
+  /** The facts changed since the customer's last write, as an array (tests, logs). */
+  pendingFacts(c: Customer): PendingFact[] {
+    return this.pending.facts(this.pendingAt[c]!)
+  }
+
+  /** The customer's pending facts, handed to a write: the customer has none left. Give them back (givePendingBack) or let them go (releasePending). */
+  takePending(c: Customer): Chain {
+    const chain = this.pendingAt[c]!
+    this.pendingAt[c] = 0
+    return chain
+  }
+
+  /** Facts taken by a write that was not stored, pending again: a newer fact of an order pending meanwhile wins. */
+  givePendingBack(c: Customer, chain: Chain): void {
+    this.pendingAt[c] = this.pending.merge(this.pendingAt[c]!, chain)
+  }
+
+  /** Facts taken by a write that was stored (or whose customer is gone): their entries are reused. */
+  releasePending(chain: Chain): void {
+    this.pending.release(chain)
   }
 
   /** Folds one order's fact into the customer's book (order-book.ts' rule); returns whether it changed. */
@@ -234,15 +247,15 @@ export class CustomerTable {
   }
 
   /** Doubles of the order arena and bytes of the e-mails: the docs' figures. */
-  footprint(): { customers: number; orderDoubles: number; orderDoublesLive: number; emailBytes: number } {
+  footprint(): { customers: number; orderDoubles: number; orderDoublesLive: number; emailBytes: number; pendingFacts: number; pendingTexts: number } {
     const b = this.books.footprint()
-    return { customers: this.count, orderDoubles: b.doubles, orderDoublesLive: b.live, emailBytes: this.emails.capacity }
+    return { customers: this.count, orderDoubles: b.doubles, orderDoublesLive: b.live, emailBytes: this.emails.capacity, pendingFacts: this.pending.count, pendingTexts: this.pending.textsHeld }
   }
 
   private free(c: Customer): void {
     this.books.clear(c)
     this.emails.clear(c)
-    this.setDirtyOrders(c, null)
+    this.releasePending(this.takePending(c))
     this.flags[c] = 0
     this.generation[c] = (this.generation[c]! + 1) >>> 0
     this.freeSlots.push(c)

@@ -12,7 +12,7 @@ import { ok, processEach, processRecord } from '../../common/runtime/pipeline.ts
 import { decodedOffMain } from '../../common/runtime/metrics.ts'
 import { CUSTOMER, InputsThread, LEFT, ORDER, replyText, STRIDE, type InputsReply } from './input-thread.ts'
 import type { TransactionModelName } from './clv/index.ts'
-import { CountedOrders, EMPTY_AGGREGATES, factOf, newer, utcDay, type CustomerAggregates, type OrderFact } from './order-facts.ts'
+import { CountedOrders, EMPTY_AGGREGATES, factOf, utcDay, type CustomerAggregates, type OrderFact } from './order-facts.ts'
 import { bookAppend, BookBuilder, emptyBook, gatherBook, orderKey, sameBook, type OrderBook } from './order-book.ts'
 import { ClvMemo, clvFeatures, computeFeatures, DEFAULT_FEATURE_OPTIONS, featuresDigest, type FeatureOptions, type FeatureValues } from './features.ts'
 import type { TenantModel } from './model.ts'
@@ -27,6 +27,7 @@ import { randomUUID } from 'node:crypto'
 import { claimantId } from '../../common/jobs/lease.ts'
 import { WriteTurns, type Storing } from '../../common/runtime/write-turns.ts'
 import { CustomerTable, type Customer } from './customer-table.ts'
+import { idTexts, type Chain, type IdTexts, type PendingFact } from './pending-facts.ts'
 import { heldForPair, inputKey } from './input-pairs.ts'
 
 export const FEATURES_GROUP = 'cdp-features'
@@ -677,8 +678,9 @@ export class FeatureEngine {
           const c = this.touch(f, tenantId, customerId, value.partition, owner)
           if (kind[i] === CUSTOMER) this.foldEmail(c, replyText(reply, 2 * i), nums[at + 2]!)
           else {
-            const fact: OrderFact = { version: nums[at + 3]!, eventId: replyText(reply, 2 * i + 1), placedAt: nums[at + 4]!, cents: nums[at + 5]!, cancelled: cancelled[i] === 1 }
-            this.foldOrder(f, c, replyText(reply, 2 * i), nums[at + 6]!, fact, nums[at + 2]!)
+            // The ids stay in the reply's text until a write stores the fact (pending-facts.ts).
+            const fact = { version: nums[at + 3]!, placedAt: nums[at + 4]!, cents: nums[at + 5]!, cancelled: cancelled[i] === 1 }
+            this.foldOrder(f, c, nums[at + 6]!, fact, reply, 2 * i, nums[at + 2]!)
           }
         }
         continue
@@ -686,7 +688,7 @@ export class FeatureEngine {
       const owner = this.ownerOf(value.tenantId, value.customerId)
       if (owner && !this.loaded.has(owner.partition)) await this.loadPartition(owner.partition)
       const c = this.touch(f, value.tenantId, value.customerId, record.partition, owner)
-      if (value.kind === 'order') this.foldOrder(f, c, value.orderId, orderKey(value.orderId), value.fact, value.occurredAt)
+      if (value.kind === 'order') this.foldOrder(f, c, orderKey(value.orderId), value.fact, idTexts(value.orderId, value.fact.eventId), 0, value.occurredAt)
       else this.foldEmail(c, value.email, value.occurredAt)
     }
     await this.readForeign([...profiles], false)
@@ -725,14 +727,13 @@ export class FeatureEngine {
     return c
   }
 
-  private foldOrder(f: Folding, c: Customer, orderId: string, key: number, fact: OrderFact, occurredAt: number): void {
+  /** Folds an order's fact (its order's id text j of `ids`, its event's j + 1). */
+  private foldOrder(f: Folding, c: Customer, key: number, fact: Omit<OrderFact, 'eventId'>, ids: IdTexts, j: number, occurredAt: number): void {
     const S = this.customers
     if (S.mergeOrder(c, key, fact)) {
       f.profiles.add(c)
       // Newer than the book's, so newer than any fact pending for the order.
-      let pending = S.dirtyOrders(c)
-      if (!pending) S.setDirtyOrders(c, (pending = new Map()))
-      pending.set(orderId, fact)
+      S.addPendingFact(c, key, ids, j, fact)
     }
     const t = S.tenantId(c)
     f.latest.set(t, Math.max(f.latest.get(t) ?? 0, occurredAt))
@@ -903,9 +904,9 @@ export class FeatureEngine {
     const featureRecords = new EncodedRecords(this.deps.codec, TOPICS.customerFeatures.name, undefined, WRITE_BUFFERS)
     const changes = new SegmentChanges(new EncodedRecords(this.deps.codec, TOPICS.segmentChanges.name, undefined, WRITE_BUFFERS), new InsertRows(this.deps.store, 'segment_changes', SEGMENT_CHANGE_COLUMNS, encodings.changes))
     const updates: Update[] = []
-    // A customer's pending facts (forEach's `this`: its identity), by forEach: a for-of over the Map made an entry array a fact.
-    const addFact = function (this: CustomerIdentity, f: OrderFact, orderId: string) {
-      facts.add(factRowValues(this, orderId, f))
+    // A customer's pending facts (forEachPending's `this`: its identity).
+    const addFact = function (this: CustomerIdentity, f: PendingFact) {
+      facts.add(factRowValues(this, f.orderId, f))
     }
     const S = this.customers
     for (const c of customers) {
@@ -916,7 +917,7 @@ export class FeatureEngine {
         const deleted = S.deleted(c)
         if (!S.dirty(c) && deleted) continue
         const id = S.identity(c)
-        S.dirtyOrders(c)?.forEach(addFact, id)
+        S.forEachPending(c, addFact, id)
         const version = deleted ? S.rowVersion(c) : this.version(c, now)
         if (!deleted) {
           const empty = computeFeatures(EMPTY_AGGREGATES, null, ref.ms, this.opts, null)
@@ -933,7 +934,7 @@ export class FeatureEngine {
       const moved = S.last(c) !== digest
       if (!touched && !moved && !S.dirty(c) && !S.deleted(c)) continue
       const id = S.identity(c)
-      S.dirtyOrders(c)?.forEach(addFact, id)
+      S.forEachPending(c, addFact, id)
       const version = this.version(c, now)
       rows.add(featureRowValues(id, agg, orders.history(), v, now, version))
       const key = customerKey(t, id.customerId)
@@ -998,6 +999,7 @@ export class FeatureEngine {
       insertJsonRows(this.deps.store, 'feature_profiles', profileRows),
     ]).then(
       () => {
+        for (const u of updates) u.settle()
         for (const [to, n] of changes.byTarget) segmentChangesEmitted.inc({ pipeline: this.name, to }, n)
       },
       (err: unknown) => {
@@ -1080,7 +1082,8 @@ export class FeatureEngine {
  * What a write changes of a customer's state: taken when the write is published (take), given
  * back should its inserts fail (rollBack), unless a later write has taken the customer since.
  * Its facts go back to the customer's pending ones either way (a newer fact of an order pending
- * meanwhile wins), so they are stored with its next write.
+ * meanwhile wins), so they are stored with its next write; once its inserts are done (settle),
+ * their entries are free.
  */
 class Update {
   // What take() replaced, as fields rather than an object of their own: a write's updates live
@@ -1092,7 +1095,8 @@ class Update {
   private beforeScore: string | null = null
   private beforeLast = NaN
   private beforeDeleted = false
-  private facts: Map<string, OrderFact> | null = null
+  /** The customer's pending facts this write stores (pending-facts.ts; 0: none). */
+  private facts: Chain = 0
 
   constructor(
     private readonly table: CustomerTable,
@@ -1120,31 +1124,31 @@ class Update {
     this.beforeScore = S.score(c)
     this.beforeLast = S.last(c)
     this.beforeDeleted = S.deleted(c)
-    this.facts = S.dirtyOrders(c)
+    this.facts = S.takePending(c)
     S.setRowVersion(c, this.version)
     S.setEmitted(c, this.segment, this.score)
     S.setLast(c, this.digest)
     S.setDeleted(c, this.deleted)
-    S.setDirtyOrders(c, null)
     S.setDirty(c, false)
+  }
+
+  /** The write is stored: its facts' entries are free (the customer's slot may hold another customer by now: they were taken from it). */
+  settle(): void {
+    this.table.releasePending(this.facts)
+    this.facts = 0
   }
 
   rollBack(): void {
     const { table: S, c } = this
-    if (!this.current()) return
+    if (!this.current()) return this.settle()
     if (this.taken && S.rowVersion(c) === this.version) {
       S.setRowVersion(c, this.beforeVersion)
       S.setEmitted(c, this.beforeSegment, this.beforeScore)
       S.setLast(c, this.beforeLast)
       S.setDeleted(c, this.beforeDeleted)
     }
-    for (const [orderId, f] of this.facts ?? []) {
-      let pending = S.dirtyOrders(c)
-      const cur = pending?.get(orderId)
-      if (cur && !newer(cur, f)) continue
-      if (!pending) S.setDirtyOrders(c, (pending = new Map()))
-      pending.set(orderId, f)
-    }
+    S.givePendingBack(c, this.facts)
+    this.facts = 0
     S.setDirty(c, true)
   }
 }

@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest'
 import { BookArena } from '../../pipelines/features/book-arena.ts'
 import { CustomerTable } from '../../pipelines/features/customer-table.ts'
+import { idTexts } from '../../pipelines/features/pending-facts.ts'
 import { bookMerge, emptyBook, BookBuilder, gatherBook, orderKey, type OrderBook } from '../../pipelines/features/order-book.ts'
 import { CountedOrders, type OrderFact } from '../../pipelines/features/order-facts.ts'
 import { rng } from './histories.ts'
@@ -146,8 +147,8 @@ describe('CustomerTable', () => {
     table.setDeleted(a, true)
     table.setDirty(a, false)
     expect([table.last(a), table.last(b), table.rowVersion(a), table.dirty(a), table.deleted(a), table.deleted(b)]).toEqual([2 ** 52 + 1, NaN, 1_700_000_000_000_123, false, true, false])
-    table.setDirtyOrders(b, new Map([['o1', { version: 1, eventId: 'e', placedAt: 0, cents: 1, cancelled: false }]]))
-    expect(table.dirtyOrders(b)?.size).toBe(1)
+    table.addPendingFact(b, 11, idTexts('o1', 'e'), 0, { version: 1, placedAt: 0, cents: 1, cancelled: false })
+    expect(table.pendingFacts(b)).toHaveLength(1)
     expect(table.tenantIds().sort()).toEqual([1, 2])
     expect(table.all()).toEqual([a, big, b])
 
@@ -162,7 +163,8 @@ describe('CustomerTable', () => {
     const c = table.add(3, 9, 2)
     expect([b, big]).toContain(c)
     expect(table.identity(c)).toEqual({ tenantId: 3, customerId: 9, partition: 2, email: '', emailVersion: 0 })
-    expect([table.segment(c), table.last(c), table.dirty(c), table.dirtyOrders(c), table.orderCount(c)]).toEqual([null, NaN, false, null, 0])
+    expect([table.segment(c), table.last(c), table.dirty(c), table.pendingFacts(c), table.orderCount(c)]).toEqual([null, NaN, false, [], 0])
+    expect(table.footprint().pendingFacts).toBe(0) // b's fact went with its slot
     expect(table.email(a)).toBe('a@b.c')
   })
 
@@ -192,23 +194,25 @@ describe('CustomerTable', () => {
     expect([table.email(reused), ...kept.map((c) => table.email(c).length)]).toEqual(['late@example.com', ...kept.map(() => 39 * 50 + 12)])
   })
 
-  it('keeps each customer’s pending facts apart, through clears and reuse of their entries', () => {
+  it('keeps each customer’s pending facts apart, through takes, give-backs, releases and slot reuse', () => {
     const table = new CustomerTable()
-    const fact = (cents: number): OrderFact => ({ version: 1, eventId: `e${cents}`, placedAt: 0, cents, cancelled: false })
+    const fact = (cents: number, version = 1) => ({ version, placedAt: 0, cents, cancelled: false })
+    const ids = (c: number) => table.pendingFacts(c).map((f) => `${f.orderId}:${f.cents}`)
     const cs = [0, 1, 2, 3].map((i) => table.add(1, i, i % 2))
-    const maps = cs.map((_, i) => new Map([[`o${i}`, fact(i)]]))
-    cs.forEach((c, i) => table.setDirtyOrders(c, maps[i]!))
-    table.setDirtyOrders(cs[1]!, null)
-    table.setDirtyOrders(cs[1]!, null) // twice: nothing more
-    const again = new Map([['o9', fact(9)]])
-    table.setDirtyOrders(cs[1]!, again) // takes a freed entry
-    table.setDirtyOrders(cs[2]!, new Map([['o2', fact(22)]])) // replaced in place
-    expect(cs.map((c) => [...(table.dirtyOrders(c) ?? new Map()).keys()])).toEqual([['o0'], ['o9'], ['o2'], ['o3']])
-    expect(table.dirtyOrders(cs[2]!)!.get('o2')!.cents).toBe(22)
-    table.dropPartition(1) // customers 1 and 3
-    expect([table.dirtyOrders(cs[0]!), table.dirtyOrders(cs[2]!)?.size]).toEqual([maps[0], 1])
+    cs.forEach((c, i) => table.addPendingFact(c, i, idTexts(`o${i}`, `e${i}`), 0, fact(i)))
+    const taken = table.takePending(cs[1]!)
+    expect(table.takePending(cs[1]!)).toBe(0) // nothing left to take
+    table.addPendingFact(cs[1]!, 9, idTexts('o9', 'e9'), 0, fact(9))
+    table.addPendingFact(cs[2]!, 2, idTexts('o2', 'e22'), 0, fact(22)) // replaced in place
+    expect(cs.map(ids)).toEqual([['o0:0'], ['o9:9'], ['o2:22'], ['o3:3']])
+    table.givePendingBack(cs[1]!, taken) // o1 comes after what came meanwhile
+    expect(ids(cs[1]!)).toEqual(['o9:9', 'o1:1'])
+    table.dropPartition(1) // customers 1 and 3: their facts' entries are free
+    expect([ids(cs[0]!), ids(cs[2]!), table.footprint().pendingFacts]).toEqual([['o0:0'], ['o2:22'], 2])
     const d = table.add(2, 5, 0)
-    expect(table.dirtyOrders(d)).toBeNull()
+    expect(table.pendingFacts(d)).toEqual([])
+    table.releasePending(table.takePending(cs[0]!))
+    expect(table.footprint().pendingFacts).toBe(1)
   })
 
   it('appends a restore’s facts at their size to what the customer holds', () => {
