@@ -148,6 +148,25 @@ export class CustomerTable {
     this.rfm[c] = this.texts.codeOf(score)
   }
 
+  /** A segment's or score's code (0 for null), as segmentCode and scoreCode give them: what a write keeps instead of the text. */
+  textCode(text: string | null): number {
+    return this.texts.codeOf(text)
+  }
+
+  segmentCode(c: Customer): number {
+    return this.seg[c]!
+  }
+
+  scoreCode(c: Customer): number {
+    return this.rfm[c]!
+  }
+
+  /** setEmitted with the texts' codes (textCode). */
+  setEmittedCodes(c: Customer, segment: number, score: number): void {
+    this.seg[c] = segment
+    this.rfm[c] = score
+  }
+
   last(c: Customer): number {
     return this.digest[c]!
   }

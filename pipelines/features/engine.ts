@@ -27,7 +27,8 @@ import { randomUUID } from 'node:crypto'
 import { claimantId } from '../../common/jobs/lease.ts'
 import { WriteTurns, type Storing } from '../../common/runtime/write-turns.ts'
 import { CustomerTable, type Customer } from './customer-table.ts'
-import { idTexts, type Chain, type IdTexts, type PendingFact } from './pending-facts.ts'
+import { idTexts, type IdTexts, type PendingFact } from './pending-facts.ts'
+import { WriteUpdates } from './write-updates.ts'
 import { heldForPair, inputKey } from './input-pairs.ts'
 
 export const FEATURES_GROUP = 'cdp-features'
@@ -447,6 +448,12 @@ export class FeatureEngine {
   /** The customer's partition is this consumer's now (`owned`): what a write outside a batch may write. */
   private ownedNow(c: Customer): boolean {
     return this.owned === null || this.owned.has(this.customers.partition(c))
+  }
+
+  /** Every customer of the write is owned now (ownedNow). */
+  private ownsAll(updates: WriteUpdates): boolean {
+    for (let i = 0; i < updates.length; i++) if (!this.ownedNow(updates.customer(i))) return false
+    return true
   }
 
   /** A customer with its own row: not absorbed into another's profile. */
@@ -898,12 +905,12 @@ export class FeatureEngine {
     const rows = new InsertRows(this.deps.store, 'customer_features', FEATURE_ROW_COLUMNS, encodings.features, NO_MERGE_ON_INSERT)
     const markers: ReturnType<typeof deletedFeatureRow>[] = []
     // Events encoded as they are made (at once when the schema is known here, which is the rule), and
-    // what the state takes from the write kept small (Update): a write holds no event or feature
+    // what the state takes from the write kept small (WriteUpdates): a write holds no event or feature
     // values across its awaits.
     // Their buffers from the pool, given back once sent (write()).
     const featureRecords = new EncodedRecords(this.deps.codec, TOPICS.customerFeatures.name, undefined, WRITE_BUFFERS)
     const changes = new SegmentChanges(new EncodedRecords(this.deps.codec, TOPICS.segmentChanges.name, undefined, WRITE_BUFFERS), new InsertRows(this.deps.store, 'segment_changes', SEGMENT_CHANGE_COLUMNS, encodings.changes))
-    const updates: Update[] = []
+    const updates = new WriteUpdates(this.customers, customers.length)
     // A customer's pending facts (forEachPending's `this`: its identity).
     const addFact = function (this: CustomerIdentity, f: PendingFact) {
       facts.add(factRowValues(this, f.orderId, f))
@@ -924,7 +931,7 @@ export class FeatureEngine {
           markers.push(deletedFeatureRow(id, empty, now, version))
           if (S.segment(c) !== null) changes.add(segmentChangedEvent(id, { segment: S.segment(c), rfmScore: S.score(c) }, empty, now))
         }
-        updates.push(new Update(S, c, null, null, NaN, version, true))
+        updates.add(c, null, null, NaN, version, true)
         continue
       }
       const orders = this.gather(c, ref.cutoffMs)
@@ -941,7 +948,7 @@ export class FeatureEngine {
       if (moved) featureRecords.add(key, featuresEvent(id, agg, v, now))
       const emitted = S.segment(c)
       if (v.segment !== emitted) changes.add(segmentChangedEvent(id, { segment: emitted, rfmScore: S.score(c) }, v, now))
-      updates.push(new Update(S, c, v.segment, v.rfm_score, digest, version, false))
+      updates.add(c, v.segment, v.rfm_score, digest, version, false)
     }
     return { facts, rows, markers, featureRecords, changes, updates }
   }
@@ -962,7 +969,7 @@ export class FeatureEngine {
     const changeRecords = await changes.records.records()
     const encodedFeatures = await featureRecords.records()
     // A rebalance began while this tick computed: write nothing (the next tick, or the new owner, does).
-    if (outsideBatch && (this.ownershipEpoch !== tickEpoch || !updates.every(({ c }) => this.ownedNow(c)))) {
+    if (outsideBatch && (this.ownershipEpoch !== tickEpoch || !this.ownsAll(updates))) {
       this.deps.logger.info({ pipeline: this.name }, 'tick writes dropped: the group changed while it ran (the next tick or the new owner writes them)')
       return null
     }
@@ -990,7 +997,7 @@ export class FeatureEngine {
       if (!previousStored) throw new Error('the write before this one was not stored and was rolled back: this one comes again with its batches')
     }
     const taken = this.pendingProfiles.splice(0, profileRows.length)
-    for (const u of updates) u.take()
+    updates.takeAll()
     const stored = Promise.all([
       facts.insert(),
       rows.insert(),
@@ -999,11 +1006,11 @@ export class FeatureEngine {
       insertJsonRows(this.deps.store, 'feature_profiles', profileRows),
     ]).then(
       () => {
-        for (const u of updates) u.settle()
+        updates.settleAll()
         for (const [to, n] of changes.byTarget) segmentChangesEmitted.inc({ pipeline: this.name, to }, n)
       },
       (err: unknown) => {
-        for (const u of updates) u.rollBack()
+        updates.rollBackAll()
         this.pendingProfiles.unshift(...taken)
         throw err
       },
@@ -1076,81 +1083,6 @@ export class FeatureEngine {
     this.models.delete(tenantId)
   }
 
-}
-
-/**
- * What a write changes of a customer's state: taken when the write is published (take), given
- * back should its inserts fail (rollBack), unless a later write has taken the customer since.
- * Its facts go back to the customer's pending ones either way (a newer fact of an order pending
- * meanwhile wins), so they are stored with its next write; once its inserts are done (settle),
- * their entries are free.
- */
-class Update {
-  // What take() replaced, as fields rather than an object of their own: a write's updates live
-  // until its inserts end, through young-generation collections that copy whatever they hold.
-  private taken = false
-  private readonly gen: number
-  private beforeVersion = 0
-  private beforeSegment: string | null = null
-  private beforeScore: string | null = null
-  private beforeLast = NaN
-  private beforeDeleted = false
-  /** The customer's pending facts this write stores (pending-facts.ts; 0: none). */
-  private facts: Chain = 0
-
-  constructor(
-    private readonly table: CustomerTable,
-    readonly c: Customer,
-    private readonly segment: string | null,
-    private readonly score: string | null,
-    private readonly digest: number,
-    private readonly version: number,
-    private readonly deleted: boolean,
-  ) {
-    this.gen = table.gen(c)
-  }
-
-  /** The slot still holds the customer it was made for (its partition was not dropped since). */
-  private current(): boolean {
-    return this.table.live(this.c) && this.table.gen(this.c) === this.gen
-  }
-
-  take(): void {
-    const { table: S, c } = this
-    if (!this.current()) return
-    this.taken = true
-    this.beforeVersion = S.rowVersion(c)
-    this.beforeSegment = S.segment(c)
-    this.beforeScore = S.score(c)
-    this.beforeLast = S.last(c)
-    this.beforeDeleted = S.deleted(c)
-    this.facts = S.takePending(c)
-    S.setRowVersion(c, this.version)
-    S.setEmitted(c, this.segment, this.score)
-    S.setLast(c, this.digest)
-    S.setDeleted(c, this.deleted)
-    S.setDirty(c, false)
-  }
-
-  /** The write is stored: its facts' entries are free (the customer's slot may hold another customer by now: they were taken from it). */
-  settle(): void {
-    this.table.releasePending(this.facts)
-    this.facts = 0
-  }
-
-  rollBack(): void {
-    const { table: S, c } = this
-    if (!this.current()) return this.settle()
-    if (this.taken && S.rowVersion(c) === this.version) {
-      S.setRowVersion(c, this.beforeVersion)
-      S.setEmitted(c, this.beforeSegment, this.beforeScore)
-      S.setLast(c, this.beforeLast)
-      S.setDeleted(c, this.beforeDeleted)
-    }
-    S.givePendingBack(c, this.facts)
-    this.facts = 0
-    S.setDirty(c, true)
-  }
 }
 
 type RowEncodings = { features: EncodingInsert | null; facts: EncodingInsert | null; changes: EncodingInsert | null }
