@@ -17,7 +17,7 @@ import type { CustomerIdentity } from './rows.ts'
  * "Streaming", stop 49). As columns the whole state is a few dozen objects, whatever its size.
  *
  * A slot freed when its partition is dropped is reused by the next customer added; its generation
- * (gen) then moves on, so whoever kept a slot across a drop can tell (Update, the engine's stale profiles).
+ * (gen) then moves on, so whoever kept a slot across a drop can tell (WriteUpdates, the engine's stale profiles).
  */
 export type Customer = number
 

@@ -674,6 +674,8 @@ export class FeatureEngine {
         if (parts.has(value)) continue
         parts.add(value)
         const reply = value.reply
+        // What the part's pending facts read their ids from: the reply's text alone, not its other arrays (pending-facts.ts).
+        const ids: IdTexts = { text: reply.text, textEnds: reply.textEnds }
         const { kind, nums, cancelled } = reply
         for (let i = 0; i < value.keep.length; i++) {
           if (!value.keep[i]) continue
@@ -687,7 +689,7 @@ export class FeatureEngine {
           else {
             // The ids stay in the reply's text until a write stores the fact (pending-facts.ts).
             const fact = { version: nums[at + 3]!, placedAt: nums[at + 4]!, cents: nums[at + 5]!, cancelled: cancelled[i] === 1 }
-            this.foldOrder(f, c, nums[at + 6]!, fact, reply, 2 * i, nums[at + 2]!)
+            this.foldOrder(f, c, nums[at + 6]!, fact, ids, 2 * i, nums[at + 2]!)
           }
         }
         continue
@@ -983,7 +985,7 @@ export class FeatureEngine {
     for (const r of sent) if (r.status === 'rejected') throw r.reason
     // Published: the state takes the write now, and the next write (of other batches, or the next
     // chunk) is scored while its rows are inserted: on two cores the consumer's thread otherwise
-    // waited for every insert. Should an insert fail, the write is rolled back (rollBack) and its
+    // waited for every insert. Should an insert fail, the write is rolled back (rollBackAll) and its
     // batches come again; what reads the store back waits for the writes in flight (storedWrites).
     // One write's inserts at a time: this one waits for those of the write before it, so inserts
     // never pile up (each holds a thread of the pool the log's file reads also use: at 1,000 events

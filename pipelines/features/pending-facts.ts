@@ -77,7 +77,9 @@ export class PendingFacts {
   /**
    * The chain with the fact `f` of the order whose id is text j of `ids` (its event's id text
    * j + 1) set; its handle. A fact of the order the chain holds (the same key and id) is replaced
-   * where it is: the caller sets only a fact it found newer.
+   * where it is: the caller sets only a fact it found newer. The chain is walked, as the customer's
+   * order book is by the fold before it (order-book.ts' findOrder): a customer's pending facts are
+   * never more than its orders.
    */
   put(chain: Chain, key: number, ids: IdTexts, j: number, f: Omit<OrderFact, 'eventId'>): Chain {
     const src = this.sourceOf(ids)

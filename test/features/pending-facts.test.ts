@@ -112,4 +112,18 @@ describe('PendingFacts', () => {
     const c = p.put(0, 4, idTexts('o4', 'e4'), 0, f(1))
     expect([p.textsHeld, p.count, p.facts(c).map((x) => x.orderId)]).toEqual([1, 1, ['o4']])
   })
+
+  it('lets the latest batch’s texts go when another batch’s fact comes and none of its facts is left, and keeps the others', () => {
+    const p = new PendingFacts()
+    const f = { version: 1, placedAt: 5, cents: 7, cancelled: false }
+    const kept = p.put(0, 1, joinTexts(['k1', 'ek1']), 0, f)
+    const b = joinTexts(['b1', 'eb1', 'b2', 'eb2'])
+    let chain = p.put(0, 2, b, 0, f)
+    chain = p.put(chain, 3, b, 2, f)
+    p.release(chain) // b is the latest: kept, though no fact reads it
+    expect(p.textsHeld).toBe(2)
+    const next = p.put(0, 4, joinTexts(['n1', 'en1']), 0, f) // b goes, and its slot is reused
+    expect(p.textsHeld).toBe(2)
+    expect([...p.facts(kept), ...p.facts(next)].map((x) => [x.orderId, x.eventId])).toEqual([['k1', 'ek1'], ['n1', 'en1']])
+  })
 })
