@@ -144,8 +144,7 @@ export class CustomerTable {
   }
 
   setEmitted(c: Customer, segment: string | null, score: string | null): void {
-    this.seg[c] = this.texts.codeOf(segment)
-    this.rfm[c] = this.texts.codeOf(score)
+    this.setEmittedCodes(c, this.texts.codeOf(segment), this.texts.codeOf(score))
   }
 
   /** A segment's or score's code (0 for null), as segmentCode and scoreCode give them: what a write keeps instead of the text. */

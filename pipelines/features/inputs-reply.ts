@@ -22,35 +22,35 @@ export const CUSTOMER = 2
 /** Numbers a record: tenant, customer, occurred_at; an order's fact: version, placed_at, cents, and its order key (order-book.ts). */
 export const STRIDE = 7
 
-export interface InputsReply {
+/** Texts end to end in one string: text j ends at textEnds[j] and starts where text j - 1 ends (replyText reads one). */
+export interface JoinedTexts {
+  text: string
+  textEnds: Uint32Array
+}
+
+export interface InputsReply extends JoinedTexts {
   id: number
   kind: Uint8Array
   /** Record i's numbers at [i × STRIDE, (i + 1) × STRIDE). */
   nums: Float64Array
   /** An order's fact is a cancel. */
   cancelled: Uint8Array
-  /**
-   * The texts of the records, end to end in one string (replyText reads one): an order's id is
-   * text 2i and its event's id 2i + 1; a customer's email is text 2i (empty: none). One string a
-   * batch, not two a record: a batch waits its turn for a second or more, so the strings it holds
-   * outlive the young generation and are copied and promoted with it (docs/analytics-performance.md,
-   * "Streaming", stop 50).
-   */
-  text: string
-  /** Where text j ends in `text` (it starts where text j - 1 ends). */
-  textEnds: Uint32Array
+  // Its texts (JoinedTexts): an order's id is text 2i and its event's id 2i + 1; a customer's email
+  // is text 2i (empty: none). One string a batch, not two a record: a batch waits its turn for a
+  // second or more, so the strings it holds outlive the young generation and are copied and
+  // promoted with it (docs/analytics-performance.md, "Streaming", stop 50).
   /** Order i's currency is currencies[currencyOf[i]]. */
   currencyOf: Uint16Array
   currencies: string[]
 }
 
-/** Text j of a reply (InputsReply.text): a slice of the batch's string, which V8 makes a view of it. */
-export function replyText(r: InputsReply, j: number): string {
+/** Text j of a reply (InputsReply.text), or of other joined texts: a slice of the string, which V8 makes a view of it. */
+export function replyText(r: JoinedTexts, j: number): string {
   return r.text.slice(j === 0 ? 0 : r.textEnds[j - 1]!, r.textEnds[j]!)
 }
 
 /** The reply's `text` and `textEnds` from its texts in order. */
-export function joinTexts(texts: readonly string[]): { text: string; textEnds: Uint32Array } {
+export function joinTexts(texts: readonly string[]): JoinedTexts {
   const textEnds = new Uint32Array(texts.length)
   let end = 0
   for (let j = 0; j < texts.length; j++) textEnds[j] = end += texts[j]!.length

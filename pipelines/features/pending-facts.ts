@@ -1,4 +1,5 @@
 import { grown } from '../../common/typed-arrays.ts'
+import { joinTexts, replyText, type JoinedTexts } from './inputs-reply.ts'
 import { newer, type OrderFact } from './order-facts.ts'
 
 /**
@@ -22,21 +23,13 @@ import { newer, type OrderFact } from './order-facts.ts'
 export type Chain = number
 
 /**
- * Where facts' ids are read: text j of `text` ends at textEnds[j] and starts where text j - 1
- * ends (inputs-reply.ts' InputsReply has this shape); a fact's order id is text j, its event's id
- * text j + 1.
+ * Where facts' ids are read (inputs-reply.ts' joined texts, the shape of the decode thread's
+ * reply): a fact's order id is text j, its event's id text j + 1.
  */
-export interface IdTexts {
-  readonly text: string
-  readonly textEnds: Uint32Array
-}
+export type IdTexts = JoinedTexts
 
 /** One fact's ids as IdTexts of their own (a fact that did not come from a decode thread's reply). */
-export function idTexts(orderId: string, eventId: string): IdTexts {
-  return { text: orderId + eventId, textEnds: Uint32Array.of(orderId.length, orderId.length + eventId.length) }
-}
-
-const textAt = (t: IdTexts, j: number): string => t.text.slice(j === 0 ? 0 : t.textEnds[j - 1]!, t.textEnds[j]!)
+export const idTexts = (orderId: string, eventId: string): IdTexts => joinTexts([orderId, eventId])
 
 /** A fact as the chain gives it (forEach): its order, its fact's fields. */
 export type PendingFact = Readonly<OrderFact> & { readonly orderId: string }
@@ -155,13 +148,13 @@ export class PendingFacts {
     do {
       i = this.next[i]!
       // Keys differ for all but the same order (order-book.ts): the ids are read only when they are equal.
-      if (this.keys[i] === key && this.orderId(i) === (orderId ??= textAt(this.sources[src]!, j))) return i
+      if (this.keys[i] === key && this.orderId(i) === (orderId ??= replyText(this.sources[src]!, j))) return i
     } while (i !== chain)
     return 0
   }
 
   private orderId(i: number): string {
-    return textAt(this.sources[this.src[i]!]!, this.idAt[i]!)
+    return replyText(this.sources[this.src[i]!]!, this.idAt[i]!)
   }
 
   /** Entry i appended to the chain; the chain's new handle (i, its last). */
@@ -176,7 +169,7 @@ export class PendingFacts {
   private factAt(i: number): PendingFact {
     const texts = this.sources[this.src[i]!]!
     const j = this.idAt[i]!
-    return { orderId: textAt(texts, j), eventId: textAt(texts, j + 1), version: this.versions[i]!, placedAt: this.placedAts[i]!, cents: this.cents[i]!, cancelled: this.cancelled[i] === 1 }
+    return { orderId: replyText(texts, j), eventId: replyText(texts, j + 1), version: this.versions[i]!, placedAt: this.placedAts[i]!, cents: this.cents[i]!, cancelled: this.cancelled[i] === 1 }
   }
 
   /** Entry i holds the fact; its ids are texts j and j + 1 of source src (the source it read before, if any, is read by one fact fewer). */
